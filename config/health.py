@@ -1,0 +1,31 @@
+"""Liveness and readiness probes."""
+
+from __future__ import annotations
+
+from django.db import DatabaseError, connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from queueing import hot_index
+from queueing.hot_index import HotIndexUnavailable
+
+
+def healthz(request: HttpRequest) -> HttpResponse:
+    return HttpResponse("ok", content_type="text/plain")
+
+
+def readyz(request: HttpRequest) -> HttpResponse:
+    problems = []
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except DatabaseError:
+        problems.append("postgresql unreachable")
+    try:
+        hot_index.ping()
+    except HotIndexUnavailable:
+        problems.append("redis unreachable")
+    if problems:
+        response = JsonResponse({"error": "not_ready", "detail": "; ".join(problems)}, status=503)
+        response["Retry-After"] = "5"
+        return response
+    return HttpResponse("ok", content_type="text/plain")

@@ -1,0 +1,58 @@
+"""Keep every answer under /api/ in the ``{"error", "detail"}`` shape."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from config.api_errors import ApiError, error_response
+
+logger = logging.getLogger(__name__)
+
+
+_GENERIC_ERRORS: dict[int, tuple[str, str]] = {
+    400: ("bad_request", "Bad request."),
+    401: ("unauthorized", "Authentication required."),
+    403: ("forbidden", "Forbidden."),
+    404: ("not_found", "No such resource."),
+    405: ("method_not_allowed", "Method not allowed."),
+    500: ("internal_error", "An unexpected error occurred."),
+}
+
+
+class ApiErrorMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code >= 400
+            and request.path.startswith("/api/")
+            and not response.get("Content-Type", "").startswith("application/json")
+        ):
+            # Django's own error pages (unknown URL, DEBUG's technical 404, bad Host) are HTML.
+            code, detail = _GENERIC_ERRORS.get(
+                response.status_code, ("error", "The request could not be served.")
+            )
+            replacement = JsonResponse(
+                {"error": code, "detail": detail}, status=response.status_code
+            )
+            for header in ("Allow", "Retry-After", "WWW-Authenticate"):
+                if header in response:
+                    replacement[header] = response[header]
+            return replacement
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, ApiError):
+            return error_response(exception)
+        if not request.path.startswith("/api/"):
+            return None
+        # A bug, but integrators still get JSON rather than an HTML page.
+        logger.exception("unhandled error on %s", request.path)
+        return JsonResponse(
+            {"error": "internal_error", "detail": "An unexpected error occurred."}, status=500
+        )

@@ -1,0 +1,14 @@
+"""Test overlay: the same settings, with what a test run needs changed.
+
+Tests use their own Redis database (15) so that flushing it in a fault test cannot touch a
+developer's running room, and each test gets its own key prefix (tests/conftest.py).
+"""
+
+import os
+
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+
+from config.settings import *  # noqa: F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405

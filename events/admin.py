@@ -1,0 +1,125 @@
+"""Admin for on-sales. Saves and actions go through the services so that they are audited."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.forms import BaseInlineFormSet, ModelForm
+from django.http import HttpRequest
+from django.utils import timezone
+
+from events import services
+from events.models import AccessCode, Event, Tier
+
+
+class TierInline(admin.TabularInline):
+    model = Tier
+    extra = 0
+    fields = ("name", "priority", "share", "is_default")
+
+
+class AccessCodeInline(admin.TabularInline):
+    model = AccessCode
+    extra = 0
+    fields = ("code", "tier")
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "tier":
+            event_id = (
+                request.resolver_match.kwargs.get("object_id") if request.resolver_match else None
+            )
+            kwargs["queryset"] = Tier.objects.filter(event_id=event_id)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+def _actor(request: HttpRequest) -> str:
+    return f"staff:{request.user.get_username()}"
+
+
+@admin.register(Event)
+class EventAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "control", "capacity", "rate_per_minute", "starts_at")
+    list_filter = ("control",)
+    search_fields = ("slug", "name")
+    readonly_fields = ("integration_key", "control", "closed_at", "created_at", "updated_at")
+    inlines = [TierInline, AccessCodeInline]
+    actions = ["pause_events", "resume_events", "close_events"]
+    fieldsets = (
+        (None, {"fields": ("slug", "name", "target_url")}),
+        (
+            "What the shop can take",
+            {
+                "fields": ("capacity", "rate_per_minute", "session_seconds"),
+                "description": "Capacity is how many fans may be inside the shop at once; "
+                "the rate is how many are let in per minute. Admission respects both.",
+            },
+        ),
+        ("The line", {"fields": ("heartbeat_seconds", "max_queue_length", "max_wait_seconds")}),
+        ("Schedule", {"fields": ("prequeue_opens_at", "starts_at", "ends_at", "shuffle_at_start")}),
+        (
+            "Status",
+            {"fields": ("control", "closed_at", "integration_key", "created_at", "updated_at")},
+        ),
+    )
+
+    def get_inline_instances(self, request: HttpRequest, obj: Event | None = None) -> list[Any]:
+        # A new on-sale gets its default tier from the service; tiers are edited afterwards.
+        return super().get_inline_instances(request, obj) if obj is not None else []
+
+    def save_model(self, request: HttpRequest, obj: Event, form: ModelForm, change: bool) -> None:
+        fields = {
+            name: form.cleaned_data[name]
+            for name in services.EDITABLE_FIELDS
+            if name in form.cleaned_data
+        }
+        now = timezone.now()
+        if change:
+            updated = services.event_update(
+                event=obj, actor=_actor(request), now=now, changes=fields
+            )
+        else:
+            name, target_url = fields.pop("name"), fields.pop("target_url")
+            updated = services.event_create(
+                actor=_actor(request),
+                now=now,
+                slug=obj.slug,
+                name=name,
+                target_url=target_url,
+                **fields,
+            )
+        obj.pk = updated.pk
+        obj.refresh_from_db()
+
+    def save_formset(
+        self, request: HttpRequest, form: ModelForm, formset: BaseInlineFormSet, change: bool
+    ) -> None:
+        super().save_formset(request, form, formset, change)
+        if formset.has_changed():
+            services.event_record_admin_change(
+                event=form.instance,
+                actor=_actor(request),
+                now=timezone.now(),
+                what=f"{formset.model._meta.verbose_name_plural} edited",
+            )
+
+    def _control(
+        self, request: HttpRequest, queryset: QuerySet[Event], service: Any, verb: str
+    ) -> None:
+        now = timezone.now()
+        for event in queryset:
+            service(event=event, actor=_actor(request), now=now)
+        self.message_user(request, f"{verb} {queryset.count()} on-sale(s).", messages.SUCCESS)
+
+    @admin.action(description="Pause admission")
+    def pause_events(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
+        self._control(request, queryset, services.event_pause, "Paused")
+
+    @admin.action(description="Resume admission")
+    def resume_events(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
+        self._control(request, queryset, services.event_resume, "Resumed")
+
+    @admin.action(description="Close (refuse new joins)")
+    def close_events(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
+        self._control(request, queryset, services.event_close, "Closed")

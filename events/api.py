@@ -1,0 +1,163 @@
+"""Staff API for on-sales (API.md, "Staff API"): one view per operation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils import timezone
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api_errors import ApiError
+from events import services
+from events.codes import ACCESS_CODE_MAX_LENGTH
+from events.models import Event, Tier
+from events.services import EDITABLE_FIELDS, TierSpec
+
+
+class TierSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=64)
+    priority = serializers.IntegerField(min_value=0, max_value=999, default=100)
+    share = serializers.IntegerField(min_value=0, max_value=1000, default=0)
+    access_codes = serializers.ListField(
+        child=serializers.CharField(max_length=ACCESS_CODE_MAX_LENGTH),
+        default=list,
+        max_length=10_000,
+    )
+
+
+class EventInputSerializer(serializers.Serializer):
+    slug = serializers.SlugField(max_length=64)
+    name = serializers.CharField(max_length=200)
+    target_url = serializers.URLField(max_length=500)
+    capacity = serializers.IntegerField(min_value=0, max_value=10_000_000, required=False)
+    rate_per_minute = serializers.IntegerField(min_value=0, max_value=10_000_000, required=False)
+    session_seconds = serializers.IntegerField(min_value=30, max_value=86_400, required=False)
+    heartbeat_seconds = serializers.IntegerField(min_value=10, max_value=3_600, required=False)
+    max_queue_length = serializers.IntegerField(min_value=0, max_value=100_000_000, required=False)
+    max_wait_seconds = serializers.IntegerField(min_value=0, max_value=30 * 86_400, required=False)
+    prequeue_opens_at = serializers.DateTimeField(allow_null=True, required=False)
+    starts_at = serializers.DateTimeField(allow_null=True, required=False)
+    ends_at = serializers.DateTimeField(allow_null=True, required=False)
+    shuffle_at_start = serializers.BooleanField(required=False)
+    tiers = TierSerializer(many=True, required=False, allow_empty=False, max_length=100)
+
+    def validate_slug(self, value: str) -> str:
+        if self.instance is not None and value != self.instance.slug:
+            raise serializers.ValidationError("The slug of an on-sale cannot change.")
+        if self.instance is None and Event.objects.filter(slug=value).exists():
+            raise serializers.ValidationError("An on-sale with this slug exists.")
+        return value
+
+
+def _tier_output(tier: Tier) -> dict[str, Any]:
+    return {
+        "name": tier.name,
+        "priority": tier.priority,
+        "share": tier.share,
+        "is_default": tier.is_default,
+        "access_codes": sorted(code.code for code in tier.access_codes.all()),
+    }
+
+
+def event_output(event: Event) -> dict[str, Any]:
+    now = timezone.now()
+    data: dict[str, Any] = {"slug": event.slug}
+    for name in EDITABLE_FIELDS:
+        value = getattr(event, name)
+        data[name] = value.isoformat() if hasattr(value, "isoformat") else value
+    data.update(
+        {
+            "integration_key": event.integration_key,
+            "state": event.state_at(now).value,
+            "control": event.control,
+            "tiers": [_tier_output(t) for t in event.tiers.prefetch_related("access_codes")],
+            "created_at": event.created_at.isoformat(),
+            "updated_at": event.updated_at.isoformat(),
+        }
+    )
+    return data
+
+
+def _tier_specs(raw: list[dict[str, Any]] | None) -> list[TierSpec] | None:
+    if raw is None:
+        return None
+    return [TierSpec(t["name"], t["priority"], t["share"], list(t["access_codes"])) for t in raw]
+
+
+def _actor(request: Request) -> str:
+    return f"staff:{request.user.get_username()}"
+
+
+def _validation_error(exc: DjangoValidationError) -> ValidationError:
+    if hasattr(exc, "error_dict"):
+        return ValidationError(exc.message_dict)
+    return ValidationError({"non_field_errors": exc.messages})
+
+
+def _event_by_slug(slug: str) -> Event:
+    event = Event.objects.filter(slug=slug).first()
+    if event is None:
+        raise ApiError(404, "event_not_found", "No on-sale with that slug.")
+    return event
+
+
+class EventListCreateApi(APIView):
+    def get(self, request: Request) -> Response:
+        events = Event.objects.order_by("-created_at")[:500]
+        return Response([event_output(event) for event in events])
+
+    def post(self, request: Request) -> Response:
+        serializer = EventInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        tiers = _tier_specs(data.pop("tiers", None))
+        try:
+            event = services.event_create(
+                actor=_actor(request),
+                now=timezone.now(),
+                slug=data.pop("slug"),
+                name=data.pop("name"),
+                target_url=data.pop("target_url"),
+                tiers=tiers,
+                **data,
+            )
+        except DjangoValidationError as exc:
+            raise _validation_error(exc) from exc
+        return Response(event_output(event), status=201)
+
+
+class EventDetailApi(APIView):
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(event_output(_event_by_slug(slug)))
+
+    def patch(self, request: Request, slug: str) -> Response:
+        event = _event_by_slug(slug)
+        serializer = EventInputSerializer(event, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        data.pop("slug", None)
+        tiers = _tier_specs(data.pop("tiers", None))
+        try:
+            event = services.event_update(
+                event=event, actor=_actor(request), now=timezone.now(), changes=data, tiers=tiers
+            )
+        except DjangoValidationError as exc:
+            raise _validation_error(exc) from exc
+        return Response(event_output(event))
+
+
+class EventControlApi(APIView):
+    """pause / resume / close: the service to call is given in the URL configuration."""
+
+    service: Callable[..., Event] | None = None
+
+    def post(self, request: Request, slug: str) -> Response:
+        assert self.service is not None
+        event = self.service(event=_event_by_slug(slug), actor=_actor(request), now=timezone.now())
+        return Response(event_output(event))

@@ -1,0 +1,14 @@
+"""Access codes as fans type them: case and surrounding spaces do not matter."""
+
+import re
+
+ACCESS_CODE_MAX_LENGTH = 64
+_ACCESS_CODE_RE = re.compile(r"^[A-Z0-9][A-Z0-9_.\-]*$")
+
+
+def normalise_access_code(raw: str) -> str:
+    return raw.strip().upper()
+
+
+def is_well_formed_access_code(code: str) -> bool:
+    return len(code) <= ACCESS_CODE_MAX_LENGTH and bool(_ACCESS_CODE_RE.match(code))

@@ -1,0 +1,173 @@
+"""On-sales and how fans are grouped in them (tiers, access codes)."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+
+def new_integration_key() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class EventControl(models.TextChoices):
+    """What staff have decided; the schedule decides the rest of the state."""
+
+    RUNNING = "running", "Running"
+    PAUSED = "paused", "Paused"
+    CLOSED = "closed", "Closed"
+
+
+class EventState(models.TextChoices):
+    SCHEDULED = "scheduled", "Scheduled"
+    PREQUEUE = "prequeue", "Pre-queue"
+    OPEN = "open", "Open"
+    PAUSED = "paused", "Paused"
+    CLOSED = "closed", "Closed"
+
+
+class Event(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    target_url = models.URLField(
+        max_length=500, help_text="The shop: admitted fans are sent here with their pass."
+    )
+    capacity = models.PositiveIntegerField(
+        default=100,
+        help_text="Most fans inside the shop at once (0 = no cap). Set it to what the shop "
+        "can serve concurrently without slowing down.",
+    )
+    rate_per_minute = models.PositiveIntegerField(
+        default=60,
+        help_text="Most fans let in per minute (0 = no rate limit). Both caps apply together.",
+    )
+    session_seconds = models.PositiveIntegerField(
+        default=900,
+        validators=[MinValueValidator(30), MaxValueValidator(86_400)],
+        help_text="How long an admitted fan's pass is valid; the slot frees when it expires.",
+    )
+    heartbeat_seconds = models.PositiveIntegerField(
+        default=60,
+        validators=[MinValueValidator(10), MaxValueValidator(3_600)],
+        help_text="A waiting fan whose page has not been seen for this long loses the place.",
+    )
+    max_queue_length = models.PositiveIntegerField(
+        default=0, help_text="Joins are refused once this many fans wait (0 = unbounded)."
+    )
+    max_wait_seconds = models.PositiveIntegerField(
+        default=0,
+        help_text="Joins are refused when the predicted wait for a new fan exceeds this "
+        "(0 = no admission control).",
+    )
+    prequeue_opens_at = models.DateTimeField(
+        null=True, blank=True, help_text="When fans may start joining (empty = now)."
+    )
+    starts_at = models.DateTimeField(
+        null=True, blank=True, help_text="When admission starts (empty = now)."
+    )
+    ends_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the on-sale closes (empty = open-ended)."
+    )
+    shuffle_at_start = models.BooleanField(
+        default=True,
+        help_text="Fans who joined before the start are put in a random, verifiable order.",
+    )
+    integration_key = models.CharField(max_length=64, default=new_integration_key, editable=False)
+    control = models.CharField(
+        max_length=16, choices=EventControl.choices, default=EventControl.RUNNING
+    )
+    closed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Set when the hot index may disagree with PostgreSQL (a Redis write failed after a
+    # commit); the maintenance task rebuilds the event's index and clears it.
+    hot_index_dirty = models.BooleanField(default=False, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(control__in=EventControl.values), name="event_control_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(ends_at__isnull=True)
+                | Q(starts_at__isnull=True)
+                | Q(ends_at__gt=models.F("starts_at")),
+                name="event_ends_after_start",
+            ),
+            models.CheckConstraint(
+                condition=Q(prequeue_opens_at__isnull=True)
+                | Q(starts_at__isnull=True)
+                | Q(starts_at__gte=models.F("prequeue_opens_at")),
+                name="event_prequeue_before_start",
+            ),
+            models.CheckConstraint(
+                condition=Q(heartbeat_seconds__gte=10) & Q(session_seconds__gte=30),
+                name="event_timeouts_sane",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def state_at(self, now: datetime) -> EventState:
+        if self.control == EventControl.CLOSED or (self.ends_at and now >= self.ends_at):
+            return EventState.CLOSED
+        if self.prequeue_opens_at and now < self.prequeue_opens_at:
+            return EventState.SCHEDULED
+        if self.starts_at and now < self.starts_at:
+            return EventState.PREQUEUE
+        if self.control == EventControl.PAUSED:
+            return EventState.PAUSED
+        return EventState.OPEN
+
+
+class Tier(models.Model):
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="tiers")
+    name = models.CharField(max_length=64)
+    priority = models.PositiveSmallIntegerField(
+        default=100,
+        validators=[MaxValueValidator(999)],
+        help_text="Lower is served first.",
+    )
+    share = models.PositiveSmallIntegerField(
+        default=0,
+        validators=[MaxValueValidator(1000)],
+        help_text="0 = strict priority; above 0 = weight of this tier in each admission batch "
+        "among the weighted tiers, so that none starves.",
+    )
+    is_default = models.BooleanField(
+        default=False, help_text="Fans who join without an access code go to this tier."
+    )
+
+    class Meta:
+        ordering = ["priority", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["event", "name"], name="tier_name_unique_per_event"),
+            models.UniqueConstraint(
+                fields=["event"], condition=Q(is_default=True), name="one_default_tier_per_event"
+            ),
+            models.CheckConstraint(condition=Q(priority__lte=999), name="tier_priority_range"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} (priority {self.priority})"
+
+
+class AccessCode(models.Model):
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="access_codes")
+    tier = models.ForeignKey(Tier, on_delete=models.CASCADE, related_name="access_codes")
+    # Stored normalised (see events.codes.normalise_access_code) so that matching is exact.
+    code = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["event", "code"], name="access_code_unique_per_event"),
+        ]
+
+    def __str__(self) -> str:
+        return self.code

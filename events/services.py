@@ -1,0 +1,230 @@
+"""Creating and steering on-sales. Every change is audited in the same transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import ProtectedError
+
+from events.codes import is_well_formed_access_code, normalise_access_code
+from events.models import AccessCode, Event, EventControl, Tier
+from queueing import hot_index
+from queueing.audit import audit_append, audit_chain_start
+from queueing.hot_index import HotIndexUnavailable
+from queueing.models import AuditAction
+
+EDITABLE_FIELDS = (
+    "name",
+    "target_url",
+    "capacity",
+    "rate_per_minute",
+    "session_seconds",
+    "heartbeat_seconds",
+    "max_queue_length",
+    "max_wait_seconds",
+    "prequeue_opens_at",
+    "starts_at",
+    "ends_at",
+    "shuffle_at_start",
+)
+DEFAULT_TIER_NAME = "General"
+
+
+@dataclass(frozen=True)
+class TierSpec:
+    name: str
+    priority: int = 100
+    share: int = 0
+    access_codes: list[str] = field(default_factory=list)
+
+
+def _audit_value(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _validate_tiers(specs: list[TierSpec]) -> list[TierSpec]:
+    if not specs:
+        raise ValidationError({"tiers": "An on-sale needs at least one tier."})
+    names = [spec.name for spec in specs]
+    if len(set(names)) != len(names):
+        raise ValidationError({"tiers": "Tier names must be unique."})
+    seen_codes: set[str] = set()
+    normalised = []
+    for spec in specs:
+        codes = [normalise_access_code(code) for code in spec.access_codes]
+        for code in codes:
+            if not is_well_formed_access_code(code):
+                raise ValidationError({"tiers": f"Access code {code!r} is not valid."})
+            if code in seen_codes:
+                raise ValidationError({"tiers": f"Access code {code!r} is used twice."})
+            seen_codes.add(code)
+        normalised.append(TierSpec(spec.name, spec.priority, spec.share, codes))
+    return normalised
+
+
+def _default_tier_name(specs: list[TierSpec]) -> str | None:
+    """Fans without a code go to the first tier (in service order) that needs no code."""
+    public = [spec for spec in specs if not spec.access_codes]
+    return min(public, key=lambda spec: spec.priority).name if public else None
+
+
+def _tiers_summary(specs: list[TierSpec]) -> list[dict[str, Any]]:
+    return [
+        {"name": s.name, "priority": s.priority, "share": s.share, "codes": len(s.access_codes)}
+        for s in specs
+    ]
+
+
+def _apply_tiers(event: Event, specs: list[TierSpec]) -> None:
+    """Make the event's tiers match ``specs``, matching existing tiers by name."""
+    default_name = _default_tier_name(specs)
+    existing = {tier.name: tier for tier in Tier.objects.filter(event=event)}
+    wanted = {spec.name for spec in specs}
+    # Free the single-default slot before reassigning it.
+    Tier.objects.filter(event=event, is_default=True).update(is_default=False)
+    for name, tier in existing.items():
+        if name not in wanted:
+            try:
+                tier.delete()
+            except ProtectedError as exc:
+                raise ValidationError(
+                    {"tiers": f"Tier {name!r} has fans and cannot be removed."}
+                ) from exc
+    AccessCode.objects.filter(event=event).delete()
+    for spec in specs:
+        tier = existing.get(spec.name) or Tier(event=event, name=spec.name)
+        tier.priority, tier.share = spec.priority, spec.share
+        tier.is_default = spec.name == default_name
+        tier.full_clean(exclude=["event"], validate_constraints=False)
+        tier.save()
+        AccessCode.objects.bulk_create(
+            AccessCode(event=event, tier=tier, code=code) for code in spec.access_codes
+        )
+
+
+def _after_commit_mark_ready(event_id: int) -> None:
+    def mark() -> None:
+        try:
+            hot_index.mark_new_event_ready(event_id)
+        except HotIndexUnavailable:
+            pass  # the maintenance task builds it when Redis is back
+
+    transaction.on_commit(mark)
+
+
+def event_create(
+    *,
+    actor: str,
+    slug: str,
+    name: str,
+    target_url: str,
+    now: datetime,
+    tiers: list[TierSpec] | None = None,
+    **settings: Any,
+) -> Event:
+    unknown = set(settings) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown event fields: {sorted(unknown)}")
+    specs = _validate_tiers(tiers or [TierSpec(name=DEFAULT_TIER_NAME)])
+    with transaction.atomic():
+        event = Event(slug=slug, name=name, target_url=target_url, **settings)
+        event.full_clean()
+        event.save()
+        _apply_tiers(event, specs)
+        audit_chain_start(event_id=event.id)
+        audit_append(
+            event_id=event.id,
+            action=AuditAction.EVENT_CREATED,
+            actor=actor,
+            at=now,
+            data={
+                "slug": slug,
+                **{f: _audit_value(getattr(event, f)) for f in EDITABLE_FIELDS},
+                "tiers": _tiers_summary(specs),
+            },
+        )
+        _after_commit_mark_ready(event.id)
+    return event
+
+
+def event_update(
+    *,
+    event: Event,
+    actor: str,
+    now: datetime,
+    changes: dict[str, Any],
+    tiers: list[TierSpec] | None = None,
+) -> Event:
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown event fields: {sorted(unknown)}")
+    specs = _validate_tiers(tiers) if tiers is not None else None
+    with transaction.atomic():
+        locked = Event.objects.select_for_update().get(pk=event.pk)
+        diff = {}
+        for name, value in changes.items():
+            old = getattr(locked, name)
+            if old != value:
+                diff[name] = [_audit_value(old), _audit_value(value)]
+                setattr(locked, name, value)
+        locked.full_clean()
+        locked.save()
+        if specs is not None:
+            _apply_tiers(locked, specs)
+            diff["tiers"] = _tiers_summary(specs)
+        if diff:
+            audit_append(
+                event_id=locked.id,
+                action=AuditAction.EVENT_CHANGED,
+                actor=actor,
+                at=now,
+                data={"changes": diff},
+            )
+    return locked
+
+
+def event_record_admin_change(*, event: Event, actor: str, now: datetime, what: str) -> None:
+    """Audit a change made through the admin's inline forms (tiers, access codes)."""
+    with transaction.atomic():
+        audit_append(
+            event_id=event.id,
+            action=AuditAction.EVENT_CHANGED,
+            actor=actor,
+            at=now,
+            data={"changes": {"admin": what}},
+        )
+
+
+_CONTROL_CHANGES: dict[EventControl, tuple[tuple[EventControl, ...], AuditAction]] = {
+    EventControl.PAUSED: ((EventControl.RUNNING,), AuditAction.EVENT_PAUSED),
+    EventControl.RUNNING: ((EventControl.PAUSED,), AuditAction.EVENT_RESUMED),
+    EventControl.CLOSED: ((EventControl.RUNNING, EventControl.PAUSED), AuditAction.EVENT_CLOSED),
+}
+
+
+def _event_set_control(*, event: Event, to: EventControl, actor: str, now: datetime) -> Event:
+    expected, action = _CONTROL_CHANGES[to]
+    fields: dict[str, Any] = {"control": to}
+    if to == EventControl.CLOSED:
+        fields["closed_at"] = now
+    with transaction.atomic():
+        changed = Event.objects.filter(pk=event.pk, control__in=expected).update(**fields)
+        if changed:
+            audit_append(event_id=event.pk, action=action, actor=actor, at=now)
+    return Event.objects.get(pk=event.pk)
+
+
+def event_pause(*, event: Event, actor: str, now: datetime) -> Event:
+    return _event_set_control(event=event, to=EventControl.PAUSED, actor=actor, now=now)
+
+
+def event_resume(*, event: Event, actor: str, now: datetime) -> Event:
+    return _event_set_control(event=event, to=EventControl.RUNNING, actor=actor, now=now)
+
+
+def event_close(*, event: Event, actor: str, now: datetime) -> Event:
+    return _event_set_control(event=event, to=EventControl.CLOSED, actor=actor, now=now)

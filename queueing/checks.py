@@ -1,0 +1,32 @@
+"""Start-up check: Redis must never evict the hot index (maxmemory-policy noeviction)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core import checks
+
+from queueing import hot_index
+from queueing.hot_index import HotIndexUnavailable
+
+
+@checks.register("redis")
+def redis_eviction_policy(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    try:
+        policy = hot_index.eviction_policy()
+    except HotIndexUnavailable as exc:
+        return [
+            checks.Warning(
+                f"Redis is unreachable ({exc}); the hot index will be rebuilt when it returns.",
+                id="queueing.W001",
+            )
+        ]
+    if policy != "noeviction":
+        return [
+            checks.Error(
+                f"Redis maxmemory-policy is {policy!r}: it could silently evict fans' places.",
+                hint="Run Redis with maxmemory-policy noeviction.",
+                id="queueing.E001",
+            )
+        ]
+    return []

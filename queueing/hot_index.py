@@ -1,0 +1,295 @@
+"""The Redis hot index: the only module that talks to Redis for the queue.
+
+Redis holds a derived copy of each event's line (see ARCHITECTURE.md): it can be lost at any
+moment and is rebuilt from PostgreSQL. Every function raises ``HotIndexUnavailable`` instead of a
+Redis error, so callers can degrade to PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import functools
+import secrets
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+from typing import Literal, ParamSpec, TypeVar
+
+import redis
+from django_redis import get_redis_connection
+from redis.commands.core import Script
+
+from queueing import keys
+from queueing.layout import EventLayout
+
+_LUA_DIR = Path(__file__).parent / "lua"
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class HotIndexUnavailable(Exception):
+    """Redis could not be reached or answered with an error."""
+
+
+class IndexState(IntEnum):
+    MISSING = 0
+    BUILDING = 1
+    READY = 2
+
+
+@dataclass(frozen=True)
+class LineCounts:
+    state: IndexState
+    prequeue: int
+    tiers: tuple[int, ...]  # waiting fans per tier, in layout order
+
+    @property
+    def waiting(self) -> int:
+        return sum(self.tiers)
+
+    @property
+    def queue_length(self) -> int:
+        return self.prequeue + self.waiting
+
+
+class Where(IntEnum):
+    NOWHERE = 0
+    TIER = 1
+    PREQUEUE = 2
+
+
+@dataclass(frozen=True)
+class Placement:
+    counts: LineCounts
+    where: Where
+    rank: int | None  # 0-based rank in the entry's tier queue when where is TIER
+
+
+@dataclass(frozen=True)
+class IndexedEntry:
+    member: int  # entry id
+    tier_id: int | None  # None: in the pre-queue
+    order_key: int
+
+
+def _client() -> redis.Redis:
+    return get_redis_connection("default")
+
+
+@functools.cache
+def _script(name: str) -> Script:
+    return _client().register_script((_LUA_DIR / f"{name}.lua").read_text())
+
+
+def _unavailable_on_redis_error(func: Callable[P, R]) -> Callable[P, R]:
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except redis.RedisError as exc:
+            raise HotIndexUnavailable(str(exc)) from exc
+
+    return wrapper
+
+
+def _tier_keys(layout: EventLayout) -> list[str]:
+    return [keys.tier_queue(layout.event_id, tier.id) for tier in layout.tiers]
+
+
+def _line_counts(state: int, raw_counts: Sequence[int]) -> LineCounts:
+    if not raw_counts:
+        return LineCounts(state=IndexState(state), prequeue=0, tiers=())
+    return LineCounts(
+        state=IndexState(state),
+        prequeue=int(raw_counts[0]),
+        tiers=tuple(int(c) for c in raw_counts[1:]),
+    )
+
+
+@_unavailable_on_redis_error
+def locate(
+    layout: EventLayout,
+    *,
+    member: int,
+    tier_id: int,
+    heartbeat_deadline: float | None,
+    add: Literal["tier", "pre"] | None = None,
+    order_key: int | None = None,
+) -> Placement:
+    """Find an entry in its tier queue or the pre-queue, refresh its heartbeat if found,
+    optionally add it first, and count the whole line, in one round trip."""
+    event_id = layout.event_id
+    raw = _script("locate")(
+        keys=[
+            keys.epoch(event_id),
+            keys.heartbeats(event_id),
+            keys.prequeue(event_id),
+            keys.tier_queue(event_id, tier_id),
+            *_tier_keys(layout),
+        ],
+        args=[
+            member,
+            "" if heartbeat_deadline is None else repr(heartbeat_deadline),
+            add or "",
+            "" if order_key is None else order_key,
+        ],
+    )
+    state, where, rank, *raw_counts = raw
+    return Placement(
+        counts=_line_counts(state, raw_counts),
+        where=Where(where),
+        rank=int(rank) if where == Where.TIER else None,
+    )
+
+
+@_unavailable_on_redis_error
+def line_counts(layout: EventLayout) -> LineCounts:
+    pipe = _client().pipeline(transaction=False)
+    pipe.get(keys.epoch(layout.event_id))
+    pipe.zcard(keys.prequeue(layout.event_id))
+    for key in _tier_keys(layout):
+        pipe.zcard(key)
+    epoch, *raw_counts = pipe.execute()
+    if epoch is None:
+        return LineCounts(state=IndexState.MISSING, prequeue=0, tiers=())
+    state = IndexState.BUILDING if epoch.startswith(b"building:") else IndexState.READY
+    return _line_counts(state, raw_counts)
+
+
+@_unavailable_on_redis_error
+def remove(event_id: int, *, tier_id: int, members: Sequence[int]) -> None:
+    if not members:
+        return
+    _script("remove")(
+        keys=[
+            keys.epoch(event_id),
+            keys.tombstones(event_id),
+            keys.heartbeats(event_id),
+            keys.prequeue(event_id),
+            keys.tier_queue(event_id, tier_id),
+        ],
+        args=list(members),
+    )
+
+
+@_unavailable_on_redis_error
+def epoch_states(event_ids: Sequence[int]) -> dict[int, IndexState]:
+    if not event_ids:
+        return {}
+    values = _client().mget([keys.epoch(event_id) for event_id in event_ids])
+    states = {}
+    for event_id, value in zip(event_ids, values, strict=True):
+        if value is None:
+            states[event_id] = IndexState.MISSING
+        elif value.startswith(b"building:"):
+            states[event_id] = IndexState.BUILDING
+        else:
+            states[event_id] = IndexState.READY
+    return states
+
+
+@_unavailable_on_redis_error
+def mark_new_event_ready(event_id: int) -> None:
+    """A new event has an empty line: its index is complete as it is."""
+    _client().set(keys.epoch(event_id), f"ready:{secrets.token_hex(8)}", nx=True)
+
+
+@_unavailable_on_redis_error
+def request_rebuild_once(event_id: int, *, within_seconds: int) -> bool:
+    """True for the first caller in ``within_seconds``: it should ask for a rebuild."""
+    return bool(_client().set(keys.rebuild_requested(event_id), "1", nx=True, ex=within_seconds))
+
+
+@dataclass(frozen=True)
+class Rebuild:
+    event_id: int
+    token: str
+
+    @property
+    def building_value(self) -> str:
+        return f"building:{self.token}"
+
+
+@_unavailable_on_redis_error
+def rebuild_begin(event_id: int, *, tier_ids: Iterable[int], lock_seconds: int) -> Rebuild | None:
+    """Take the event's rebuild lock and reset its index to an empty, building state.
+
+    From here on, new joins add themselves (the epoch exists) while the rebuild loads the
+    entries PostgreSQL already had; readers treat a building index as not authoritative.
+    """
+    client = _client()
+    token = secrets.token_hex(8)
+    if not client.set(keys.rebuild_lock(event_id), token, nx=True, ex=lock_seconds):
+        return None
+    handle = Rebuild(event_id=event_id, token=token)
+    pipe = client.pipeline(transaction=True)
+    pipe.set(keys.epoch(event_id), handle.building_value)
+    pipe.delete(
+        keys.tombstones(event_id),
+        keys.heartbeats(event_id),
+        keys.prequeue(event_id),
+        *(keys.tier_queue(event_id, tier_id) for tier_id in tier_ids),
+    )
+    pipe.execute()
+    return handle
+
+
+class RebuildSuperseded(Exception):
+    """The epoch changed during a rebuild (Redis flushed again, or another rebuild began)."""
+
+
+@_unavailable_on_redis_error
+def rebuild_load(
+    handle: Rebuild, entries: Sequence[IndexedEntry], *, heartbeat_deadline: float
+) -> int:
+    event_id = handle.event_id
+    by_key: dict[str, list[int]] = {}
+    for entry in entries:
+        key = (
+            keys.prequeue(event_id)
+            if entry.tier_id is None
+            else keys.tier_queue(event_id, entry.tier_id)
+        )
+        by_key.setdefault(key, []).extend((entry.member, entry.order_key))
+    loaded = 0
+    for key, pairs in by_key.items():
+        result = _script("rebuild_load")(
+            keys=[
+                keys.epoch(event_id),
+                keys.tombstones(event_id),
+                keys.heartbeats(event_id),
+                key,
+            ],
+            args=[handle.building_value, repr(heartbeat_deadline), *pairs],
+        )
+        if result < 0:
+            raise RebuildSuperseded(f"event {event_id}")
+        loaded += result
+    return loaded
+
+
+@_unavailable_on_redis_error
+def rebuild_finish(handle: Rebuild) -> bool:
+    promoted = _script("epoch_promote")(
+        keys=[keys.epoch(handle.event_id), keys.tombstones(handle.event_id)],
+        args=[handle.building_value, f"ready:{handle.token}"],
+    )
+    _script("release_lock")(keys=[keys.rebuild_lock(handle.event_id)], args=[handle.token])
+    return bool(promoted)
+
+
+def rebuild_abandon(handle: Rebuild) -> None:
+    try:
+        _script("release_lock")(keys=[keys.rebuild_lock(handle.event_id)], args=[handle.token])
+    except redis.RedisError:
+        pass  # the lock expires by itself
+
+
+@_unavailable_on_redis_error
+def ping() -> None:
+    _client().ping()
+
+
+@_unavailable_on_redis_error
+def eviction_policy() -> str:
+    return str(_client().config_get("maxmemory-policy").get("maxmemory-policy", ""))

@@ -1,0 +1,55 @@
+"""Every Redis key of the hot index, built here and nowhere else.
+
+All keys of one event share the hash tag ``{<event_id>}`` so that one script can touch them
+together on Redis Cluster. The prefix comes from settings (tests give each test its own).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+
+def prefix() -> str:
+    return settings.WR_REDIS_PREFIX
+
+
+def _event(event_id: int) -> str:
+    return f"{prefix()}:{{{event_id}}}"
+
+
+def epoch(event_id: int) -> str:
+    """``building:<token>`` or ``ready:<token>``; missing means Redis lost the event's data."""
+    return f"{_event(event_id)}:epoch"
+
+
+def tier_queue(event_id: int, tier_id: int) -> str:
+    """Sorted set of waiting entry ids of one tier, scored by order key."""
+    return f"{_event(event_id)}:q:{tier_id}"
+
+
+def prequeue(event_id: int) -> str:
+    """Sorted set of pre-queue entry ids, scored by order key (no position until the start)."""
+    return f"{_event(event_id)}:pre"
+
+
+def heartbeats(event_id: int) -> str:
+    """Sorted set of queued entry ids scored by the unix time after which they expire."""
+    return f"{_event(event_id)}:hb"
+
+
+def tombstones(event_id: int) -> str:
+    """Set of entry ids removed while a rebuild runs: the rebuild must not load them again."""
+    return f"{_event(event_id)}:gone"
+
+
+def rebuild_lock(event_id: int) -> str:
+    return f"{_event(event_id)}:rebuild-lock"
+
+
+def rebuild_requested(event_id: int) -> str:
+    """Set for a few seconds after a request asked for a rebuild, so that it asks once."""
+    return f"{_event(event_id)}:rebuild-requested"
+
+
+def all_of_prefix_pattern() -> str:
+    return f"{prefix()}:*"

@@ -1,0 +1,71 @@
+"""The shape of an event's line (its tiers in service order), cached briefly in-process.
+
+The hot status path needs the tier layout to name the Redis keys it counts; reading it from
+PostgreSQL on every poll would put the database back on the hot path, and tiers change rarely.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from events.models import Event, Tier
+
+
+@dataclass(frozen=True)
+class TierLayout:
+    id: int
+    priority: int
+    share: int
+
+
+@dataclass(frozen=True)
+class EventLayout:
+    event_id: int
+    slug: str
+    heartbeat_seconds: int
+    # In service order: (priority, id).
+    tiers: tuple[TierLayout, ...]
+
+    def tier_index(self, tier_id: int) -> int | None:
+        for index, tier in enumerate(self.tiers):
+            if tier.id == tier_id:
+                return index
+        return None
+
+
+_cache: dict[int, tuple[float, EventLayout | None]] = {}
+_lock = threading.Lock()
+
+
+def _load(event_id: int) -> EventLayout | None:
+    event = Event.objects.filter(pk=event_id).values("slug", "heartbeat_seconds").first()
+    if event is None:
+        return None
+    tiers = Tier.objects.filter(event_id=event_id).order_by("priority", "id")
+    return EventLayout(
+        event_id=event_id,
+        slug=event["slug"],
+        heartbeat_seconds=event["heartbeat_seconds"],
+        tiers=tuple(TierLayout(id=t.id, priority=t.priority, share=t.share) for t in tiers),
+    )
+
+
+def event_layout(event_id: int, *, fresh: bool = False) -> EventLayout | None:
+    now = time.monotonic()
+    if not fresh:
+        cached = _cache.get(event_id)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+    layout = _load(event_id)
+    with _lock:
+        _cache[event_id] = (now + settings.WR_LAYOUT_CACHE_SECONDS, layout)
+    return layout
+
+
+def layout_cache_clear() -> None:
+    with _lock:
+        _cache.clear()

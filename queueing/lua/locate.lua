@@ -1,0 +1,49 @@
+-- Find (and optionally add) one entry in an event's hot index and count the line.
+--
+-- KEYS[1]  epoch        string  "building:<token>" | "ready:<token>"; missing = data lost
+-- KEYS[2]  heartbeats   zset    entry id -> unix deadline
+-- KEYS[3]  prequeue     zset    pre-queue entry ids by order key (counted)
+-- KEYS[4]  own tier     zset    the entry's tier queue, entry ids by order key
+-- KEYS[5..] tiers       zset    every tier queue of the event, in layout order (counted)
+-- ARGV[1]  entry id
+-- ARGV[2]  new heartbeat deadline (unix seconds), or "" to leave it alone
+-- ARGV[3]  "" to only look, "tier" or "pre" to add the entry there first (NX)
+-- ARGV[4]  order key (score) when adding
+--
+-- Returns {epoch_state, where, rank, prequeue_count, tier_count_1, tier_count_2, ...}
+--   epoch_state: 0 missing (then nothing is read or written), 1 building, 2 ready
+--   where: 0 not found, 1 in its tier queue, 2 in the pre-queue
+--   rank: 0-based rank in its tier queue, -1 unless where == 1
+-- No key gets a TTL: the index lives as long as the event has fans in line.
+local epoch = redis.call('GET', KEYS[1])
+if not epoch then
+  return {0, 0, -1}
+end
+local state = 2
+if string.sub(epoch, 1, 9) == 'building:' then
+  state = 1
+end
+local member = ARGV[1]
+if ARGV[3] == 'tier' then
+  redis.call('ZADD', KEYS[4], 'NX', ARGV[4], member)
+elseif ARGV[3] == 'pre' then
+  redis.call('ZADD', KEYS[3], 'NX', ARGV[4], member)
+end
+local where = 0
+local rank = redis.call('ZRANK', KEYS[4], member)
+if rank ~= false then
+  where = 1
+else
+  rank = -1
+  if redis.call('ZSCORE', KEYS[3], member) ~= false then
+    where = 2
+  end
+end
+if where ~= 0 and ARGV[2] ~= '' then
+  redis.call('ZADD', KEYS[2], ARGV[2], member)
+end
+local out = {state, where, rank, redis.call('ZCARD', KEYS[3])}
+for i = 5, #KEYS do
+  out[#out + 1] = redis.call('ZCARD', KEYS[i])
+end
+return out

@@ -1,0 +1,25 @@
+-- Take entries out of an event's hot index (they left the line in PostgreSQL).
+--
+-- KEYS[1]  epoch        string
+-- KEYS[2]  tombstones   set     entry ids removed while a rebuild runs
+-- KEYS[3]  heartbeats   zset
+-- KEYS[4]  prequeue     zset
+-- KEYS[5]  tier queue   zset    the entries' tier queue
+-- ARGV[1..] entry ids
+-- Returns the number of entry ids given. While the epoch is "building:", the ids are also
+-- added to the tombstones so that the rebuild, which may have read them from PostgreSQL before
+-- they changed, does not load them again. Tombstones live until the rebuild finishes.
+local building = false
+local epoch = redis.call('GET', KEYS[1])
+if epoch and string.sub(epoch, 1, 9) == 'building:' then
+  building = true
+end
+for i = 1, #ARGV do
+  if building then
+    redis.call('SADD', KEYS[2], ARGV[i])
+  end
+  redis.call('ZREM', KEYS[3], ARGV[i])
+  redis.call('ZREM', KEYS[4], ARGV[i])
+  redis.call('ZREM', KEYS[5], ARGV[i])
+end
+return #ARGV

@@ -1,0 +1,137 @@
+"""The queue's system of record: entries and their append-only, hash-chained audit trail."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+from django.db.models.expressions import Func, Value
+
+from queueing.states import LIVE, QUEUED, TERMINAL, WAS_ADMITTED, EntryStatus
+
+ORDER_KEY_SEQUENCE = "queueing_order_key_seq"
+
+
+class NextVal(Func):
+    function = "nextval"
+    output_field = models.BigIntegerField()
+
+
+class QueueEntry(models.Model):
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    event = models.ForeignKey("events.Event", on_delete=models.PROTECT, related_name="entries")
+    tier = models.ForeignKey("events.Tier", on_delete=models.PROTECT, related_name="entries")
+    # SHA-256 of "<kind>:<value>" (user, cookie or idempotency key); never the raw value.
+    identity = models.CharField(max_length=64)
+    # Monotonic across the whole room, assigned by PostgreSQL at insert; the pre-queue
+    # shuffle permutes the keys of its cohort among themselves.
+    order_key = models.BigIntegerField(db_default=NextVal(Value(ORDER_KEY_SEQUENCE)))
+    status = models.CharField(max_length=16, choices=EntryStatus.choices)
+    joined_at = models.DateTimeField()
+    status_changed_at = models.DateTimeField()
+    admitted_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    pass_expires_at = models.DateTimeField(null=True, blank=True)
+    # The wait quoted when the fan joined (seconds), kept for the accuracy report.
+    quoted_p10 = models.FloatField(null=True, blank=True)
+    quoted_p50 = models.FloatField(null=True, blank=True)
+    quoted_p90 = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "queue entry"
+        verbose_name_plural = "queue entries"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=EntryStatus.values), name="entry_status_valid"
+            ),
+            models.UniqueConstraint(
+                fields=["event", "identity"],
+                condition=Q(status__in=LIVE),
+                name="one_live_entry_per_identity",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status__in=QUEUED) | Q(admitted_at__isnull=True),
+                name="entry_queued_not_admitted",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status__in=WAS_ADMITTED) | Q(admitted_at__isnull=False),
+                name="entry_admitted_has_time",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=TERMINAL, ended_at__isnull=False)
+                | (~Q(status__in=TERMINAL) & Q(ended_at__isnull=True)),
+                name="entry_ended_iff_terminal",
+            ),
+        ]
+        indexes = [
+            # Admission order and the PostgreSQL fallback for positions.
+            models.Index(
+                fields=["event", "tier", "order_key"],
+                condition=Q(status=EntryStatus.WAITING),
+                name="entry_waiting_order",
+            ),
+            models.Index(fields=["event", "status"], name="entry_event_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} ({self.status})"
+
+
+class AuditAction(models.TextChoices):
+    JOINED = "joined"
+    SHUFFLED = "shuffled"
+    ADMITTED = "admitted"
+    EXPIRED = "expired"
+    LEFT = "left"
+    COMPLETED = "completed"
+    ABANDONED = "abandoned"
+    REVOKED = "revoked"
+    REJECTED = "rejected"
+    EVENT_CREATED = "event_created"
+    EVENT_CHANGED = "event_changed"
+    EVENT_PAUSED = "event_paused"
+    EVENT_RESUMED = "event_resumed"
+    EVENT_CLOSED = "event_closed"
+
+
+GENESIS_HASH = "0" * 64
+
+
+class AuditChainHead(models.Model):
+    """The tip of an event's hash chain; its row lock orders appends to the chain."""
+
+    event = models.OneToOneField(
+        "events.Event", on_delete=models.PROTECT, primary_key=True, related_name="audit_head"
+    )
+    seq = models.BigIntegerField(default=0)
+    last_hash = models.CharField(max_length=64, default=GENESIS_HASH)
+
+    def __str__(self) -> str:
+        return f"chain of event {self.event_id} at #{self.seq}"
+
+
+class AuditRecord(models.Model):
+    event = models.ForeignKey("events.Event", on_delete=models.PROTECT, related_name="audit")
+    # Position in the event's chain, 1-based and gapless.
+    seq = models.BigIntegerField()
+    at = models.DateTimeField()
+    ticket_id = models.UUIDField(null=True, blank=True)
+    action = models.CharField(max_length=32, choices=AuditAction.choices)
+    actor = models.CharField(max_length=150)
+    data = models.JSONField(default=dict)
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["event", "seq"], name="audit_seq_unique_per_event"),
+        ]
+        indexes = [
+            models.Index(fields=["ticket_id"], name="audit_ticket"),
+            models.Index(fields=["event", "action", "at"], name="audit_event_action_at"),
+            models.Index(fields=["at"], name="audit_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} #{self.seq}"

@@ -1,0 +1,393 @@
+"""Changes to the line: join, leave, and rebuilding the hot index.
+
+Each change is committed to PostgreSQL with its audit record first; the hot index is updated
+after the commit. When that Redis write fails, the event is flagged so that the maintenance
+task rebuilds its index from PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from config.api_errors import ApiError
+from events.codes import is_well_formed_access_code, normalise_access_code
+from events.models import AccessCode, Event, EventControl, EventState, Tier
+from queueing import hot_index
+from queueing.audit import audit_append
+from queueing.hot_index import (
+    HotIndexUnavailable,
+    IndexedEntry,
+    IndexState,
+    RebuildSuperseded,
+    Where,
+)
+from queueing.layout import EventLayout, event_layout
+from queueing.models import AuditAction, QueueEntry
+from queueing.polling import poll_after_seconds
+from queueing.positions import position_in_line
+from queueing.selectors import (
+    line_size,
+    position_from_database,
+    queue_length_from_database,
+    request_rebuild,
+)
+from queueing.states import LIVE, QUEUED, EntryStatus, sources_of
+from queueing.tickets import TicketRef, ticket_issue
+
+logger = logging.getLogger(__name__)
+
+_LIVE_IDENTITY_CONSTRAINT = "one_live_entry_per_identity"
+
+
+@dataclass(frozen=True)
+class TicketView:
+    """What a fan is told about a ticket."""
+
+    ticket: str
+    event_slug: str
+    status: EntryStatus
+    position: int | None
+    queue_length: int
+    poll_after_seconds: float
+
+
+@dataclass(frozen=True)
+class JoinResult:
+    view: TicketView
+    created: bool
+
+
+def _mark_index_dirty(event_id: int) -> None:
+    logger.warning("hot index of event %s is stale; flagged for rebuild", event_id)
+    Event.objects.filter(pk=event_id).update(hot_index_dirty=True)
+
+
+def _refuse_join(state: EventState) -> None:
+    if state == EventState.SCHEDULED:
+        raise ApiError(409, "event_not_open", "The waiting room for this on-sale is not open yet.")
+    if state == EventState.CLOSED:
+        raise ApiError(409, "event_closed", "This on-sale has ended.")
+
+
+def tier_for_access_code(*, event: Event, access_code: str | None) -> Tier:
+    if access_code is None or access_code.strip() == "":
+        tier = Tier.objects.filter(event=event, is_default=True).first()
+        if tier is None:
+            raise ApiError(400, "invalid_access_code", "This on-sale needs an access code.")
+        return tier
+    code = normalise_access_code(access_code)
+    if not is_well_formed_access_code(code):
+        raise ApiError(400, "invalid_access_code", "That access code is not valid.")
+    found = AccessCode.objects.filter(event=event, code=code).select_related("tier").first()
+    if found is None:
+        raise ApiError(400, "invalid_access_code", "That access code is not valid.")
+    return found.tier
+
+
+def _live_entry(event_id: int, identity: str) -> QueueEntry | None:
+    return QueueEntry.objects.filter(event_id=event_id, identity=identity, status__in=LIVE).first()
+
+
+def _layout_with_tier(event_id: int, tier_id: int) -> EventLayout:
+    layout = event_layout(event_id)
+    if layout is None or layout.tier_index(tier_id) is None:
+        layout = event_layout(event_id, fresh=True)
+    if layout is None or layout.tier_index(tier_id) is None:
+        raise ApiError(404, "ticket_not_found", "No such ticket.")
+    return layout
+
+
+def _refuse_if_full(event: Event, layout: EventLayout) -> None:
+    if not event.max_queue_length:
+        return
+    # Checked against the hot index (exact for sequential joins; concurrent joins racing
+    # past the limit can overshoot it by at most their number).
+    if line_size(layout).queue_length >= event.max_queue_length:
+        raise ApiError(
+            429,
+            "queue_full",
+            "The line is full. Please try again in a little while.",
+            headers={"Retry-After": str(settings.WR_QUEUE_FULL_RETRY_AFTER)},
+        )
+
+
+def _is_live_identity_conflict(exc: IntegrityError) -> bool:
+    diag = getattr(exc.__cause__, "diag", None)
+    return getattr(diag, "constraint_name", None) == _LIVE_IDENTITY_CONSTRAINT
+
+
+def entry_join(
+    *, event: Event, identity: str, access_code: str | None, now: datetime
+) -> JoinResult:
+    _refuse_join(event.state_at(now))
+    tier = tier_for_access_code(event=event, access_code=access_code)
+    existing = _live_entry(event.id, identity)
+    if existing is not None:
+        return JoinResult(view=entry_view(existing, now=now), created=False)
+    layout = _layout_with_tier(event.id, tier.id)
+    _refuse_if_full(event, layout)
+    status = (
+        EntryStatus.PREQUEUE if event.state_at(now) == EventState.PREQUEUE else EntryStatus.WAITING
+    )
+    try:
+        with transaction.atomic():
+            entry = QueueEntry.objects.create(
+                event=event,
+                tier=tier,
+                identity=identity,
+                status=status,
+                joined_at=now,
+                status_changed_at=now,
+            )
+            audit_append(
+                event_id=event.id,
+                action=AuditAction.JOINED,
+                actor="fan",
+                at=now,
+                ticket_id=entry.public_id,
+                data={"tier": tier.name, "order_key": entry.order_key, "status": status},
+            )
+    except IntegrityError as exc:
+        if not _is_live_identity_conflict(exc):
+            raise
+        # A concurrent join of the same identity committed first: answer with its ticket.
+        existing = _live_entry(event.id, identity)
+        if existing is None:
+            raise ApiError(
+                409, "conflict", "Another request changed this ticket; please retry."
+            ) from exc
+        return JoinResult(view=entry_view(existing, now=now), created=False)
+    add: Literal["tier", "pre"] = "pre" if status == EntryStatus.PREQUEUE else "tier"
+    return JoinResult(view=entry_view(entry, now=now, layout=layout, add=add), created=True)
+
+
+def entry_view(
+    entry: QueueEntry,
+    *,
+    now: datetime,
+    layout: EventLayout | None = None,
+    add: Literal["tier", "pre"] | None = None,
+) -> TicketView:
+    """Describe an entry whose row is at hand, refreshing (or creating) its hot-index place."""
+    layout = layout or _layout_with_tier(entry.event_id, entry.tier_id)
+    status = EntryStatus(entry.status)
+    position: int | None = None
+    queue_length: int | None = None
+    if status in QUEUED:
+        try:
+            placement = hot_index.locate(
+                layout,
+                member=entry.id,
+                tier_id=entry.tier_id,
+                heartbeat_deadline=now.timestamp() + layout.heartbeat_seconds,
+                add=add,
+                order_key=entry.order_key,
+            )
+        except HotIndexUnavailable:
+            placement = None
+            if add is not None:
+                _mark_index_dirty(entry.event_id)
+        if placement is not None and placement.counts.state is IndexState.MISSING:
+            request_rebuild(entry.event_id)
+        if (
+            placement is not None
+            and placement.counts.state is IndexState.READY
+            and placement.where is not Where.NOWHERE
+        ):
+            queue_length = placement.counts.queue_length
+            if placement.where is Where.TIER and placement.rank is not None:
+                position = position_in_line(
+                    layout,
+                    tier_id=entry.tier_id,
+                    rank_in_tier=placement.rank,
+                    tier_counts=placement.counts.tiers,
+                )
+        elif status == EntryStatus.WAITING:
+            position = position_from_database(entry, layout)
+    if queue_length is None:
+        queue_length = queue_length_from_database(entry.event_id)
+    return TicketView(
+        ticket=ticket_issue(
+            TicketRef(entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id)
+        ),
+        event_slug=layout.slug,
+        status=status,
+        position=position,
+        queue_length=queue_length,
+        poll_after_seconds=poll_after_seconds(
+            heartbeat_seconds=layout.heartbeat_seconds, position=position
+        ),
+    )
+
+
+def ticket_status(*, ref: TicketRef, ticket: str, now: datetime) -> TicketView:
+    """The hot path: answered from the hot index alone while the fan is in line there; the
+    database is read only when the index cannot answer (admitted, ended, or being rebuilt)."""
+    layout = _layout_with_tier(ref.event_id, ref.tier_id)
+    try:
+        placement = hot_index.locate(
+            layout,
+            member=ref.entry_id,
+            tier_id=ref.tier_id,
+            heartbeat_deadline=now.timestamp() + layout.heartbeat_seconds,
+        )
+    except HotIndexUnavailable:
+        placement = None
+    if placement is not None and placement.counts.state is IndexState.READY:
+        if placement.where is Where.TIER and placement.rank is not None:
+            position = position_in_line(
+                layout,
+                tier_id=ref.tier_id,
+                rank_in_tier=placement.rank,
+                tier_counts=placement.counts.tiers,
+            )
+            return TicketView(
+                ticket=ticket,
+                event_slug=layout.slug,
+                status=EntryStatus.WAITING,
+                position=position,
+                queue_length=placement.counts.queue_length,
+                poll_after_seconds=poll_after_seconds(
+                    heartbeat_seconds=layout.heartbeat_seconds, position=position
+                ),
+            )
+        if placement.where is Where.PREQUEUE:
+            return TicketView(
+                ticket=ticket,
+                event_slug=layout.slug,
+                status=EntryStatus.PREQUEUE,
+                position=None,
+                queue_length=placement.counts.queue_length,
+                poll_after_seconds=poll_after_seconds(
+                    heartbeat_seconds=layout.heartbeat_seconds, position=None
+                ),
+            )
+    entry = QueueEntry.objects.filter(pk=ref.entry_id, event_id=ref.event_id).first()
+    if entry is None:
+        raise ApiError(404, "ticket_not_found", "No such ticket.")
+    return entry_view(entry, now=now, layout=layout)
+
+
+def _transition(
+    entry_id: int, *, to: EntryStatus, expected: tuple[EntryStatus, ...], now: datetime
+) -> bool:
+    """Compare-and-set: move the entry only if it is still in an expected status."""
+    allowed = tuple(s for s in expected if s in sources_of(to))
+    fields: dict[str, object] = {"status": to, "status_changed_at": now}
+    if to not in LIVE:
+        fields["ended_at"] = now
+    return QueueEntry.objects.filter(pk=entry_id, status__in=allowed).update(**fields) == 1
+
+
+_LEAVE_OUTCOME: dict[EntryStatus, tuple[EntryStatus, AuditAction]] = {
+    EntryStatus.PREQUEUE: (EntryStatus.LEFT, AuditAction.LEFT),
+    EntryStatus.WAITING: (EntryStatus.LEFT, AuditAction.LEFT),
+    # Leaving after admission gives the slot back.
+    EntryStatus.ADMITTED: (EntryStatus.ABANDONED, AuditAction.ABANDONED),
+}
+
+
+def entry_leave(*, ref: TicketRef, now: datetime) -> bool:
+    """The fan leaves. True if this call ended the ticket; False if it was already over."""
+    for _attempt in range(3):
+        entry = QueueEntry.objects.filter(pk=ref.entry_id, event_id=ref.event_id).first()
+        if entry is None or entry.status not in _LEAVE_OUTCOME:
+            return False
+        current = EntryStatus(entry.status)
+        new_status, action = _LEAVE_OUTCOME[current]
+        with transaction.atomic():
+            if not _transition(entry.id, to=new_status, expected=(current,), now=now):
+                continue  # changed under us (admitted, expired...): look again
+            audit_append(
+                event_id=entry.event_id,
+                action=action,
+                actor="fan",
+                at=now,
+                ticket_id=entry.public_id,
+                data={"from": current},
+            )
+        try:
+            hot_index.remove(entry.event_id, tier_id=entry.tier_id, members=[entry.id])
+        except HotIndexUnavailable:
+            _mark_index_dirty(entry.event_id)
+        return True
+    raise ApiError(409, "conflict", "The ticket kept changing; please retry.")
+
+
+def hot_index_rebuild(*, event_id: int, now: datetime | None = None) -> bool:
+    """Reload an event's hot index from PostgreSQL. False if another rebuild holds the lock,
+    Redis is unreachable, or Redis was flushed again meanwhile (the next check retries)."""
+    now = now or timezone.now()
+    layout = event_layout(event_id, fresh=True)
+    if layout is None:
+        return False
+    try:
+        handle = hot_index.rebuild_begin(
+            event_id,
+            tier_ids=[tier.id for tier in layout.tiers],
+            lock_seconds=settings.WR_REBUILD_LOCK_SECONDS,
+        )
+    except HotIndexUnavailable:
+        return False
+    if handle is None:
+        return False
+    # Cleared before loading: a Redis write that fails during the load flags it again.
+    Event.objects.filter(pk=event_id).update(hot_index_dirty=False)
+    deadline = now.timestamp() + layout.heartbeat_seconds
+    last_id = 0
+    try:
+        while True:
+            rows = list(
+                QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED, id__gt=last_id)
+                .order_by("id")
+                .values_list("id", "tier_id", "status", "order_key")[: settings.WR_REBUILD_BATCH]
+            )
+            if not rows:
+                break
+            hot_index.rebuild_load(
+                handle,
+                [
+                    IndexedEntry(
+                        member=entry_id,
+                        tier_id=None if status == EntryStatus.PREQUEUE else tier_id,
+                        order_key=order_key,
+                    )
+                    for entry_id, tier_id, status, order_key in rows
+                ],
+                heartbeat_deadline=deadline,
+            )
+            last_id = rows[-1][0]
+        promoted = hot_index.rebuild_finish(handle)
+    except (HotIndexUnavailable, RebuildSuperseded):
+        hot_index.rebuild_abandon(handle)
+        return False
+    if promoted:
+        logger.info("rebuilt hot index of event %s", event_id)
+    return promoted
+
+
+def hot_index_maintain(*, now: datetime | None = None) -> list[int]:
+    """Rebuild the index of every event that Redis lost or that was flagged stale.
+    Returns the ids of the events rebuilt."""
+    events = list(
+        Event.objects.exclude(control=EventControl.CLOSED).values_list("id", "hot_index_dirty")
+    )
+    if not events:
+        return []
+    try:
+        states = hot_index.epoch_states([event_id for event_id, _ in events])
+    except HotIndexUnavailable:
+        return []
+    rebuilt = []
+    for event_id, dirty in events:
+        if dirty or states[event_id] is IndexState.MISSING:
+            if hot_index_rebuild(event_id=event_id, now=now):
+                rebuilt.append(event_id)
+    return rebuilt

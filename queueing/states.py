@@ -1,0 +1,47 @@
+"""The life of a ticket, declared once: statuses, allowed transitions, groupings."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class EntryStatus(models.TextChoices):
+    PREQUEUE = "prequeue", "In the pre-queue"
+    WAITING = "waiting", "Waiting"
+    ADMITTED = "admitted", "Admitted"
+    COMPLETED = "completed", "Completed"
+    ABANDONED = "abandoned", "Abandoned"
+    EXPIRED = "expired", "Expired"
+    LEFT = "left", "Left"
+    REVOKED = "revoked", "Revoked"
+
+
+S = EntryStatus
+
+TRANSITIONS: dict[EntryStatus, frozenset[EntryStatus]] = {
+    S.PREQUEUE: frozenset({S.WAITING, S.LEFT, S.EXPIRED, S.REVOKED}),
+    S.WAITING: frozenset({S.ADMITTED, S.LEFT, S.EXPIRED, S.REVOKED}),
+    S.ADMITTED: frozenset({S.COMPLETED, S.ABANDONED, S.EXPIRED, S.REVOKED}),
+    S.COMPLETED: frozenset(),
+    S.ABANDONED: frozenset(),
+    S.EXPIRED: frozenset(),
+    S.LEFT: frozenset(),
+    S.REVOKED: frozenset(),
+}
+
+# A fan holding a live ticket: at most one per identity and event.
+LIVE: tuple[EntryStatus, ...] = (S.PREQUEUE, S.WAITING, S.ADMITTED)
+# In line, not yet let in.
+QUEUED: tuple[EntryStatus, ...] = (S.PREQUEUE, S.WAITING)
+# Has been let in at some point.
+WAS_ADMITTED: tuple[EntryStatus, ...] = (S.ADMITTED, S.COMPLETED, S.ABANDONED)
+TERMINAL: tuple[EntryStatus, ...] = tuple(s for s, nxt in TRANSITIONS.items() if not nxt)
+
+
+def can_transition(current: EntryStatus | str, new: EntryStatus | str) -> bool:
+    return EntryStatus(new) in TRANSITIONS[EntryStatus(current)]
+
+
+def sources_of(new: EntryStatus) -> tuple[EntryStatus, ...]:
+    """Statuses from which ``new`` may be reached (for compare-and-set updates)."""
+    return tuple(s for s, nxt in TRANSITIONS.items() if new in nxt)

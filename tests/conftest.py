@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+from django_redis import get_redis_connection
+
+from events.models import Event
+from events.services import TierSpec, event_create
+from queueing.layout import layout_cache_clear
+
+
+@pytest.fixture(autouse=True)
+def hot_prefix(settings: Any) -> Iterator[str]:
+    """Each test gets its own Redis key prefix, removed afterwards."""
+    prefix = f"wrtest:{uuid.uuid4().hex[:10]}"
+    settings.WR_REDIS_PREFIX = prefix
+    layout_cache_clear()
+    yield prefix
+    layout_cache_clear()
+    redis = get_redis_connection("default")
+    keys = list(redis.scan_iter(match=f"{prefix}:*", count=1000))
+    if keys:
+        redis.delete(*keys)
+
+
+@pytest.fixture
+def redis_client() -> Any:
+    return get_redis_connection("default")
+
+
+MakeEvent = Callable[..., Event]
+
+
+@pytest.fixture
+def make_event(db: None) -> MakeEvent:
+    def make(slug: str = "onsale", tiers: list[TierSpec] | None = None, **fields: Any) -> Event:
+        return event_create(
+            actor="test",
+            now=timezone.now(),
+            slug=slug,
+            name=f"On-sale {slug}",
+            target_url="https://shop.example/checkout",
+            tiers=tiers,
+            **fields,
+        )
+
+    return make
+
+
+@pytest.fixture
+def event(make_event: MakeEvent) -> Event:
+    return make_event()
+
+
+def join(client: Client, slug: str, body: dict[str, Any] | None = None, **headers: str) -> Any:
+    return client.post(
+        f"/api/v1/events/{slug}/join",
+        data=body or {},
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def new_fan() -> Client:
+    """A browser of its own: its own cookie jar, hence its own identity."""
+    return Client()

@@ -1,0 +1,172 @@
+"""Run the real processes (gunicorn with uvicorn workers, Celery worker and beat) against the
+test database and this test's Redis prefix."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def process_env(**extra: str) -> dict[str, str]:
+    db = connection.settings_dict
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+            "REDIS_URL": settings.REDIS_URL,
+            "WR_REDIS_PREFIX": settings.WR_REDIS_PREFIX,
+            # A queue of this test's own, so no other worker takes its tasks.
+            "CELERY_TASK_DEFAULT_QUEUE": f"{settings.WR_REDIS_PREFIX}:celery",
+            "WR_LAYOUT_CACHE_SECONDS": "0.5",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.update(extra)
+    return env
+
+
+class Stack:
+    def __init__(self, env: dict[str, str], logdir: Path) -> None:
+        self.env = env
+        self.logdir = logdir
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.base_url = ""
+
+    def start(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        log = open(self.logdir / f"{name}.log", "wb")
+        proc = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.procs[name] = proc
+        return proc
+
+    def web(self, workers: int = 2) -> str:
+        port = free_port()
+        self.start(
+            "web",
+            [
+                str(BIN / "gunicorn"),
+                "config.asgi:application",
+                "-k",
+                "uvicorn_worker.UvicornWorker",
+                "-w",
+                str(workers),
+                "-b",
+                f"127.0.0.1:{port}",
+                "--graceful-timeout",
+                "2",
+            ],
+        )
+        self.base_url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: _healthy(self.base_url), timeout=30, what="web server")
+        return self.base_url
+
+    def worker(self, name: str = "worker", concurrency: int = 2) -> subprocess.Popen[bytes]:
+        return self.start(
+            name,
+            [
+                str(BIN / "celery"),
+                "-A",
+                "config",
+                "worker",
+                "-l",
+                "info",
+                "-c",
+                str(concurrency),
+                "-Q",
+                self.env["CELERY_TASK_DEFAULT_QUEUE"],
+                "-n",
+                f"{name}-{os.getpid()}@%h",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+        )
+
+    def beat(self, name: str = "beat") -> subprocess.Popen[bytes]:
+        return self.start(
+            name,
+            [
+                str(BIN / "celery"),
+                "-A",
+                "config",
+                "beat",
+                "-l",
+                "info",
+                "-s",
+                str(self.logdir / f"{name}-schedule"),
+            ],
+        )
+
+    def log(self, name: str) -> str:
+        return (self.logdir / f"{name}.log").read_text(errors="replace")
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def _healthy(base_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base_url}/healthz", timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def wait_until(check, *, timeout: float, what: str, interval: float = 0.1):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@contextmanager
+def running_stack(**env: str) -> Iterator[Stack]:
+    with tempfile.TemporaryDirectory(prefix="wr-stack-") as tmp:
+        stack = Stack(process_env(**env), Path(tmp))
+        try:
+            yield stack
+        except BaseException:
+            for name in stack.procs:
+                sys.stderr.write(f"----- {name} log -----\n{stack.log(name)[-4000:]}\n")
+            raise
+        finally:
+            stack.stop()
