@@ -165,6 +165,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Let the app server serve static files itself (fine for one box; put a CDN in front at scale).
+WR_SERVE_STATIC = env_bool("WR_SERVE_STATIC", True)
 
 # Request bodies on this API are tiny; refuse big ones early.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_MAX_BODY_BYTES", 64 * 1024, minimum=1024)

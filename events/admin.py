@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.db import models
 from django.db.models import QuerySet
 from django.forms import BaseInlineFormSet, ModelForm
 from django.http import HttpRequest
@@ -45,6 +46,7 @@ class EventAdmin(admin.ModelAdmin):
     search_fields = ("slug", "name")
     readonly_fields = ("integration_key", "control", "closed_at", "created_at", "updated_at")
     inlines = [TierInline, AccessCodeInline]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     actions = ["pause_events", "resume_events", "close_events"]
     fieldsets = (
         (None, {"fields": ("slug", "name", "target_url")}),

@@ -87,7 +87,16 @@ def event_output(event: Event) -> dict[str, Any]:
 def _tier_specs(raw: list[dict[str, Any]] | None) -> list[TierSpec] | None:
     if raw is None:
         return None
-    return [TierSpec(t["name"], t["priority"], t["share"], list(t["access_codes"])) for t in raw]
+    # Under PATCH, DRF validates nested items as partial too and skips their defaults.
+    return [
+        TierSpec(
+            name=t["name"],
+            priority=t.get("priority", 100),
+            share=t.get("share", 0),
+            access_codes=list(t.get("access_codes", [])),
+        )
+        for t in raw
+    ]
 
 
 def _actor(request: Request) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
-from typing import Literal, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import redis
 from django_redis import get_redis_connection
@@ -81,6 +81,11 @@ def _script(name: str) -> Script:
     return _client().register_script((_LUA_DIR / f"{name}.lua").read_text())
 
 
+def _run(name: str, *, keys: Sequence[str], args: Sequence[object]) -> Any:
+    """Run a Lua script (EVALSHA, loading it again if Redis forgot it)."""
+    return _script(name)(keys=keys, args=args, client=_client())
+
+
 def _unavailable_on_redis_error(func: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -119,7 +124,8 @@ def locate(
     """Find an entry in its tier queue or the pre-queue, refresh its heartbeat if found,
     optionally add it first, and count the whole line, in one round trip."""
     event_id = layout.event_id
-    raw = _script("locate")(
+    raw = _run(
+        "locate",
         keys=[
             keys.epoch(event_id),
             keys.heartbeats(event_id),
@@ -160,7 +166,8 @@ def line_counts(layout: EventLayout) -> LineCounts:
 def remove(event_id: int, *, tier_id: int, members: Sequence[int]) -> None:
     if not members:
         return
-    _script("remove")(
+    _run(
+        "remove",
         keys=[
             keys.epoch(event_id),
             keys.tombstones(event_id),
@@ -253,7 +260,8 @@ def rebuild_load(
         by_key.setdefault(key, []).extend((entry.member, entry.order_key))
     loaded = 0
     for key, pairs in by_key.items():
-        result = _script("rebuild_load")(
+        result = _run(
+            "rebuild_load",
             keys=[
                 keys.epoch(event_id),
                 keys.tombstones(event_id),
@@ -270,17 +278,18 @@ def rebuild_load(
 
 @_unavailable_on_redis_error
 def rebuild_finish(handle: Rebuild) -> bool:
-    promoted = _script("epoch_promote")(
+    promoted = _run(
+        "epoch_promote",
         keys=[keys.epoch(handle.event_id), keys.tombstones(handle.event_id)],
         args=[handle.building_value, f"ready:{handle.token}"],
     )
-    _script("release_lock")(keys=[keys.rebuild_lock(handle.event_id)], args=[handle.token])
+    _run("release_lock", keys=[keys.rebuild_lock(handle.event_id)], args=[handle.token])
     return bool(promoted)
 
 
 def rebuild_abandon(handle: Rebuild) -> None:
     try:
-        _script("release_lock")(keys=[keys.rebuild_lock(handle.event_id)], args=[handle.token])
+        _run("release_lock", keys=[keys.rebuild_lock(handle.event_id)], args=[handle.token])
     except redis.RedisError:
         pass  # the lock expires by itself
 

@@ -37,17 +37,19 @@ MakeEvent = Callable[..., Event]
 
 
 @pytest.fixture
-def make_event(db: None) -> MakeEvent:
+def make_event(db: None, django_capture_on_commit_callbacks: Any) -> MakeEvent:
     def make(slug: str = "onsale", tiers: list[TierSpec] | None = None, **fields: Any) -> Event:
-        return event_create(
-            actor="test",
-            now=timezone.now(),
-            slug=slug,
-            name=f"On-sale {slug}",
-            target_url="https://shop.example/checkout",
-            tiers=tiers,
-            **fields,
-        )
+        # Run the after-commit hooks (marking the new event's index ready) as a commit would.
+        with django_capture_on_commit_callbacks(execute=True):
+            return event_create(
+                actor="test",
+                now=timezone.now(),
+                slug=slug,
+                name=f"On-sale {slug}",
+                target_url="https://shop.example/checkout",
+                tiers=tiers,
+                **fields,
+            )
 
     return make
 

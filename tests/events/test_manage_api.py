@@ -1,0 +1,152 @@
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from events.models import Event, EventControl
+from queueing.audit import audit_chain_verify
+from queueing.models import AuditRecord
+from tests.conftest import join, new_fan
+
+pytestmark = pytest.mark.django_db
+
+BASE = "/api/v1/manage/events/"
+
+
+@pytest.fixture
+def staff() -> APIClient:
+    user = get_user_model().objects.create_user("ann", password="pw-123456", is_staff=True)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+def create(staff: APIClient, **fields):
+    body = {"slug": "tour", "name": "The Tour", "target_url": "https://shop.example/", **fields}
+    return staff.post(BASE, body, format="json")
+
+
+def test_staff_create_an_event_with_a_default_tier(staff) -> None:
+    response = create(staff, capacity=50, rate_per_minute=120)
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["slug"] == "tour"
+    assert (body["capacity"], body["rate_per_minute"]) == (50, 120)
+    assert body["state"] == "open"
+    assert len(body["integration_key"]) >= 32
+    assert body["tiers"] == [
+        {"name": "General", "priority": 100, "share": 0, "is_default": True, "access_codes": []}
+    ]
+    record = AuditRecord.objects.get(action="event_created")
+    assert record.actor == "staff:ann"
+    assert record.data["capacity"] == 50
+
+
+def test_staff_create_tiers_with_access_codes_that_fans_can_use(staff) -> None:
+    tiers = [
+        {"name": "Fan club", "priority": 10, "access_codes": ["fan-club-123"]},
+        {"name": "General", "priority": 100},
+    ]
+    body = create(staff, tiers=tiers).json()
+    assert [(t["name"], t["is_default"], t["access_codes"]) for t in body["tiers"]] == [
+        ("Fan club", False, ["FAN-CLUB-123"]),
+        ("General", True, []),
+    ]
+    assert join(new_fan(), "tour", {"access_code": "FAN-CLUB-123"}).json()["position"] == 1
+
+
+def test_staff_read_list_and_patch(staff) -> None:
+    create(staff)
+    assert [e["slug"] for e in staff.get(BASE).json()] == ["tour"]
+    assert staff.get(f"{BASE}tour/").json()["name"] == "The Tour"
+    response = staff.patch(f"{BASE}tour/", {"capacity": 9, "rate_per_minute": 0}, format="json")
+    assert response.status_code == 200
+    assert (response.json()["capacity"], response.json()["rate_per_minute"]) == (9, 0)
+    change = AuditRecord.objects.get(action="event_changed")
+    assert change.data["changes"]["capacity"] == [100, 9]
+
+
+def test_patching_tiers_keeps_tiers_that_have_fans(staff) -> None:
+    create(staff)
+    join(new_fan(), "tour")
+    tiers = [
+        {"name": "General", "priority": 50},
+        {"name": "VIP", "priority": 1, "access_codes": ["V"]},
+    ]
+    response = staff.patch(f"{BASE}tour/", {"tiers": tiers}, format="json")
+    assert response.status_code == 200
+    assert [t["name"] for t in response.json()["tiers"]] == ["VIP", "General"]
+    # Removing the tier that has a fan in line is refused.
+    response = staff.patch(f"{BASE}tour/", {"tiers": [tiers[1]]}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"] == "validation_error"
+
+
+def test_pause_resume_close(staff) -> None:
+    create(staff)
+    assert staff.post(f"{BASE}tour/pause").json()["state"] == "paused"
+    # Paused still accepts joins.
+    assert join(new_fan(), "tour").status_code == 201
+    assert staff.post(f"{BASE}tour/resume").json()["state"] == "open"
+    assert staff.post(f"{BASE}tour/close").json()["state"] == "closed"
+    assert join(new_fan(), "tour").json()["error"] == "event_closed"
+    # Closing is final: resume does nothing.
+    assert staff.post(f"{BASE}tour/resume").json()["state"] == "closed"
+    actions = list(AuditRecord.objects.order_by("seq").values_list("action", flat=True))
+    assert actions == ["event_created", "event_paused", "joined", "event_resumed", "event_closed"]
+    assert audit_chain_verify(event_id=Event.objects.get().id).ok
+    assert Event.objects.get().control == EventControl.CLOSED
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"slug": "Not A Slug!"},
+        {"capacity": -1},
+        {"capacity": "many"},
+        {"heartbeat_seconds": 1},
+        {"target_url": "not a url"},
+        {"tiers": []},
+        {"tiers": [{"name": "A"}, {"name": "A"}]},
+        {"tiers": [{"name": "A", "access_codes": ["bad code!"]}]},
+        {"starts_at": "2030-01-02T00:00:00Z", "ends_at": "2030-01-01T00:00:00Z"},
+        {"prequeue_opens_at": "2030-01-02T00:00:00Z", "starts_at": "2030-01-01T00:00:00Z"},
+    ],
+)
+def test_bad_input_is_a_validation_error(staff, fields) -> None:
+    response = create(staff, **fields)
+    assert response.status_code == 400, response.json()
+    body = response.json()
+    assert body["error"] == "validation_error"
+    assert body["fields"]
+    assert Event.objects.count() == 0
+
+
+def test_a_duplicate_slug_is_a_validation_error(staff) -> None:
+    create(staff)
+    response = create(staff)
+    assert response.status_code == 400
+    assert "slug" in response.json()["fields"]
+
+
+def test_malformed_json_is_a_bad_request(staff) -> None:
+    response = staff.post(BASE, b"{nope", content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"] == "bad_request"
+
+
+def test_unknown_event_is_404(staff) -> None:
+    assert staff.get(f"{BASE}nope/").json()["error"] == "event_not_found"
+    assert staff.post(f"{BASE}nope/pause").status_code == 404
+
+
+def test_anonymous_callers_get_401_and_fans_get_403(db) -> None:
+    response = APIClient().get(BASE)
+    assert response.status_code == 401
+    assert response.json()["error"] == "unauthorized"
+    fan = get_user_model().objects.create_user("fan", password="pw-123456")
+    client = APIClient()
+    client.force_authenticate(fan)
+    response = client.post(BASE, {}, format="json")
+    assert response.status_code == 403
+    assert response.json()["error"] == "forbidden"

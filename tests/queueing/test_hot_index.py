@@ -1,0 +1,139 @@
+"""The hot index is derived from PostgreSQL: it is rebuilt exactly, even while fans move."""
+
+import pytest
+import redis
+from django.test import Client
+from django.utils import timezone
+
+from queueing import hot_index, keys, services
+from queueing.hot_index import IndexedEntry, IndexState
+from queueing.layout import event_layout
+from queueing.models import QueueEntry
+from queueing.tickets import ticket_read
+from tests.conftest import join, new_fan
+from tests.processes import free_port
+
+pytestmark = pytest.mark.django_db
+
+
+def positions(tickets: list[str]) -> list[int | None]:
+    return [Client().get(f"/api/v1/tickets/{t}").json()["position"] for t in tickets]
+
+
+def wipe_event(redis_client, event_id: int) -> None:
+    """What FLUSHALL does to one event: every key of it is gone."""
+    for key in redis_client.scan_iter(match=f"{keys.prefix()}:{{{event_id}}}:*"):
+        redis_client.delete(key)
+
+
+def test_a_new_event_has_a_ready_empty_index(event) -> None:
+    assert hot_index.epoch_states([event.id]) == {event.id: IndexState.READY}
+
+
+def test_positions_are_served_from_postgresql_while_the_index_is_lost(event, redis_client) -> None:
+    tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(4)]
+    wipe_event(redis_client, event.id)
+    assert positions(tickets) == [1, 2, 3, 4]
+
+
+def test_a_rebuild_restores_every_position_and_new_joins_go_behind(event, redis_client) -> None:
+    tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(6)]
+    new_fan().delete(f"/api/v1/tickets/{tickets[2]}")
+    before = positions(tickets)
+    wipe_event(redis_client, event.id)
+    assert services.hot_index_maintain() == [event.id]
+    assert hot_index.epoch_states([event.id]) == {event.id: IndexState.READY}
+    assert positions(tickets) == before
+    assert join(new_fan(), event.slug).json()["position"] == 6
+
+
+def test_the_maintenance_task_rebuilds_events_flagged_stale(event) -> None:
+    tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(3)]
+    event.__class__.objects.filter(pk=event.pk).update(hot_index_dirty=True)
+    assert services.hot_index_maintain() == [event.id]
+    event.refresh_from_db()
+    assert not event.hot_index_dirty
+    assert positions(tickets) == [1, 2, 3]
+
+
+def test_entries_that_leave_during_a_rebuild_are_not_loaded_back(event) -> None:
+    tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(3)]
+    layout = event_layout(event.id)
+    rows = list(QueueEntry.objects.order_by("id").values_list("id", "tier_id", "order_key"))
+    handle = hot_index.rebuild_begin(
+        event.id, tier_ids=[t.id for t in layout.tiers], lock_seconds=30
+    )
+    # The rebuild has read all three rows as waiting; now the second fan leaves...
+    new_fan().delete(f"/api/v1/tickets/{tickets[1]}")
+    # ...and a new fan joins while the rebuild is still loading.
+    late = join(new_fan(), event.slug).json()["ticket"]
+    hot_index.rebuild_load(
+        handle,
+        [IndexedEntry(member=i, tier_id=t, order_key=k) for i, t, k in rows],
+        heartbeat_deadline=timezone.now().timestamp() + 60,
+    )
+    assert hot_index.rebuild_finish(handle)
+    counts = hot_index.line_counts(layout)
+    assert counts.queue_length == 3
+    assert positions([tickets[0], tickets[2], late]) == [1, 2, 3]
+
+
+def test_a_rebuild_is_abandoned_if_redis_is_flushed_again_meanwhile(event, redis_client) -> None:
+    join(new_fan(), event.slug)
+    layout = event_layout(event.id)
+    handle = hot_index.rebuild_begin(
+        event.id, tier_ids=[t.id for t in layout.tiers], lock_seconds=30
+    )
+    wipe_event(redis_client, event.id)
+    with pytest.raises(hot_index.RebuildSuperseded):
+        hot_index.rebuild_load(
+            handle,
+            [IndexedEntry(member=1, tier_id=layout.tiers[0].id, order_key=1)],
+            heartbeat_deadline=0.0,
+        )
+    assert not hot_index.rebuild_finish(handle)
+
+
+def test_only_one_rebuild_runs_at_a_time(event) -> None:
+    layout = event_layout(event.id)
+    tier_ids = [t.id for t in layout.tiers]
+    first = hot_index.rebuild_begin(event.id, tier_ids=tier_ids, lock_seconds=30)
+    assert first is not None
+    assert hot_index.rebuild_begin(event.id, tier_ids=tier_ids, lock_seconds=30) is None
+    assert not services.hot_index_rebuild(event_id=event.id)
+    hot_index.rebuild_finish(first)
+
+
+def test_status_reads_refresh_the_heartbeat(event, redis_client) -> None:
+    ticket = join(new_fan(), event.slug).json()["ticket"]
+    ref = ticket_read(ticket)
+    redis_client.zadd(keys.heartbeats(event.id), {str(ref.entry_id): 1.0})
+    Client().get(f"/api/v1/tickets/{ticket}")
+    deadline = redis_client.zscore(keys.heartbeats(event.id), str(ref.entry_id))
+    assert deadline > timezone.now().timestamp() + event.heartbeat_seconds - 5
+
+
+@pytest.fixture
+def redis_down(monkeypatch):
+    # Built the way django-redis builds its clients: from a pool (no retries, short timeouts).
+    pool = redis.ConnectionPool(port=free_port(), socket_connect_timeout=0.2, socket_timeout=0.2)
+    dead = redis.Redis(connection_pool=pool)
+    monkeypatch.setattr(hot_index, "_client", lambda: dead)
+
+
+def test_joins_and_status_work_from_postgresql_while_redis_is_down(event, redis_down) -> None:
+    first = join(new_fan(), event.slug)
+    second = join(new_fan(), event.slug)
+    assert (first.status_code, second.status_code) == (201, 201)
+    assert second.json()["position"] == 2
+    assert positions([first.json()["ticket"], second.json()["ticket"]]) == [1, 2]
+    new_fan().delete(f"/api/v1/tickets/{first.json()['ticket']}")
+    assert positions([second.json()["ticket"]]) == [1]
+    event.refresh_from_db()
+    assert event.hot_index_dirty  # the index missed writes: it will be rebuilt
+
+
+def test_readyz_reports_redis_down(db, redis_down) -> None:
+    response = Client().get("/readyz")
+    assert response.status_code == 503
+    assert "Retry-After" in response
