@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from config.api_errors import ApiError, error_response
@@ -51,6 +52,15 @@ class ApiErrorMiddleware:
             return error_response(exception)
         if not request.path.startswith("/api/"):
             return None
+        if isinstance(exception, (OperationalError, InterfaceError)):
+            # PostgreSQL unreachable or the pool exhausted: nothing was acknowledged.
+            logger.warning("database unavailable on %s: %s", request.path, exception)
+            response = JsonResponse(
+                {"error": "unavailable", "detail": "The waiting room is briefly unavailable."},
+                status=503,
+            )
+            response["Retry-After"] = "5"
+            return response
         # A bug, but integrators still get JSON rather than an HTML page.
         logger.exception("unhandled error on %s", request.path)
         return JsonResponse(

@@ -74,12 +74,21 @@ DATABASES = {
         env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/waitingroom")
     )
 }
-DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Under ASGI every request runs its sync code in a thread of its own, so per-thread persistent
+# connections would pile up: a bounded psycopg pool per process instead.
+_DB_POOL_MAX = env_int("DATABASE_POOL_MAX", 16, minimum=0)
+DATABASES["default"]["CONN_MAX_AGE"] = 0
 DATABASES["default"]["OPTIONS"] = {
     # Fail fast when PostgreSQL is unreachable instead of hanging a request.
     "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT", 3, minimum=1),
 }
+if _DB_POOL_MAX:
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": 1,
+        "max_size": _DB_POOL_MAX,
+        # How long a request waits for a free connection before answering 503.
+        "timeout": env_float("DATABASE_POOL_TIMEOUT", 10.0, minimum=0.1),
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -7,8 +7,9 @@ developer's running room, and each test gets its own key prefix (tests/conftest.
 import os
 
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+# The test process is single-threaded; the server processes tests start use the pool.
+os.environ.setdefault("DATABASE_POOL_MAX", "0")
 
 from config.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405

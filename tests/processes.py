@@ -41,6 +41,7 @@ def process_env(**extra: str) -> dict[str, str]:
             "CELERY_TASK_DEFAULT_QUEUE": f"{settings.WR_REDIS_PREFIX}:celery",
             "WR_LAYOUT_CACHE_SECONDS": "0.5",
             "PYTHONUNBUFFERED": "1",
+            "DATABASE_POOL_MAX": "16",
         }
     )
     env.update(extra)
