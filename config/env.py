@@ -7,9 +7,13 @@ deployment is a start-up error rather than a silently wrong setting.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TypeVar
 from urllib.parse import unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
+
+N = TypeVar("N", int, float)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -19,30 +23,25 @@ def env_str(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+def _env_number(name: str, default: N, cast: Callable[[str], N], minimum: N | None) -> N:
     raw = os.environ.get(name)
     if raw is None:
         return default
     try:
-        value = int(raw)
+        value = cast(raw)
     except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from exc
+        raise ImproperlyConfigured(f"{name} must be a {cast.__name__}, got {raw!r}") from exc
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name} must be >= {minimum}, got {value}")
     return value
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    return _env_number(name, default, int, minimum)
 
 
 def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from exc
-    if minimum is not None and value < minimum:
-        raise ImproperlyConfigured(f"{name} must be >= {minimum}, got {value}")
-    return value
+    return _env_number(name, default, float, minimum)
 
 
 def env_bool(name: str, default: bool) -> bool:

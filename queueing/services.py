@@ -25,6 +25,7 @@ from queueing.hot_index import (
     HotIndexUnavailable,
     IndexedEntry,
     IndexState,
+    LineCounts,
     RebuildSuperseded,
     Where,
 )
@@ -227,6 +228,25 @@ def entry_view(
     )
 
 
+def _view(
+    ticket: str,
+    layout: EventLayout,
+    status: EntryStatus,
+    position: int | None,
+    counts: LineCounts,
+) -> TicketView:
+    return TicketView(
+        ticket=ticket,
+        event_slug=layout.slug,
+        status=status,
+        position=position,
+        queue_length=counts.queue_length,
+        poll_after_seconds=poll_after_seconds(
+            heartbeat_seconds=layout.heartbeat_seconds, position=position
+        ),
+    )
+
+
 def ticket_status(*, ref: TicketRef, ticket: str, now: datetime) -> TicketView:
     """The hot path: answered from the hot index alone while the fan is in line there; the
     database is read only when the index cannot answer (admitted, ended, or being rebuilt)."""
@@ -248,27 +268,9 @@ def ticket_status(*, ref: TicketRef, ticket: str, now: datetime) -> TicketView:
                 rank_in_tier=placement.rank,
                 tier_counts=placement.counts.tiers,
             )
-            return TicketView(
-                ticket=ticket,
-                event_slug=layout.slug,
-                status=EntryStatus.WAITING,
-                position=position,
-                queue_length=placement.counts.queue_length,
-                poll_after_seconds=poll_after_seconds(
-                    heartbeat_seconds=layout.heartbeat_seconds, position=position
-                ),
-            )
+            return _view(ticket, layout, EntryStatus.WAITING, position, placement.counts)
         if placement.where is Where.PREQUEUE:
-            return TicketView(
-                ticket=ticket,
-                event_slug=layout.slug,
-                status=EntryStatus.PREQUEUE,
-                position=None,
-                queue_length=placement.counts.queue_length,
-                poll_after_seconds=poll_after_seconds(
-                    heartbeat_seconds=layout.heartbeat_seconds, position=None
-                ),
-            )
+            return _view(ticket, layout, EntryStatus.PREQUEUE, None, placement.counts)
     entry = QueueEntry.objects.filter(pk=ref.entry_id, event_id=ref.event_id).first()
     if entry is None:
         raise ApiError(404, "ticket_not_found", "No such ticket.")

@@ -16,7 +16,9 @@ class Reply:
     body: Any
 
 
-def request(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
+def request(
+    method: str, url: str, body: Any = None, headers: dict[str, str] | None = None
+) -> Reply:
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
     if data is not None:
