@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from datetime import datetime
 
@@ -12,6 +13,10 @@ from django.db.models import Q
 
 def new_integration_key() -> str:
     return secrets.token_urlsafe(32)
+
+
+def new_shuffle_seed() -> str:
+    return secrets.token_hex(32)
 
 
 class EventControl(models.TextChoices):
@@ -77,6 +82,12 @@ class Event(models.Model):
         help_text="Fans who joined before the start are put in a random, verifiable order.",
     )
     integration_key = models.CharField(max_length=64, default=new_integration_key, editable=False)
+    # The pre-queue shuffle's seed stays secret until the shuffle; its SHA-256 is published
+    # from creation on (event API and the event_created audit record), so nobody, staff
+    # included, can pick a seed after seeing who joined.
+    shuffle_seed = models.CharField(max_length=64, default=new_shuffle_seed, editable=False)
+    # When the line started moving: the pre-queue was shuffled (or promoted in join order).
+    started_at = models.DateTimeField(null=True, blank=True, editable=False)
     control = models.CharField(
         max_length=16, choices=EventControl.choices, default=EventControl.RUNNING
     )
@@ -113,6 +124,10 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def shuffle_seed_sha256(self) -> str:
+        return hashlib.sha256(self.shuffle_seed.encode()).hexdigest()
 
     def state_at(self, now: datetime) -> EventState:
         if self.control == EventControl.CLOSED or (self.ends_at and now >= self.ends_at):

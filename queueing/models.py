@@ -33,6 +33,9 @@ class QueueEntry(models.Model):
     admitted_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     pass_expires_at = models.DateTimeField(null=True, blank=True)
+    # First time the admitted fan was handed the pass; an admission nobody claims within
+    # the heartbeat window is released so that abandoned tabs cannot hold shop slots.
+    pass_issued_at = models.DateTimeField(null=True, blank=True)
     # The wait quoted when the fan joined (seconds), kept for the accuracy report.
     quoted_p10 = models.FloatField(null=True, blank=True)
     quoted_p50 = models.FloatField(null=True, blank=True)
@@ -72,6 +75,12 @@ class QueueEntry(models.Model):
                 name="entry_waiting_order",
             ),
             models.Index(fields=["event", "status"], name="entry_event_status"),
+            # Rate window (admissions in the last minute) and throughput statistics.
+            models.Index(
+                fields=["event", "admitted_at"],
+                condition=Q(admitted_at__isnull=False),
+                name="entry_event_admitted_at",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -135,3 +144,49 @@ class AuditRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} #{self.seq}"
+
+
+class AdmissionState(models.Model):
+    """Per-event admission bookkeeping, written only under the event's admission lock."""
+
+    event = models.OneToOneField(
+        "events.Event", on_delete=models.CASCADE, primary_key=True, related_name="admission"
+    )
+    tokens = models.FloatField(default=0.0)
+    refilled_at = models.DateTimeField(null=True, blank=True)
+    # Smooth weighted round-robin credit per weighted tier: {"<tier id>": int}.
+    tier_credit = models.JSONField(default=dict)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    # Admissions per second over the last few minutes, [[unix second, count], ...], for the
+    # throughput behind wait estimates.
+    recent_counts = models.JSONField(default=list)
+    # True between an admission's commit and its removal from the hot index: if a worker
+    # died in that window, the next run sees it and has the index rebuilt.
+    index_pending = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"admission of event {self.event_id}"
+
+
+class PassKey(models.Model):
+    """An Ed25519 key that signs passes. The newest unretired key signs; retired keys stay
+    published until every pass they signed has expired."""
+
+    kid = models.CharField(max_length=32, unique=True)
+    private_pem = models.TextField()
+    public_jwk = models.JSONField()
+    created_at = models.DateTimeField()
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["retired_at"],
+                condition=Q(retired_at__isnull=True),
+                name="one_signing_pass_key",
+                nulls_distinct=False,
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.kid

@@ -39,8 +39,9 @@ from queueing.selectors import (
     queue_length_from_database,
     request_rebuild,
 )
-from queueing.states import LIVE, QUEUED, EntryStatus, sources_of
+from queueing.states import LIVE, QUEUED, EntryStatus
 from queueing.tickets import TicketRef, ticket_issue
+from queueing.transitions import transition_one
 
 logger = logging.getLogger(__name__)
 
@@ -277,17 +278,6 @@ def ticket_status(*, ref: TicketRef, ticket: str, now: datetime) -> TicketView:
     return entry_view(entry, now=now, layout=layout)
 
 
-def _transition(
-    entry_id: int, *, to: EntryStatus, expected: tuple[EntryStatus, ...], now: datetime
-) -> bool:
-    """Compare-and-set: move the entry only if it is still in an expected status."""
-    allowed = tuple(s for s in expected if s in sources_of(to))
-    fields: dict[str, object] = {"status": to, "status_changed_at": now}
-    if to not in LIVE:
-        fields["ended_at"] = now
-    return QueueEntry.objects.filter(pk=entry_id, status__in=allowed).update(**fields) == 1
-
-
 _LEAVE_OUTCOME: dict[EntryStatus, tuple[EntryStatus, AuditAction]] = {
     EntryStatus.PREQUEUE: (EntryStatus.LEFT, AuditAction.LEFT),
     EntryStatus.WAITING: (EntryStatus.LEFT, AuditAction.LEFT),
@@ -305,7 +295,7 @@ def entry_leave(*, ref: TicketRef, now: datetime) -> bool:
         current = EntryStatus(entry.status)
         new_status, action = _LEAVE_OUTCOME[current]
         with transaction.atomic():
-            if not _transition(entry.id, to=new_status, expected=(current,), now=now):
+            if transition_one(entry.id, to=new_status, expected=(current,), now=now) is None:
                 continue  # changed under us (admitted, expired...): look again
             audit_append(
                 event_id=entry.event_id,

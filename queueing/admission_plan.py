@@ -1,0 +1,116 @@
+"""How many fans to let in now, and from which tiers. Pure: no I/O, ``now`` passed in.
+
+- Batch size: ``n = min(capacity - active, rate tokens, rate window room, batch limit)``.
+- Rate: a token bucket refilled at ``rate_per_minute / 60`` per second holding at most one
+  second's worth (at least one token), so admissions are paced evenly; plus a hard sliding
+  window so that no 60-second window ever holds more than ``rate_per_minute`` admissions.
+- Tiers, in service order (priority, id): a strict tier (share 0) is emptied before any tier
+  after it; a run of consecutive weighted tiers (share > 0) splits what is left by weight with
+  smooth weighted round-robin, whose credits carry over between batches so that even a batch
+  of one eventually serves every weighted tier (no starvation).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, TypeVar
+
+RATE_WINDOW_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class TokenBucket:
+    tokens: float
+    refilled_at: datetime | None
+
+
+def bucket_size(rate_per_minute: int) -> float:
+    return max(1.0, rate_per_minute / 60.0)
+
+
+def bucket_refill(bucket: TokenBucket, *, rate_per_minute: int, now: datetime) -> TokenBucket:
+    size = bucket_size(rate_per_minute)
+    if bucket.refilled_at is None:
+        return TokenBucket(tokens=size, refilled_at=now)
+    elapsed = max(0.0, (now - bucket.refilled_at).total_seconds())
+    tokens = min(size, bucket.tokens + elapsed * rate_per_minute / 60.0)
+    return TokenBucket(tokens=tokens, refilled_at=now)
+
+
+def batch_size(
+    *,
+    capacity: int,
+    active: int,
+    rate_per_minute: int,
+    tokens: float,
+    admitted_in_window: int,
+    batch_limit: int,
+) -> int:
+    """How many may be admitted now. ``capacity``/``rate_per_minute`` 0 mean no limit."""
+    n = batch_limit
+    if capacity:
+        n = min(n, capacity - active)
+    if rate_per_minute:
+        n = min(n, math.floor(tokens + 1e-9), rate_per_minute - admitted_in_window)
+    return max(0, n)
+
+
+@dataclass(frozen=True)
+class TierDemand:
+    tier_id: int
+    share: int  # 0 = strict priority
+    waiting: int
+
+
+@dataclass(frozen=True)
+class BatchSplit:
+    take: dict[int, int]  # tier id -> how many to admit from it
+    credit: dict[int, int]  # weighted round-robin credits to keep for the next batch
+
+
+class _HasShare(Protocol):
+    @property
+    def share(self) -> int: ...
+
+
+T = TypeVar("T", bound=_HasShare)
+
+
+def service_groups(tiers: Sequence[T]) -> list[list[T]]:
+    """Tiers in service order, grouped: each strict tier alone, consecutive weighted together."""
+    groups: list[list[T]] = []
+    for tier in tiers:
+        if tier.share and groups and groups[-1][0].share:
+            groups[-1].append(tier)
+        else:
+            groups.append([tier])
+    return groups
+
+
+def split_batch(tiers: list[TierDemand], n: int, credit: dict[int, int]) -> BatchSplit:
+    take = {tier.tier_id: 0 for tier in tiers}
+    credit = {tier.tier_id: credit.get(tier.tier_id, 0) for tier in tiers if tier.share}
+    remaining = n
+    for group in service_groups(tiers):
+        if remaining <= 0:
+            break
+        if not group[0].share:
+            tier = group[0]
+            take[tier.tier_id] = min(remaining, tier.waiting)
+            remaining -= take[tier.tier_id]
+            continue
+        while remaining > 0:
+            open_tiers = [t for t in group if take[t.tier_id] < t.waiting]
+            if not open_tiers:
+                break
+            total = sum(t.share for t in open_tiers)
+            for t in open_tiers:
+                credit[t.tier_id] += t.share
+            chosen = max(open_tiers, key=lambda t: credit[t.tier_id])
+            credit[chosen.tier_id] -= total
+            take[chosen.tier_id] += 1
+            remaining -= 1
+    return BatchSplit(take=take, credit=credit)

@@ -1,0 +1,158 @@
+"""Passes: JWTs (EdDSA / Ed25519) that prove admission, verifiable offline with the JWKS.
+
+The newest unretired key signs. Retired keys stay published for the longest possible pass
+lifetime after retirement, so every pass they signed can still be verified until it expires.
+Passes are deterministic for an admission (same claims, Ed25519 signatures are deterministic),
+so handing one out again on every poll needs no storage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from jwt.algorithms import OKPAlgorithm
+
+from queueing.models import PassKey
+
+ALGORITHM = "EdDSA"
+# Passes live at most this long (Event.session_seconds is capped at one day).
+MAX_PASS_SECONDS = 86_400
+
+
+class PassInvalid(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class PassClaims:
+    event_slug: str
+    ticket_id: uuid.UUID
+    expires_at: datetime
+    tier: str
+
+
+def _new_key(now: datetime) -> PassKey:
+    private = Ed25519PrivateKey.generate()
+    kid = uuid.uuid4().hex[:16]
+    jwk = OKPAlgorithm.to_jwk(private.public_key(), as_dict=True)
+    jwk.update({"kid": kid, "use": "sig", "alg": ALGORITHM})
+    pem = private.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    return PassKey(kid=kid, private_pem=pem, public_jwk=jwk, created_at=now)
+
+
+def signing_key(*, now: datetime) -> PassKey:
+    key = PassKey.objects.filter(retired_at__isnull=True).first()
+    if key is not None:
+        return key
+    try:
+        with transaction.atomic():
+            key = _new_key(now)
+            key.save()
+            return key
+    except IntegrityError:
+        # Another process created the first key at the same moment: use theirs.
+        return PassKey.objects.get(retired_at__isnull=True)
+
+
+def pass_key_rotate(*, now: datetime) -> PassKey:
+    with transaction.atomic():
+        PassKey.objects.filter(retired_at__isnull=True).update(retired_at=now)
+        key = _new_key(now)
+        key.save()
+    return key
+
+
+def published_keys(*, now: datetime) -> list[PassKey]:
+    signing_key(now=now)
+    cutoff = now - timedelta(seconds=MAX_PASS_SECONDS)
+    return list(
+        PassKey.objects.filter(retired_at__isnull=True)
+        | PassKey.objects.filter(retired_at__gt=cutoff)
+    )
+
+
+def jwks(*, now: datetime) -> dict[str, Any]:
+    return {"keys": [key.public_jwk for key in published_keys(now=now)]}
+
+
+def pass_issue(
+    *,
+    event_slug: str,
+    ticket_id: uuid.UUID,
+    tier: str,
+    admitted_at: datetime,
+    expires_at: datetime,
+    now: datetime,
+) -> str:
+    key = signing_key(now=now)
+    issued = int(admitted_at.timestamp())
+    claims = {
+        "iss": settings.WR_PUBLIC_URL,
+        "aud": event_slug,
+        "sub": str(ticket_id),
+        "jti": hashlib.sha256(f"{ticket_id}:{admitted_at.isoformat()}".encode()).hexdigest()[:32],
+        "iat": issued,
+        "nbf": issued,
+        "exp": int(expires_at.timestamp()),
+        "tier": tier,
+    }
+    private = serialization.load_pem_private_key(key.private_pem.encode(), password=None)
+    return jwt.encode(claims, private, algorithm=ALGORITHM, headers={"kid": key.kid})
+
+
+def pass_decode(token: str, *, now: datetime, verify_exp: bool = True) -> PassClaims:
+    """Check signature, issuer and expiry; raise PassInvalid with the API's reason."""
+    if not isinstance(token, str) or not token or len(token) > 4096:
+        raise PassInvalid("malformed")
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError as exc:
+        raise PassInvalid("malformed") from exc
+    kid = header.get("kid")
+    key = next((k for k in published_keys(now=now) if k.kid == kid), None)
+    if key is None or header.get("alg") != ALGORITHM:
+        raise PassInvalid("bad_signature")
+    public = OKPAlgorithm.from_jwk(key.public_jwk)
+    try:
+        claims = jwt.decode(
+            token,
+            public,
+            algorithms=[ALGORITHM],
+            issuer=settings.WR_PUBLIC_URL,
+            options={
+                "verify_aud": False,  # any event's pass; the caller checks which
+                "verify_exp": verify_exp,
+                "require": ["aud", "sub", "exp", "iat", "iss"],
+            },
+            leeway=5,
+        )
+    except jwt.ExpiredSignatureError as exc:
+        raise PassInvalid("expired") from exc
+    except jwt.InvalidSignatureError as exc:
+        raise PassInvalid("bad_signature") from exc
+    except jwt.PyJWTError as exc:
+        raise PassInvalid("malformed") from exc
+    try:
+        return PassClaims(
+            event_slug=str(claims["aud"]),
+            ticket_id=uuid.UUID(str(claims["sub"])),
+            expires_at=datetime.fromtimestamp(int(claims["exp"]), tz=now.tzinfo),
+            tier=str(claims.get("tier", "")),
+        )
+    except (ValueError, TypeError) as exc:
+        raise PassInvalid("malformed") from exc
