@@ -139,6 +139,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
+    "room-tick": {
+        "task": "queueing.tasks.room_tick",
+        "schedule": env_float("WR_TICK_SECONDS", 1.0, minimum=0.2),
+        # A tick that waited longer than its period is superseded by the next one.
+        "options": {"expires": 1.0},
+    },
     "hot-index-maintain": {
         "task": "queueing.tasks.hot_index_maintain",
         "schedule": env_float("WR_HOT_INDEX_CHECK_SECONDS", 2.0, minimum=0.5),
@@ -203,3 +209,5 @@ WR_REBUILD_BATCH = env_int("WR_REBUILD_BATCH", 5000, minimum=100)
 WR_REBUILD_LOCK_SECONDS = env_int("WR_REBUILD_LOCK_SECONDS", 300, minimum=10)
 # Retry-After (seconds) on 429 queue_full.
 WR_QUEUE_FULL_RETRY_AFTER = env_int("WR_QUEUE_FULL_RETRY_AFTER", 30, minimum=1)
+# Most fans admitted by one admission run of one event.
+WR_ADMISSION_BATCH = env_int("WR_ADMISSION_BATCH", 500, minimum=1)

@@ -5,50 +5,22 @@ Plain Django views rather than DRF: these are the hot paths and need none of DRF
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable
-from functools import wraps
+from datetime import datetime
 from typing import Any
 
-from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
-from django.views.decorators.csrf import csrf_exempt
 
-from config.api_errors import ApiError, error_response
+from config.api_errors import ApiError
 from events.models import Event
+from queueing.http import json_api, json_body, optional_str
 from queueing.identity import identity_from_request, identity_remember
-from queueing.layout import event_layout
-from queueing.selectors import active_count, line_size
+from queueing.selectors import event_public_view
 from queueing.services import TicketView, entry_join, entry_leave, ticket_status
 from queueing.tickets import InvalidTicket, TicketRef, ticket_read
 
 _SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")
-
-View = Callable[..., HttpResponse]
-
-
-def json_api(*methods: str) -> Callable[[View], View]:
-    """Allow only ``methods`` and render ApiError as ``{"error", "detail"}``."""
-
-    def decorate(view: View) -> View:
-        @wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            if request.method not in methods:
-                response = error_response(
-                    ApiError(405, "method_not_allowed", f"Use {' or '.join(methods)}.")
-                )
-                response["Allow"] = ", ".join(methods)
-                return response
-            try:
-                return view(request, *args, **kwargs)
-            except ApiError as error:
-                return error_response(error)
-
-        return csrf_exempt(wrapper)
-
-    return decorate
 
 
 def _event_or_404(slug: str) -> Event:
@@ -65,40 +37,13 @@ def _ticket_ref(ticket: str) -> TicketRef:
         raise ApiError(400, "invalid_ticket", "This ticket is not valid.") from exc
 
 
-def _json_body(request: HttpRequest) -> dict[str, Any]:
-    try:
-        raw = request.body
-    except RequestDataTooBig as exc:
-        raise ApiError(400, "bad_request", "The request body is too large.") from exc
-    if not raw.strip():
-        return {}
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, "bad_request", "The request body is not valid JSON.") from exc
-    if not isinstance(body, dict):
-        raise ApiError(400, "bad_request", "The request body must be a JSON object.")
-    return body
-
-
-def _optional_str(body: dict[str, Any], name: str, *, max_length: int) -> str | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ApiError(400, "bad_request", f"{name} must be a string.")
-    if len(value) > max_length or "\x00" in value:
-        raise ApiError(400, "bad_request", f"{name} is too long or has invalid characters.")
-    return value
-
-
 def _ticket_payload(view: TicketView) -> dict[str, Any]:
     return {
         "ticket": view.ticket,
         "event": view.event_slug,
         "status": view.status.value,
         "position": view.position,
-        "eta": None,
+        "eta": view.eta.as_dict() if view.eta else None,
         "queue_length": view.queue_length,
     }
 
@@ -113,8 +58,8 @@ def _ticket_response(payload: dict[str, Any], view: TicketView, *, status: int) 
 @json_api("POST")
 def join(request: HttpRequest, slug: str) -> HttpResponse:
     event = _event_or_404(slug)
-    body = _json_body(request)
-    access_code = _optional_str(body, "access_code", max_length=64)
+    body = json_body(request)
+    access_code = optional_str(body, "access_code", max_length=64)
     identity = identity_from_request(request)
     result = entry_join(
         event=event, identity=identity.digest, access_code=access_code, now=timezone.now()
@@ -134,11 +79,12 @@ def ticket(request: HttpRequest, ticket: str) -> HttpResponse:
         entry_leave(ref=ref, now=now)
         return HttpResponse(status=204)
     view = ticket_status(ref=ref, ticket=ticket, now=now)
+    issued = view.issued_pass
     payload = {
         **_ticket_payload(view),
-        "pass": None,
-        "pass_expires_at": None,
-        "redirect_url": None,
+        "pass": issued.token if issued else None,
+        "pass_expires_at": issued.expires_at.isoformat() if issued else None,
+        "redirect_url": issued.redirect_url if issued else None,
     }
     return _ticket_response(payload, view, status=200)
 
@@ -147,19 +93,27 @@ def ticket(request: HttpRequest, ticket: str) -> HttpResponse:
 def event_detail(request: HttpRequest, slug: str) -> HttpResponse:
     event = _event_or_404(slug)
     now = timezone.now()
-    layout = event_layout(event.id)
-    queue_length = line_size(layout).queue_length if layout else 0
+    view = event_public_view(event, now=now)
     return JsonResponse(
         {
             "slug": event.slug,
             "name": event.name,
-            "state": event.state_at(now).value,
-            "queue_length": queue_length,
-            "active": active_count(event.id),
+            "state": view.state.value,
+            "queue_length": view.queue_length,
+            "active": view.active,
             "capacity": event.capacity,
             "rate_per_minute": event.rate_per_minute,
-            "eta_new": None,
-            "starts_at": event.starts_at.isoformat() if event.starts_at else None,
-            "ends_at": event.ends_at.isoformat() if event.ends_at else None,
+            "eta_new": view.eta_new.as_dict() if view.eta_new else None,
+            "prequeue_opens_at": _iso(event.prequeue_opens_at),
+            "starts_at": _iso(event.starts_at),
+            "ends_at": _iso(event.ends_at),
+            "started_at": _iso(event.started_at),
+            # The shuffle's commitment, then its reveal (see queueing/shuffle.py).
+            "shuffle_seed_sha256": event.shuffle_seed_sha256,
+            "shuffle_seed": event.shuffle_seed if event.started_at else None,
         }
     )
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None

@@ -180,6 +180,44 @@ def remove(event_id: int, *, tier_id: int, members: Sequence[int]) -> None:
 
 
 @_unavailable_on_redis_error
+def heartbeat_deadlines(event_id: int, members: Sequence[int]) -> dict[int, float | None]:
+    """Each entry's heartbeat deadline (unix seconds), None where the index has none."""
+    if not members:
+        return {}
+    scores = _client().zmscore(keys.heartbeats(event_id), list(members))
+    return {m: (None if s is None else float(s)) for m, s in zip(members, scores, strict=True)}
+
+
+@_unavailable_on_redis_error
+def overdue_members(event_id: int, *, now: float, limit: int) -> list[int]:
+    """Entries whose heartbeat deadline has passed, oldest first."""
+    raw = _client().zrangebyscore(keys.heartbeats(event_id), "-inf", f"({now}", start=0, num=limit)
+    return [int(member) for member in raw]
+
+
+@_unavailable_on_redis_error
+def forget_heartbeats(event_id: int, members: Sequence[int]) -> None:
+    if members:
+        _client().zrem(keys.heartbeats(event_id), *members)
+
+
+@_unavailable_on_redis_error
+def write_throughput(event_id: int, *, lam: float, scv: float, measured: bool) -> None:
+    _client().hset(
+        keys.stats(event_id),
+        mapping={"lam": repr(lam), "scv": repr(scv), "measured": int(measured)},
+    )
+
+
+@_unavailable_on_redis_error
+def read_throughput(event_id: int) -> tuple[float, float, bool] | None:
+    raw = _client().hgetall(keys.stats(event_id))
+    if not raw:
+        return None
+    return float(raw[b"lam"]), float(raw[b"scv"]), raw[b"measured"] == b"1"
+
+
+@_unavailable_on_redis_error
 def epoch_states(event_ids: Sequence[int]) -> dict[int, IndexState]:
     if not event_ids:
         return {}

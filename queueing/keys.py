@@ -37,6 +37,11 @@ def heartbeats(event_id: int) -> str:
     return f"{_event(event_id)}:hb"
 
 
+def stats(event_id: int) -> str:
+    """Hash of measured admission throughput: lam (per second), scv, measured (0/1)."""
+    return f"{_event(event_id)}:stats"
+
+
 def tombstones(event_id: int) -> str:
     """Set of entry ids removed while a rebuild runs: the rebuild must not load them again."""
     return f"{_event(event_id)}:gone"

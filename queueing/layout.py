@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from events.models import Event, Tier
+from queueing.eta import configured_pace
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class EventLayout:
     event_id: int
     slug: str
     heartbeat_seconds: int
+    # Admissions per second the event is configured for (None: no pace to go by).
+    pace: float | None
     # In service order: (priority, id).
     tiers: tuple[TierLayout, ...]
 
@@ -42,7 +45,11 @@ _lock = threading.Lock()
 
 
 def _load(event_id: int) -> EventLayout | None:
-    event = Event.objects.filter(pk=event_id).values("slug", "heartbeat_seconds").first()
+    event = (
+        Event.objects.filter(pk=event_id)
+        .values("slug", "heartbeat_seconds", "rate_per_minute", "capacity", "session_seconds")
+        .first()
+    )
     if event is None:
         return None
     tiers = Tier.objects.filter(event_id=event_id).order_by("priority", "id")
@@ -50,6 +57,11 @@ def _load(event_id: int) -> EventLayout | None:
         event_id=event_id,
         slug=event["slug"],
         heartbeat_seconds=event["heartbeat_seconds"],
+        pace=configured_pace(
+            rate_per_minute=event["rate_per_minute"],
+            capacity=event["capacity"],
+            session_seconds=event["session_seconds"],
+        ),
         tiers=tuple(TierLayout(id=t.id, priority=t.priority, share=t.share) for t in tiers),
     )
 

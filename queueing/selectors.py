@@ -5,22 +5,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import Count, Q
 
+from events.models import Event, EventState, Tier
 from queueing import hot_index
+from queueing.eta import Eta, estimate_wait
 from queueing.hot_index import HotIndexUnavailable, IndexState, LineCounts
-from queueing.layout import EventLayout
+from queueing.layout import EventLayout, event_layout
 from queueing.models import QueueEntry
+from queueing.positions import position_in_line
 from queueing.states import QUEUED, EntryStatus
+from queueing.throughput import current_throughput
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class LineSize:
-    queue_length: int  # pre-queue plus waiting
-    from_hot_index: bool
 
 
 def position_from_database(entry: QueueEntry, layout: EventLayout) -> int:
@@ -41,11 +40,25 @@ def queue_length_from_database(event_id: int) -> int:
     return QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED).count()
 
 
-def line_size(layout: EventLayout) -> LineSize:
+def current_counts(layout: EventLayout) -> LineCounts:
+    """The line's counts: from the hot index when it is complete, else from PostgreSQL."""
     counts = hot_counts(layout)
     if counts is not None:
-        return LineSize(queue_length=counts.queue_length, from_hot_index=True)
-    return LineSize(queue_length=queue_length_from_database(layout.event_id), from_hot_index=False)
+        return counts
+    per_tier = dict(
+        QueueEntry.objects.filter(event_id=layout.event_id, status=EntryStatus.WAITING)
+        .values_list("tier_id")
+        .annotate(n=Count("id"))
+        .values_list("tier_id", "n")
+    )
+    prequeue = QueueEntry.objects.filter(
+        event_id=layout.event_id, status=EntryStatus.PREQUEUE
+    ).count()
+    return LineCounts(
+        state=IndexState.MISSING,
+        prequeue=prequeue,
+        tiers=tuple(per_tier.get(tier.id, 0) for tier in layout.tiers),
+    )
 
 
 def hot_counts(layout: EventLayout) -> LineCounts | None:
@@ -74,3 +87,38 @@ def request_rebuild(event_id: int) -> None:
             hot_index_rebuild.delay(event_id)
     except Exception:
         logger.warning("could not ask for a rebuild of event %s", event_id, exc_info=True)
+
+
+@dataclass(frozen=True)
+class EventPublicView:
+    state: EventState
+    queue_length: int
+    active: int
+    eta_new: Eta | None
+
+
+def event_public_view(event: Event, *, now: datetime) -> EventPublicView:
+    layout = event_layout(event.id)
+    counts = current_counts(layout) if layout else None
+    eta_new = None
+    if layout is not None and counts is not None and layout.tiers:
+        default = next((t for t in layout.tiers if t.id in _default_tier_ids(event.id)), None)
+        if default is not None:
+            index = layout.tier_index(default.id) or 0
+            position = position_in_line(
+                layout,
+                tier_id=default.id,
+                rank_in_tier=counts.tiers[index] if index < len(counts.tiers) else 0,
+                tier_counts=counts.tiers,
+            )
+            eta_new = estimate_wait(position, current_throughput(layout))
+    return EventPublicView(
+        state=event.state_at(now),
+        queue_length=counts.queue_length if counts else 0,
+        active=active_count(event.id),
+        eta_new=eta_new,
+    )
+
+
+def _default_tier_ids(event_id: int) -> set[int]:
+    return set(Tier.objects.filter(event_id=event_id, is_default=True).values_list("id", flat=True))

@@ -8,6 +8,7 @@ task rebuilds its index from PostgreSQL.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -21,6 +22,7 @@ from events.codes import is_well_formed_access_code, normalise_access_code
 from events.models import AccessCode, Event, EventControl, EventState, Tier
 from queueing import hot_index
 from queueing.audit import audit_append
+from queueing.eta import Eta, estimate_wait
 from queueing.hot_index import (
     HotIndexUnavailable,
     IndexedEntry,
@@ -31,17 +33,19 @@ from queueing.hot_index import (
 )
 from queueing.layout import EventLayout, event_layout
 from queueing.models import AuditAction, QueueEntry
+from queueing.pass_services import IssuedPass, entry_pass
 from queueing.polling import poll_after_seconds
 from queueing.positions import position_in_line
 from queueing.selectors import (
-    line_size,
+    current_counts,
     position_from_database,
     queue_length_from_database,
     request_rebuild,
 )
 from queueing.states import LIVE, QUEUED, EntryStatus
+from queueing.throughput import current_throughput
 from queueing.tickets import TicketRef, ticket_issue
-from queueing.transitions import transition_one
+from queueing.transitions import Moved, transition_one
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +62,8 @@ class TicketView:
     position: int | None
     queue_length: int
     poll_after_seconds: float
+    eta: Eta | None = None
+    issued_pass: IssuedPass | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,21 @@ class JoinResult:
 def _mark_index_dirty(event_id: int) -> None:
     logger.warning("hot index of event %s is stale; flagged for rebuild", event_id)
     Event.objects.filter(pk=event_id).update(hot_index_dirty=True)
+
+
+def index_forget(event_id: int, moved: Iterable[Moved]) -> bool:
+    """Take entries that left the line (admitted, expired, revoked...) out of the hot index.
+    False, with the event flagged for a rebuild, when Redis could not be written."""
+    by_tier: dict[int, list[int]] = {}
+    for entry in moved:
+        by_tier.setdefault(entry.tier_id, []).append(entry.id)
+    try:
+        for tier_id, members in by_tier.items():
+            hot_index.remove(event_id, tier_id=tier_id, members=members)
+    except HotIndexUnavailable:
+        _mark_index_dirty(event_id)
+        return False
+    return True
 
 
 def _refuse_join(state: EventState) -> None:
@@ -106,18 +127,40 @@ def _layout_with_tier(event_id: int, tier_id: int) -> EventLayout:
     return layout
 
 
-def _refuse_if_full(event: Event, layout: EventLayout) -> None:
-    if not event.max_queue_length:
-        return
-    # Checked against the hot index (exact for sequential joins; concurrent joins racing
-    # past the limit can overshoot it by at most their number).
-    if line_size(layout).queue_length >= event.max_queue_length:
-        raise ApiError(
-            429,
-            "queue_full",
-            "The line is full. Please try again in a little while.",
-            headers={"Retry-After": str(settings.WR_QUEUE_FULL_RETRY_AFTER)},
-        )
+def _queue_full(retry_after: int) -> ApiError:
+    return ApiError(
+        429,
+        "queue_full",
+        "The line is full. Please try again in a little while.",
+        headers={"Retry-After": str(retry_after)},
+    )
+
+
+def _quote_for_newcomer(
+    event: Event, layout: EventLayout, tier_id: int, status: EntryStatus
+) -> Eta | None:
+    """Refuse the join if the line is at its maximum or the predicted wait is too long;
+    otherwise the wait quoted to this fan (kept on the entry for the accuracy report)."""
+    if not event.max_queue_length and not event.max_wait_seconds and status != EntryStatus.WAITING:
+        return None
+    # Checked against the line as it is now: exact for sequential joins; concurrent joins
+    # racing past a limit can overshoot it by at most their number.
+    counts = current_counts(layout)
+    if event.max_queue_length and counts.queue_length >= event.max_queue_length:
+        raise _queue_full(settings.WR_QUEUE_FULL_RETRY_AFTER)
+    if status != EntryStatus.WAITING:
+        return None
+    index = layout.tier_index(tier_id) or 0
+    position = position_in_line(
+        layout,
+        tier_id=tier_id,
+        rank_in_tier=counts.tiers[index] if index < len(counts.tiers) else 0,
+        tier_counts=counts.tiers,
+    )
+    quote = estimate_wait(position, current_throughput(layout))
+    if event.max_wait_seconds and quote is not None and quote.p50 > event.max_wait_seconds:
+        raise _queue_full(max(1, min(3600, int(quote.p50 - event.max_wait_seconds))))
+    return quote
 
 
 def _is_live_identity_conflict(exc: IntegrityError) -> bool:
@@ -134,10 +177,10 @@ def entry_join(
     if existing is not None:
         return JoinResult(view=entry_view(existing, now=now), created=False)
     layout = _layout_with_tier(event.id, tier.id)
-    _refuse_if_full(event, layout)
     status = (
         EntryStatus.PREQUEUE if event.state_at(now) == EventState.PREQUEUE else EntryStatus.WAITING
     )
+    quote = _quote_for_newcomer(event, layout, tier.id, status)
     try:
         with transaction.atomic():
             entry = QueueEntry.objects.create(
@@ -147,6 +190,9 @@ def entry_join(
                 status=status,
                 joined_at=now,
                 status_changed_at=now,
+                quoted_p10=quote.p10 if quote else None,
+                quoted_p50=quote.p50 if quote else None,
+                quoted_p90=quote.p90 if quote else None,
             )
             audit_append(
                 event_id=event.id,
@@ -154,7 +200,12 @@ def entry_join(
                 actor="fan",
                 at=now,
                 ticket_id=entry.public_id,
-                data={"tier": tier.name, "order_key": entry.order_key, "status": status},
+                data={
+                    "tier": tier.name,
+                    "order_key": entry.order_key,
+                    "status": status,
+                    "quote": quote.as_dict() if quote else None,
+                },
             )
     except IntegrityError as exc:
         if not _is_live_identity_conflict(exc):
@@ -215,6 +266,9 @@ def entry_view(
             position = position_from_database(entry, layout)
     if queue_length is None:
         queue_length = queue_length_from_database(entry.event_id)
+    issued = None
+    if status == EntryStatus.ADMITTED:
+        issued = entry_pass(entry, event=Event.objects.get(pk=entry.event_id), now=now)
     return TicketView(
         ticket=ticket_issue(
             TicketRef(entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id)
@@ -226,7 +280,13 @@ def entry_view(
         poll_after_seconds=poll_after_seconds(
             heartbeat_seconds=layout.heartbeat_seconds, position=position
         ),
+        eta=_eta(layout, position),
+        issued_pass=issued,
     )
+
+
+def _eta(layout: EventLayout, position: int | None) -> Eta | None:
+    return None if position is None else estimate_wait(position, current_throughput(layout))
 
 
 def _view(
@@ -245,6 +305,7 @@ def _view(
         poll_after_seconds=poll_after_seconds(
             heartbeat_seconds=layout.heartbeat_seconds, position=position
         ),
+        eta=_eta(layout, position),
     )
 
 
@@ -272,7 +333,11 @@ def ticket_status(*, ref: TicketRef, ticket: str, now: datetime) -> TicketView:
             return _view(ticket, layout, EntryStatus.WAITING, position, placement.counts)
         if placement.where is Where.PREQUEUE:
             return _view(ticket, layout, EntryStatus.PREQUEUE, None, placement.counts)
-    entry = QueueEntry.objects.filter(pk=ref.entry_id, event_id=ref.event_id).first()
+    entry = (
+        QueueEntry.objects.filter(pk=ref.entry_id, event_id=ref.event_id)
+        .select_related("tier")
+        .first()
+    )
     if entry is None:
         raise ApiError(404, "ticket_not_found", "No such ticket.")
     return entry_view(entry, now=now, layout=layout)
@@ -295,7 +360,8 @@ def entry_leave(*, ref: TicketRef, now: datetime) -> bool:
         current = EntryStatus(entry.status)
         new_status, action = _LEAVE_OUTCOME[current]
         with transaction.atomic():
-            if transition_one(entry.id, to=new_status, expected=(current,), now=now) is None:
+            moved = transition_one(entry.id, to=new_status, expected=(current,), now=now)
+            if moved is None:
                 continue  # changed under us (admitted, expired...): look again
             audit_append(
                 event_id=entry.event_id,
@@ -305,10 +371,7 @@ def entry_leave(*, ref: TicketRef, now: datetime) -> bool:
                 ticket_id=entry.public_id,
                 data={"from": current},
             )
-        try:
-            hot_index.remove(entry.event_id, tier_id=entry.tier_id, members=[entry.id])
-        except HotIndexUnavailable:
-            _mark_index_dirty(entry.event_id)
+        index_forget(entry.event_id, [moved])
         return True
     raise ApiError(409, "conflict", "The ticket kept changing; please retry.")
 

@@ -3,8 +3,21 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.utils import timezone
 
-from queueing import services
+from queueing import services, ticks
+from queueing.admission import admission_run
+
+
+@shared_task(ignore_result=True)
+def room_tick() -> None:
+    ticks.room_tick(now=timezone.now())
+
+
+@shared_task(ignore_result=True)
+def admission_for_event(event_id: int) -> None:
+    """Run at once when a slot frees, instead of waiting for the next tick."""
+    admission_run(event_id=event_id, now=timezone.now())
 
 
 @shared_task(ignore_result=True)

@@ -12,6 +12,7 @@ from django_redis import get_redis_connection
 from events.models import Event
 from events.services import TierSpec, event_create
 from queueing.layout import layout_cache_clear
+from queueing.throughput import throughput_cache_clear
 
 
 @pytest.fixture(autouse=True)
@@ -20,8 +21,10 @@ def hot_prefix(settings: Any) -> Iterator[str]:
     prefix = f"wrtest:{uuid.uuid4().hex[:10]}"
     settings.WR_REDIS_PREFIX = prefix
     layout_cache_clear()
+    throughput_cache_clear()
     yield prefix
     layout_cache_clear()
+    throughput_cache_clear()
     redis = get_redis_connection("default")
     keys = list(redis.scan_iter(match=f"{prefix}:*", count=1000))
     if keys:

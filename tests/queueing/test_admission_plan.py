@@ -87,6 +87,7 @@ def test_positions_in_weighted_tiers_follow_the_weights() -> None:
         event_id=1,
         slug="x",
         heartbeat_seconds=60,
+        pace=None,
         tiers=(TierLayout(9, 0, 0), TierLayout(1, 10, 3), TierLayout(2, 20, 1)),
     )
     counts = (4, 100, 100)

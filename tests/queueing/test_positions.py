@@ -6,6 +6,7 @@ LAYOUT = EventLayout(
     event_id=1,
     slug="x",
     heartbeat_seconds=60,
+    pace=None,
     tiers=(TierLayout(id=7, priority=10, share=0), TierLayout(id=3, priority=100, share=0)),
 )
 

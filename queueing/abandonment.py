@@ -1,0 +1,83 @@
+"""Ending tickets nobody is looking at, so that they never stall the line.
+
+- Waiting (and pre-queue) tickets whose page was not seen within ``heartbeat_seconds`` expire;
+  the candidates come from the hot index's heartbeat deadlines, the decision from PostgreSQL.
+- Admitted sessions expire when their pass does, or when the fan never came to collect the
+  pass within the heartbeat window (an abandoned tab must not hold a shop slot).
+Both work in bounded batches.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Q
+
+from events.models import Event
+from queueing import hot_index
+from queueing.audit import AuditItem, audit_append_many
+from queueing.hot_index import HotIndexUnavailable, IndexState
+from queueing.models import AuditAction, QueueEntry
+from queueing.services import index_forget
+from queueing.states import QUEUED, EntryStatus
+from queueing.transitions import Moved, transition_many
+
+BATCH = 1000
+
+
+def _expire(
+    event_id: int, ids: list[int], expected: tuple[EntryStatus, ...], reason: str, now: datetime
+) -> list[Moved]:
+    with transaction.atomic():
+        moved = transition_many(ids=ids, to=EntryStatus.EXPIRED, expected=expected, now=now)
+        audit_append_many(
+            event_id=event_id,
+            actor="system:expiry",
+            at=now,
+            items=[
+                AuditItem(
+                    action=AuditAction.EXPIRED,
+                    ticket_id=m.public_id,
+                    data={"reason": reason, "from": m.previous},
+                )
+                for m in moved
+            ],
+        )
+    return moved
+
+
+def queued_expire_unseen(*, event_id: int, now: datetime) -> int:
+    try:
+        if hot_index.epoch_states([event_id])[event_id] is not IndexState.READY:
+            return 0  # deadlines are being reloaded; a rebuild grants everyone a grace period
+        overdue = hot_index.overdue_members(event_id, now=now.timestamp(), limit=BATCH)
+    except HotIndexUnavailable:
+        return 0
+    if not overdue:
+        return 0
+    moved = _expire(event_id, overdue, QUEUED, "no_heartbeat", now)
+    index_forget(event_id, moved)
+    # Deadlines of entries that had already left the line by other means.
+    gone = set(overdue) - {m.id for m in moved}
+    try:
+        hot_index.forget_heartbeats(event_id, list(gone))
+    except HotIndexUnavailable:
+        pass
+    return len(moved)
+
+
+def sessions_expire(*, event_id: int, now: datetime) -> int:
+    event = Event.objects.filter(pk=event_id).values("heartbeat_seconds").first()
+    if event is None:
+        return 0
+    admitted = QueueEntry.objects.filter(event_id=event_id, status=EntryStatus.ADMITTED)
+    unclaimed_before = now - timedelta(seconds=event["heartbeat_seconds"])
+    expired = 0
+    for reason, condition in (
+        ("pass_expired", Q(pass_expires_at__lte=now)),
+        ("not_claimed", Q(pass_issued_at__isnull=True, admitted_at__lt=unclaimed_before)),
+    ):
+        ids = list(admitted.filter(condition).values_list("id", flat=True)[:BATCH])
+        expired += len(_expire(event_id, ids, (EntryStatus.ADMITTED,), reason, now)) if ids else 0
+    return expired

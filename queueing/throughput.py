@@ -1,0 +1,45 @@
+"""The admission pace behind wait estimates, as the status path reads it.
+
+Measured by the admission run and kept in the hot index; read here at most once a second per
+process and event, falling back to the event's configured pace (assumed Poisson).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from queueing import hot_index
+from queueing.eta import Throughput
+from queueing.hot_index import HotIndexUnavailable
+from queueing.layout import EventLayout
+
+CACHE_SECONDS = 1.0
+_cache: dict[int, tuple[float, Throughput | None]] = {}
+_lock = threading.Lock()
+
+
+def current_throughput(layout: EventLayout) -> Throughput | None:
+    now = time.monotonic()
+    cached = _cache.get(layout.event_id)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    try:
+        measured = hot_index.read_throughput(layout.event_id)
+    except HotIndexUnavailable:
+        measured = None
+    if measured is not None:
+        lam, scv, was_measured = measured
+        throughput: Throughput | None = Throughput(lam=lam, scv=scv, measured=was_measured)
+    elif layout.pace:
+        throughput = Throughput(lam=layout.pace, scv=1.0, measured=False)
+    else:
+        throughput = None
+    with _lock:
+        _cache[layout.event_id] = (now + CACHE_SECONDS, throughput)
+    return throughput
+
+
+def throughput_cache_clear() -> None:
+    with _lock:
+        _cache.clear()
