@@ -2,17 +2,22 @@ from django.contrib import admin
 from django.urls import include, path
 
 from config.health import healthz, readyz
-from queueing import api_fan
+from queueing import api_fan, api_passes, demo_shop
 
 api_v1 = [
     path("events/<str:slug>/join", api_fan.join, name="api-join"),
     path("events/<str:slug>", api_fan.event_detail, name="api-event"),
     path("tickets/<str:ticket>", api_fan.ticket, name="api-ticket"),
+    path("passes/verify", api_passes.verify, name="api-pass-verify"),
+    path("passes/complete", api_passes.complete, name="api-pass-complete"),
     path("manage/", include("events.urls")),
 ]
 
 urlpatterns = [
     path("api/v1/", include(api_v1)),
+    path(".well-known/jwks.json", api_passes.jwks_document, name="jwks"),
+    path("shop/<slug:slug>/", demo_shop.checkout, name="demo-shop"),
+    path("shop/<slug:slug>/complete", demo_shop.complete, name="demo-shop-complete"),
     path("admin/", admin.site.urls),
     path("healthz", healthz),
     path("readyz", readyz),
