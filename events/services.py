@@ -145,6 +145,8 @@ def event_create(
                 "slug": slug,
                 **{f: _audit_value(getattr(event, f)) for f in EDITABLE_FIELDS},
                 "tiers": _tiers_summary(specs),
+                # The commitment to the pre-queue shuffle's seed, revealed after the shuffle.
+                "shuffle_seed_sha256": event.shuffle_seed_sha256,
             },
         )
         _after_commit_mark_ready(event.id)

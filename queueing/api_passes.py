@@ -20,9 +20,10 @@ def jwks_document(request: HttpRequest) -> HttpResponse:
 
 
 def _required_pass(body: dict[str, object]) -> str:
-    token = optional_str(body, "pass", max_length=4096)
-    if token is None:
-        raise ApiError(400, "bad_request", "pass is required.")
+    """Any string is a pass to judge (garbage is answered as malformed, not refused)."""
+    token = body.get("pass")
+    if not isinstance(token, str):
+        raise ApiError(400, "bad_request", "pass is required and must be a string.")
     return token
 
 

@@ -1,0 +1,136 @@
+from datetime import timedelta
+
+import jwt
+import pytest
+from django.test import Client
+from django.utils import timezone
+from jwt.algorithms import OKPAlgorithm
+
+from queueing.models import AuditRecord
+from queueing.passes import pass_key_rotate
+from queueing.ticks import event_tick
+from tests.queueing.helpers import entry_of, fans_join, poll, statuses
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admitted(make_event):
+    event = make_event(capacity=2, rate_per_minute=0)
+    tickets = fans_join(event.slug, 3)
+    event_tick(event_id=event.id, now=timezone.now())
+    return event, tickets, poll(tickets[0])["pass"]
+
+
+def verify(token, **extra):
+    return (
+        Client()
+        .post("/api/v1/passes/verify", {"pass": token, **extra}, content_type="application/json")
+        .json()
+    )
+
+
+def complete(token, key, outcome="completed"):
+    return Client().post(
+        "/api/v1/passes/complete",
+        {"pass": token, "outcome": outcome},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {key}"},
+    )
+
+
+def test_the_pass_verifies_offline_with_pyjwt_against_the_jwks(admitted, settings) -> None:
+    event, tickets, token = admitted
+    jwks = Client().get("/.well-known/jwks.json").json()
+    header = jwt.get_unverified_header(token)
+    (jwk,) = [k for k in jwks["keys"] if k["kid"] == header["kid"]]
+    claims = jwt.decode(
+        token,
+        OKPAlgorithm.from_jwk(jwk),
+        algorithms=["EdDSA"],
+        audience=event.slug,
+        issuer=settings.WR_PUBLIC_URL,
+    )
+    assert claims["sub"] == str(entry_of(tickets[0]).public_id)
+    assert claims["tier"] == "General"
+    assert {"jti", "iat", "nbf", "exp"} <= set(claims)
+    assert claims["exp"] - claims["iat"] == event.session_seconds
+    # Another event's shop refuses it offline.
+    with pytest.raises(jwt.InvalidAudienceError):
+        jwt.decode(token, OKPAlgorithm.from_jwk(jwk), algorithms=["EdDSA"], audience="other")
+
+
+def test_verify_accepts_a_live_pass(admitted) -> None:
+    event, tickets, token = admitted
+    body = verify(token)
+    assert body["valid"] is True
+    assert body["event"] == event.slug
+    assert body["ticket_id"] == str(entry_of(tickets[0]).public_id)
+    assert body["expires_at"]
+
+
+def test_forged_passes_are_rejected(admitted) -> None:
+    _event, _tickets, token = admitted
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    claims = jwt.decode(token, options={"verify_signature": False})
+    header = jwt.get_unverified_header(token)
+    forged = jwt.encode(
+        claims, Ed25519PrivateKey.generate(), algorithm="EdDSA", headers={"kid": header["kid"]}
+    )
+    assert verify(forged) == {"valid": False, "reason": "bad_signature"}
+    unknown_kid = jwt.encode(
+        claims, Ed25519PrivateKey.generate(), algorithm="EdDSA", headers={"kid": "nope"}
+    )
+    assert verify(unknown_kid)["reason"] == "bad_signature"
+    hs256 = jwt.encode(
+        claims, "secret-guess-" * 4, algorithm="HS256", headers={"kid": header["kid"]}
+    )
+    assert verify(hs256)["valid"] is False
+    head, body, sig = token.split(".")
+    tampered = f"{head}.{body[:-2]}AA.{sig}"
+    assert verify(tampered)["valid"] is False
+    for garbage in ["", "abc", "a.b.c", "x" * 5000]:
+        assert verify(garbage)["valid"] is False
+
+
+def test_expired_completed_and_other_event_passes_are_rejected(admitted, make_event) -> None:
+    event, tickets, token = admitted
+    assert verify(token, event="some-other-event") == {"valid": False, "reason": "wrong_event"}
+    second = poll(tickets[1])["pass"]
+    assert complete(token, event.integration_key).status_code == 204
+    assert verify(token) == {"valid": False, "reason": "completed"}
+    # Expired: the session ran out.
+    event_tick(event_id=event.id, now=timezone.now() + timedelta(seconds=event.session_seconds + 5))
+    assert verify(second)["valid"] is False
+    assert verify(second)["reason"] == "expired"
+
+
+def test_complete_needs_the_events_integration_key_and_is_idempotent(admitted) -> None:
+    event, tickets, token = admitted
+    assert complete(token, "wrong").status_code == 401
+    assert (
+        Client()
+        .post("/api/v1/passes/complete", {"pass": token}, content_type="application/json")
+        .status_code
+        == 401
+    )
+    assert complete(token, event.integration_key, "abandoned").status_code == 204
+    assert complete(token, event.integration_key, "abandoned").status_code == 204
+    assert statuses(tickets[:1]) == ["abandoned"]
+    assert AuditRecord.objects.filter(action="abandoned").count() == 1
+    assert complete("garbage", event.integration_key).status_code == 400
+    # The freed slot goes to the next fan.
+    event_tick(event_id=event.id, now=timezone.now())
+    assert statuses(tickets) == ["abandoned", "admitted", "admitted"]
+
+
+def test_rotated_keys_stay_published_and_old_passes_still_verify(admitted) -> None:
+    _event, tickets, token = admitted
+    old_kid = jwt.get_unverified_header(token)["kid"]
+    new_key = pass_key_rotate(now=timezone.now())
+    kids = {k["kid"] for k in Client().get("/.well-known/jwks.json").json()["keys"]}
+    assert kids == {old_kid, new_key.kid}
+    assert verify(token)["valid"] is True
+    fresh = poll(tickets[1])["pass"]
+    assert jwt.get_unverified_header(fresh)["kid"] == new_key.kid
