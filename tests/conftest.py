@@ -41,7 +41,12 @@ MakeEvent = Callable[..., Event]
 
 @pytest.fixture
 def make_event(db: None, django_capture_on_commit_callbacks: Any) -> MakeEvent:
-    def make(slug: str = "onsale", tiers: list[TierSpec] | None = None, **fields: Any) -> Event:
+    def make(
+        slug: str = "onsale",
+        tiers: list[TierSpec] | None = None,
+        target_url: str = "https://shop.example/checkout",
+        **fields: Any,
+    ) -> Event:
         # Run the after-commit hooks (marking the new event's index ready) as a commit would.
         with django_capture_on_commit_callbacks(execute=True):
             return event_create(
@@ -49,7 +54,7 @@ def make_event(db: None, django_capture_on_commit_callbacks: Any) -> MakeEvent:
                 now=timezone.now(),
                 slug=slug,
                 name=f"On-sale {slug}",
-                target_url="https://shop.example/checkout",
+                target_url=target_url,
                 tiers=tiers,
                 **fields,
             )

@@ -68,8 +68,14 @@ class Stack:
         self.procs[name] = proc
         return proc
 
-    def web(self, workers: int = 2) -> str:
+    def web_at_public_url(self, workers: int = 2) -> str:
+        """A server that knows its own address as WR_PUBLIC_URL (passes' issuer, JWKS URL)."""
         port = free_port()
+        self.env["WR_PUBLIC_URL"] = f"http://127.0.0.1:{port}"
+        return self.web(workers=workers, port=port)
+
+    def web(self, workers: int = 2, port: int | None = None) -> str:
+        port = port or free_port()
         self.start(
             "web",
             [
@@ -83,6 +89,8 @@ class Stack:
                 f"127.0.0.1:{port}",
                 "--graceful-timeout",
                 "2",
+                # Its default path is shared by every gunicorn on the machine.
+                "--no-control-socket",
             ],
         )
         self.base_url = f"http://127.0.0.1:{port}"
