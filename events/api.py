@@ -76,6 +76,8 @@ def event_output(event: Event) -> dict[str, Any]:
             "integration_key": event.integration_key,
             "state": event.state_at(now).value,
             "control": event.control,
+            "started_at": event.started_at.isoformat() if event.started_at else None,
+            "shuffle_seed_sha256": event.shuffle_seed_sha256,
             "tiers": [_tier_output(t) for t in event.tiers.prefetch_related("access_codes")],
             "created_at": event.created_at.isoformat(),
             "updated_at": event.updated_at.isoformat(),
