@@ -30,6 +30,7 @@ from queueing.admission_plan import (
 from queueing.audit import AuditItem, audit_append_many
 from queueing.eta import WINDOW_SECONDS, configured_pace, measure_throughput
 from queueing.hot_index import HotIndexUnavailable
+from queueing.live import notify_admitted
 from queueing.models import AdmissionState, AuditAction, QueueEntry
 from queueing.services import index_forget
 from queueing.states import EntryStatus
@@ -190,16 +191,24 @@ def admission_run(*, event_id: int, now: datetime) -> AdmissionOutcome:
         state.recent_counts = _count_recent(state.recent_counts, now=now, admitted=len(admitted))
         state.index_pending = bool(admitted or expired)
         state.save()
-    _after_admission(event, state, admitted + expired, heal_index=heal_index, now=now)
+    _after_admission(event, state, admitted, expired, heal_index=heal_index, now=now)
     return AdmissionOutcome(admitted=tuple(admitted), expired=tuple(expired))
 
 
 def _after_admission(
-    event: Event, state: AdmissionState, moved: list[Moved], *, heal_index: bool, now: datetime
+    event: Event,
+    state: AdmissionState,
+    admitted: list[Moved],
+    expired: list[Moved],
+    *,
+    heal_index: bool,
+    now: datetime,
 ) -> None:
     if heal_index:
         # A previous run committed but never reached the hot index (its worker died).
         Event.objects.filter(pk=event.pk).update(hot_index_dirty=True)
+    notify_admitted(m.id for m in admitted)
+    moved = admitted + expired
     if not index_forget(event.pk, moved):
         return
     if moved:

@@ -63,6 +63,7 @@ class Placement:
     counts: LineCounts
     where: Where
     rank: int | None  # 0-based rank in the entry's tier queue when where is TIER
+    order_key: int | None  # the entry's score where found
 
 
 @dataclass(frozen=True)
@@ -140,11 +141,12 @@ def locate(
             "" if order_key is None else order_key,
         ],
     )
-    state, where, rank, *raw_counts = raw
+    state, where, rank, score, *raw_counts = raw
     return Placement(
         counts=_line_counts(state, raw_counts),
         where=Where(where),
         rank=int(rank) if where == Where.TIER else None,
+        order_key=int(float(score)) if score else None,
     )
 
 
@@ -177,6 +179,57 @@ def remove(event_id: int, *, tier_id: int, members: Sequence[int]) -> None:
         ],
         args=list(members),
     )
+
+
+@dataclass(frozen=True)
+class TierSketch:
+    tier_id: int
+    count: int
+    # (rank, order key) checkpoints, ascending: from them a fan who knows its order key can
+    # tell its rank in the tier to within the gap between two checkpoints.
+    checkpoints: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class LineSketch:
+    state: IndexState
+    prequeue: int
+    tiers: tuple[TierSketch, ...]
+
+
+@_unavailable_on_redis_error
+def sketch(layout: EventLayout, *, ranks: Sequence[int]) -> LineSketch:
+    raw = _run(
+        "sketch",
+        keys=[keys.epoch(layout.event_id), keys.prequeue(layout.event_id), *_tier_keys(layout)],
+        args=list(ranks),
+    )
+    state, prequeue, *per_tier = raw
+    if state == IndexState.MISSING:
+        return LineSketch(state=IndexState.MISSING, prequeue=0, tiers=())
+    tiers = []
+    for tier, (count, *flat) in zip(layout.tiers, per_tier, strict=True):
+        pairs = tuple((int(flat[i]), int(float(flat[i + 1]))) for i in range(0, len(flat), 2))
+        tiers.append(TierSketch(tier_id=tier.id, count=int(count), checkpoints=pairs))
+    return LineSketch(state=IndexState(state), prequeue=int(prequeue), tiers=tuple(tiers))
+
+
+@_unavailable_on_redis_error
+def remember_tick(event_id: int, text: str) -> None:
+    _client().set(keys.last_tick(event_id), text, ex=60)
+
+
+@_unavailable_on_redis_error
+def last_tick(event_id: int) -> str | None:
+    raw = _client().get(keys.last_tick(event_id))
+    return raw.decode() if raw is not None else None
+
+
+@_unavailable_on_redis_error
+def refresh_heartbeats(event_id: int, members: Sequence[int], *, deadline: float) -> None:
+    """Push the deadline of fans watching over a WebSocket; XX: never revive an expired one."""
+    if members:
+        _client().zadd(keys.heartbeats(event_id), dict.fromkeys(members, deadline), xx=True)
 
 
 @_unavailable_on_redis_error

@@ -42,6 +42,11 @@ def stats(event_id: int) -> str:
     return f"{_event(event_id)}:stats"
 
 
+def last_tick(event_id: int) -> str:
+    """The last broadcast tick (JSON), sent to a page in its snapshot when it connects."""
+    return f"{_event(event_id)}:tick"
+
+
 def tombstones(event_id: int) -> str:
     """Set of entry ids removed while a rebuild runs: the rebuild must not load them again."""
     return f"{_event(event_id)}:gone"

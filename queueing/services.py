@@ -27,7 +27,6 @@ from queueing.hot_index import (
     HotIndexUnavailable,
     IndexedEntry,
     IndexState,
-    LineCounts,
     RebuildSuperseded,
     Where,
 )
@@ -64,6 +63,9 @@ class TicketView:
     poll_after_seconds: float
     eta: Eta | None = None
     issued_pass: IssuedPass | None = None
+    # Where the fan stands in its tier's order (for pages placing themselves from ticks).
+    tier_id: int | None = None
+    order_key: int | None = None
 
 
 @dataclass(frozen=True)
@@ -269,24 +271,16 @@ def entry_view(
     issued = None
     if status == EntryStatus.ADMITTED:
         issued = entry_pass(entry, event=Event.objects.get(pk=entry.event_id), now=now)
-    return TicketView(
-        ticket=ticket_issue(
-            TicketRef(entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id)
-        ),
-        event_slug=layout.slug,
-        status=status,
-        position=position,
-        queue_length=queue_length,
-        poll_after_seconds=poll_after_seconds(
-            heartbeat_seconds=layout.heartbeat_seconds, position=position
-        ),
-        eta=_eta(layout, position),
-        issued_pass=issued,
+    return _view(
+        ticket_issue(TicketRef(entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id)),
+        layout,
+        status,
+        position,
+        queue_length,
+        tier_id=entry.tier_id,
+        order_key=entry.order_key if status in QUEUED else None,
+        issued=issued,
     )
-
-
-def _eta(layout: EventLayout, position: int | None) -> Eta | None:
-    return None if position is None else estimate_wait(position, current_throughput(layout))
 
 
 def _view(
@@ -294,18 +288,26 @@ def _view(
     layout: EventLayout,
     status: EntryStatus,
     position: int | None,
-    counts: LineCounts,
+    queue_length: int,
+    *,
+    tier_id: int,
+    order_key: int | None,
+    issued: IssuedPass | None = None,
 ) -> TicketView:
+    eta = None if position is None else estimate_wait(position, current_throughput(layout))
     return TicketView(
         ticket=ticket,
         event_slug=layout.slug,
         status=status,
         position=position,
-        queue_length=counts.queue_length,
+        queue_length=queue_length,
         poll_after_seconds=poll_after_seconds(
             heartbeat_seconds=layout.heartbeat_seconds, position=position
         ),
-        eta=_eta(layout, position),
+        eta=eta,
+        issued_pass=issued,
+        tier_id=tier_id,
+        order_key=order_key,
     )
 
 
@@ -330,9 +332,25 @@ def ticket_status(*, ref: TicketRef, ticket: str, now: datetime) -> TicketView:
                 rank_in_tier=placement.rank,
                 tier_counts=placement.counts.tiers,
             )
-            return _view(ticket, layout, EntryStatus.WAITING, position, placement.counts)
+            return _view(
+                ticket,
+                layout,
+                EntryStatus.WAITING,
+                position,
+                placement.counts.queue_length,
+                tier_id=ref.tier_id,
+                order_key=placement.order_key,
+            )
         if placement.where is Where.PREQUEUE:
-            return _view(ticket, layout, EntryStatus.PREQUEUE, None, placement.counts)
+            return _view(
+                ticket,
+                layout,
+                EntryStatus.PREQUEUE,
+                None,
+                placement.counts.queue_length,
+                tier_id=ref.tier_id,
+                order_key=placement.order_key,
+            )
     entry = (
         QueueEntry.objects.filter(pk=ref.entry_id, event_id=ref.event_id)
         .select_related("tier")

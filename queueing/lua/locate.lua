@@ -10,14 +10,15 @@
 -- ARGV[3]  "" to only look, "tier" or "pre" to add the entry there first (NX)
 -- ARGV[4]  order key (score) when adding
 --
--- Returns {epoch_state, where, rank, prequeue_count, tier_count_1, tier_count_2, ...}
+-- Returns {epoch_state, where, rank, order_key, prequeue_count, tier_count_1, ...}
 --   epoch_state: 0 missing (then nothing is read or written), 1 building, 2 ready
 --   where: 0 not found, 1 in its tier queue, 2 in the pre-queue
 --   rank: 0-based rank in its tier queue, -1 unless where == 1
+--   order_key: the entry's score (as a string) where found, "" otherwise
 -- No key gets a TTL: the index lives as long as the event has fans in line.
 local epoch = redis.call('GET', KEYS[1])
 if not epoch then
-  return {0, 0, -1}
+  return {0, 0, -1, ''}
 end
 local state = 2
 if string.sub(epoch, 1, 9) == 'building:' then
@@ -30,19 +31,23 @@ elseif ARGV[3] == 'pre' then
   redis.call('ZADD', KEYS[3], 'NX', ARGV[4], member)
 end
 local where = 0
+local score = ''
 local rank = redis.call('ZRANK', KEYS[4], member)
 if rank ~= false then
   where = 1
+  score = redis.call('ZSCORE', KEYS[4], member)
 else
   rank = -1
-  if redis.call('ZSCORE', KEYS[3], member) ~= false then
+  local pre = redis.call('ZSCORE', KEYS[3], member)
+  if pre ~= false then
     where = 2
+    score = pre
   end
 end
 if where ~= 0 and ARGV[2] ~= '' then
   redis.call('ZADD', KEYS[2], ARGV[2], member)
 end
-local out = {state, where, rank, redis.call('ZCARD', KEYS[3])}
+local out = {state, where, rank, score, redis.call('ZCARD', KEYS[3])}
 for i = 5, #KEYS do
   out[#out + 1] = redis.call('ZCARD', KEYS[i])
 end
