@@ -1,4 +1,4 @@
-"""HTTP (Django) and, from the live-updates issue on, WebSockets (Channels)."""
+"""HTTP (Django) and WebSockets (Channels)."""
 
 import os
 
@@ -8,14 +8,21 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Django must be set up before anything that imports models (consumers, routing).
 django_asgi_app = get_asgi_application()
 
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
+
+from queueing.routing import websocket_urlpatterns  # noqa: E402
 
 if settings.WR_SERVE_STATIC:
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
-    # Admin styles without a separate static server; production puts a CDN in front.
+    # Static files without a separate server; production puts a CDN in front.
     django_asgi_app = ASGIStaticFilesHandler(django_asgi_app)
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
-
-application = ProtocolTypeRouter({"http": django_asgi_app})
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
+    }
+)

@@ -126,7 +126,9 @@ CHANNEL_LAYERS = {
                     "max_connections": env_int("CHANNELS_REDIS_MAX_CONNECTIONS", 100, minimum=1),
                 }
             ],
-            "prefix": f"{WR_REDIS_PREFIX}:asgi",
+            # Pub/sub channels ignore Redis database numbers: rooms sharing a Redis need
+            # distinct prefixes.
+            "prefix": env_str("CHANNELS_PREFIX", f"{WR_REDIS_PREFIX}:asgi"),
         },
     }
 }

@@ -7,6 +7,7 @@ developer's running room, and each test gets its own key prefix (tests/conftest.
 import os
 
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+os.environ.setdefault("CHANNELS_PREFIX", "wrtest:asgi")
 # The test process is single-threaded; the server processes tests start use the pool.
 os.environ.setdefault("DATABASE_POOL_MAX", "0")
 

@@ -37,6 +37,7 @@ def process_env(**extra: str) -> dict[str, str]:
             "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
             "REDIS_URL": settings.REDIS_URL,
             "WR_REDIS_PREFIX": settings.WR_REDIS_PREFIX,
+            "CHANNELS_PREFIX": settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"],
             # A queue of this test's own, so no other worker takes its tasks.
             "CELERY_TASK_DEFAULT_QUEUE": f"{settings.WR_REDIS_PREFIX}:celery",
             "WR_LAYOUT_CACHE_SECONDS": "0.5",

@@ -1,0 +1,120 @@
+"""The waiting page's WebSocket: relay only.
+
+Connect: verify the ticket (signature, no database), join the event's and the ticket's groups,
+accept, then send one personal snapshot. Afterwards the socket only relays the event's tick
+(already serialized once for everyone) and, for an admitted fan, where to go.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.utils import timezone
+
+from config.api_errors import ApiError
+from queueing import hot_index
+from queueing.hot_index import HotIndexUnavailable
+from queueing.layout import EventLayout, event_layout
+from queueing.live import event_group, ticket_group
+from queueing.services import TicketView, ticket_status
+from queueing.states import EntryStatus
+from queueing.tickets import InvalidTicket, TicketRef, ticket_read
+from queueing.watchers import watchers
+
+CLOSE_BAD_TICKET = 4401
+CLOSE_TICKET_GONE = 4404
+
+
+def snapshot_message(
+    view: TicketView, layout: EventLayout, last_tick: str | None
+) -> dict[str, Any]:
+    return {
+        "type": "snapshot",
+        "status": view.status.value,
+        "position": view.position,
+        "queue_length": view.queue_length,
+        "eta": view.eta.as_dict() if view.eta else None,
+        "tier_id": view.tier_id,
+        "order_key": view.order_key,
+        "tiers": [{"id": t.id, "share": t.share} for t in layout.tiers],
+        "heartbeat_seconds": layout.heartbeat_seconds,
+        "redirect_url": view.issued_pass.redirect_url if view.issued_pass else None,
+        "tick": json.loads(last_tick) if last_tick else None,
+    }
+
+
+def _last_tick(event_id: int) -> str | None:
+    try:
+        return hot_index.last_tick(event_id)
+    except HotIndexUnavailable:
+        return None
+
+
+class LineConsumer(AsyncWebsocketConsumer):
+    ref: TicketRef | None = None
+    ticket: str = ""
+    layout: EventLayout | None = None
+
+    async def connect(self) -> None:
+        slug = self.scope["url_route"]["kwargs"]["slug"]
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        self.ticket = (query.get("ticket") or [""])[0]
+        try:
+            ref = ticket_read(self.ticket)
+        except InvalidTicket:
+            await self._refuse(CLOSE_BAD_TICKET)
+            return
+        layout = await database_sync_to_async(event_layout)(ref.event_id)
+        if layout is None or layout.slug != slug or layout.tier_index(ref.tier_id) is None:
+            await self._refuse(CLOSE_BAD_TICKET)
+            return
+        self.ref, self.layout = ref, layout
+        await self.channel_layer.group_add(event_group(ref.event_id), self.channel_name)
+        await self.channel_layer.group_add(ticket_group(ref.entry_id), self.channel_name)
+        await self.accept()
+        watchers.add(ref.event_id, ref.entry_id, layout.heartbeat_seconds)
+        await self._send_personal(snapshot=True)
+
+    async def _refuse(self, code: int) -> None:
+        # Accept first: a close before the handshake would reach the page as a bare HTTP 403.
+        await self.accept()
+        await self.close(code=code)
+
+    async def _send_personal(self, *, snapshot: bool) -> None:
+        assert self.ref is not None and self.layout is not None
+        try:
+            view = await database_sync_to_async(ticket_status)(
+                ref=self.ref, ticket=self.ticket, now=timezone.now()
+            )
+        except ApiError:
+            await self.close(code=CLOSE_TICKET_GONE)
+            return
+        if snapshot:
+            last = await database_sync_to_async(_last_tick)(self.ref.event_id)
+            await self.send(text_data=json.dumps(snapshot_message(view, self.layout, last)))
+        elif view.status == EntryStatus.ADMITTED and view.issued_pass is not None:
+            await self.send(
+                text_data=json.dumps(
+                    {"type": "admitted", "redirect_url": view.issued_pass.redirect_url}
+                )
+            )
+
+    async def disconnect(self, code: int) -> None:
+        if self.ref is None:
+            return
+        watchers.remove(self.ref.event_id, self.ref.entry_id)
+        await self.channel_layer.group_discard(event_group(self.ref.event_id), self.channel_name)
+        await self.channel_layer.group_discard(ticket_group(self.ref.entry_id), self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Pages have nothing to say; whatever arrives is ignored."""
+
+    async def line_tick(self, message: dict[str, Any]) -> None:
+        await self.send(text_data=message["text"])
+
+    async def ticket_admitted(self, message: dict[str, Any]) -> None:
+        await self._send_personal(snapshot=False)

@@ -1,0 +1,173 @@
+"""The waiting page's WebSocket, in process (WebsocketCommunicator on the real channel layer)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.utils import timezone
+from django_redis import get_redis_connection
+
+from config.asgi import application
+from queueing.live import broadcast_tick
+from queueing.ticks import event_tick
+from tests.queueing.helpers import entry_of, fans_join
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORIGIN = [(b"origin", b"http://testserver")]
+
+
+def socket(slug: str, ticket: str) -> WebsocketCommunicator:
+    return WebsocketCommunicator(application, f"/ws/events/{slug}/?ticket={ticket}", ORIGIN)
+
+
+def rank_from_checkpoints(checkpoints: list[list[int]], order_key: int) -> int:
+    """What the page's script does: place its order key between two checkpoints."""
+    below = [rank for rank, key in checkpoints if key <= order_key]
+    above = [(rank, key) for rank, key in checkpoints if key > order_key]
+    lo_rank = max(below)
+    lo_key = dict((r, k) for r, k in checkpoints)[lo_rank]
+    if lo_key == order_key or not above:
+        return lo_rank
+    hi_rank, hi_key = min(above)
+    return round(lo_rank + (order_key - lo_key) / (hi_key - lo_key) * (hi_rank - lo_rank))
+
+
+def test_snapshot_on_connect_then_ticks(make_event) -> None:
+    event = make_event(capacity=0, rate_per_minute=60)
+    tickets = fans_join(event.slug, 5)
+    order_key = entry_of(tickets[3]).order_key
+
+    async def scenario():
+        ws = socket(event.slug, tickets[3])
+        connected, _ = await ws.connect()
+        assert connected
+        snapshot = await ws.receive_json_from(timeout=5)
+        assert snapshot["type"] == "snapshot"
+        assert (snapshot["status"], snapshot["position"], snapshot["queue_length"]) == (
+            "waiting",
+            4,
+            5,
+        )
+        assert snapshot["order_key"] == order_key
+        assert snapshot["eta"]["p50"] > 0
+        await database_sync_to_async(broadcast_tick)(event_id=event.id, now=timezone.now())
+        tick = await ws.receive_json_from(timeout=5)
+        assert tick["type"] == "tick"
+        (tier,) = tick["tiers"]
+        assert tier["count"] == 5
+        rank = rank_from_checkpoints(tier["checkpoints"], snapshot["order_key"])
+        assert rank + 1 == 4
+        await ws.disconnect()
+
+    asyncio.run(scenario())
+
+
+def test_an_admitted_fan_is_told_where_to_go(make_event) -> None:
+    event = make_event(capacity=1, rate_per_minute=0)
+    (ticket,) = fans_join(event.slug, 1)
+
+    async def scenario():
+        ws = socket(event.slug, ticket)
+        await ws.connect()
+        await ws.receive_json_from(timeout=5)
+        await database_sync_to_async(event_tick)(event_id=event.id, now=timezone.now())
+        message = await ws.receive_json_from(timeout=5)
+        assert message["type"] == "admitted"
+        assert "wr_pass=" in message["redirect_url"]
+        await ws.disconnect()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("bad", ["forged.ticket", "1-1-1.AAAA", "", "%00"])
+def test_a_bad_ticket_closes_the_socket_with_4401(make_event, bad) -> None:
+    event = make_event()
+
+    async def scenario():
+        ws = socket(event.slug, bad)
+        await ws.connect()
+        assert await ws.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
+
+    asyncio.run(scenario())
+
+
+def test_a_ticket_for_another_event_closes_with_4401(make_event) -> None:
+    one, other = make_event(slug="one"), make_event(slug="other")
+    (ticket,) = fans_join(one.slug, 1)
+
+    async def scenario():
+        ws = socket(other.slug, ticket)
+        await ws.connect()
+        assert (await ws.receive_output(timeout=5))["code"] == 4401
+
+    asyncio.run(scenario())
+
+
+def test_a_foreign_origin_is_refused(make_event) -> None:
+    event = make_event()
+    (ticket,) = fans_join(event.slug, 1)
+
+    async def scenario():
+        ws = WebsocketCommunicator(
+            application,
+            f"/ws/events/{event.slug}/?ticket={ticket}",
+            [(b"origin", b"https://evil.example")],
+        )
+        connected, _ = await ws.connect()
+        assert not connected
+
+    asyncio.run(scenario())
+
+
+def _channel_messages_during_one_tick(event, settings) -> tuple[int, int]:
+    prefix = settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"]
+    pubsub = get_redis_connection("default").pubsub()
+    pubsub.psubscribe(f"{prefix}*")
+    pubsub.get_message(timeout=1)  # the subscription confirmation
+    assert broadcast_tick(event_id=event.id, now=timezone.now())
+    count, size, deadline = 0, 0, time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        message = pubsub.get_message(timeout=0.1)
+        if message and message["type"] == "pmessage":
+            count += 1
+            size += len(message["data"])
+    pubsub.close()
+    return count, size
+
+
+@pytest.mark.django_db(transaction=False)
+def test_messages_per_tick_stay_constant_from_10_to_10000_fans(make_event, settings) -> None:
+    from queueing.models import QueueEntry
+    from queueing.services import hot_index_rebuild
+
+    small = make_event(slug="small", heartbeat_seconds=3600)
+    fans_join(small.slug, 10)
+    big = make_event(slug="big", heartbeat_seconds=3600)
+    tier = big.tiers.get()
+    now = timezone.now()
+    QueueEntry.objects.bulk_create(
+        QueueEntry(
+            event=big,
+            tier=tier,
+            identity=f"bulk-{i}",
+            status="waiting",
+            joined_at=now,
+            status_changed_at=now,
+        )
+        for i in range(10_000)
+    )
+    assert hot_index_rebuild(event_id=big.id)
+    small_count, small_size = _channel_messages_during_one_tick(small, settings)
+    big_count, big_size = _channel_messages_during_one_tick(big, settings)
+    print(f"tick messages: 10 fans {small_count} ({small_size} B), 10000 fans {big_count} ({big_size} B)")
+    assert small_count == big_count == 1
+    # The sketch grows with log(n), not n: a thousand times the fans, a few times the bytes.
+    assert big_size < 5 * small_size
+    payload = json.loads(json.dumps({"n": big_size}))
+    assert payload["n"] < 8_000
