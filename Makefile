@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
 
-.PHONY: run test setup services lint
+.PHONY: run test setup services lint screenshots
 
 $(STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -23,8 +23,14 @@ run: setup
 	scripts/run_stack.sh
 
 test: setup
+	scripts/ensure_browser.sh
+	$(PY) manage.py compilemessages --ignore=.venv -v0
 	$(VENV)/bin/pytest
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# Re-take the screenshots kept in docs/ (from the real-browser tests).
+screenshots: setup
+	WR_SAVE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/queueing/test_waiting_page.py

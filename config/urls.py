@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from config.health import healthz, readyz
-from queueing import api_fan, api_passes, demo_shop
+from queueing import api_fan, api_passes, demo_shop, pages
 
 api_v1 = [
     path("events/<str:slug>/join", api_fan.join, name="api-join"),
@@ -15,6 +15,7 @@ api_v1 = [
 
 urlpatterns = [
     path("api/v1/", include(api_v1)),
+    path("e/<slug:slug>/", pages.waiting_page, name="waiting-page"),
     path(".well-known/jwks.json", api_passes.jwks_document, name="jwks"),
     path("shop/<slug:slug>/", demo_shop.checkout, name="demo-shop"),
     path("shop/<slug:slug>/complete", demo_shop.complete, name="demo-shop-complete"),

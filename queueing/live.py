@@ -92,6 +92,7 @@ def broadcast_tick(*, event_id: int, now: datetime) -> bool:
             event_group(event_id), {"type": "line.tick", "text": text}
         )
     except Exception:
+        # Pages fall back to polling; the line itself is unaffected.
         logger.warning("could not broadcast the tick of event %s", event_id, exc_info=True)
         return False
     return True
@@ -104,4 +105,5 @@ def notify_admitted(entry_ids: Iterable[int]) -> None:
         try:
             send(ticket_group(entry_id), {"type": "ticket.admitted"})
         except Exception:
+            # The next tick or poll tells the page anyway.
             logger.warning("could not notify admitted entry %s", entry_id, exc_info=True)

@@ -86,6 +86,7 @@ def request_rebuild(event_id: int) -> None:
         if hot_index.request_rebuild_once(event_id, within_seconds=5):
             hot_index_rebuild.delay(event_id)
     except Exception:
+        # Never fail a read over this: the periodic check rebuilds anyway.
         logger.warning("could not ask for a rebuild of event %s", event_id, exc_info=True)
 
 

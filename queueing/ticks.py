@@ -10,6 +10,7 @@ from django.db.models import Exists, OuterRef, Q
 from events.models import Event, EventControl, EventState
 from queueing.abandonment import queued_expire_unseen, sessions_expire
 from queueing.admission import AdmissionOutcome, admission_run
+from queueing.live import broadcast_tick
 from queueing.models import QueueEntry
 from queueing.schedule import line_admit_stragglers, line_revoke_closed, line_start
 from queueing.states import LIVE
@@ -49,7 +50,9 @@ def event_tick(*, event_id: int, now: datetime) -> AdmissionOutcome | None:
 
 def room_tick(*, now: datetime) -> None:
     for event_id in events_needing_ticks():
+        # One event's failure must not stop the others' ticks.
         try:
             event_tick(event_id=event_id, now=now)
+            broadcast_tick(event_id=event_id, now=now)
         except Exception:
             logger.exception("tick of event %s failed", event_id)

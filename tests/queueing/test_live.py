@@ -165,7 +165,8 @@ def test_messages_per_tick_stay_constant_from_10_to_10000_fans(make_event, setti
     assert hot_index_rebuild(event_id=big.id)
     small_count, small_size = _channel_messages_during_one_tick(small, settings)
     big_count, big_size = _channel_messages_during_one_tick(big, settings)
-    print(f"tick messages: 10 fans {small_count} ({small_size} B), 10000 fans {big_count} ({big_size} B)")
+    print(f"tick messages: 10 fans {small_count} ({small_size} B),", end=" ")
+    print(f"10000 fans {big_count} ({big_size} B)")
     assert small_count == big_count == 1
     # The sketch grows with log(n), not n: a thousand times the fans, a few times the bytes.
     assert big_size < 5 * small_size

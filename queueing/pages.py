@@ -1,0 +1,168 @@
+"""The fans' waiting page ``/e/<slug>/``: server-rendered, live over WebSockets when it can,
+polling when it cannot, refreshing itself without JavaScript."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods
+
+from config.api_errors import ApiError
+from events.models import Event, EventState
+from queueing.identity import identity_from_request, identity_remember
+from queueing.services import TicketView, entry_join, ticket_status
+from queueing.states import EntryStatus
+from queueing.tickets import InvalidTicket, ticket_read
+from queueing.wait_text import js_strings, wait_range_text
+
+_COOKIE_SALT = "waitingroom.page-ticket.v1"
+
+
+@dataclass(frozen=True)
+class PageTicket:
+    ticket: str
+    first_position: int | None  # where the fan stood when first placed (for the progress bar)
+
+
+def _cookie_name(event: Event) -> str:
+    return f"wr_ticket_{event.pk}"
+
+
+def _read_cookie(request: HttpRequest, event: Event) -> PageTicket | None:
+    raw = request.get_signed_cookie(_cookie_name(event), default=None, salt=_COOKIE_SALT)
+    if not raw:
+        return None
+    ticket, _, first = raw.partition("|")
+    return PageTicket(ticket=ticket, first_position=int(first) if first.isdigit() else None)
+
+
+def _write_cookie(response: HttpResponse, event: Event, page_ticket: PageTicket) -> None:
+    first = "" if page_ticket.first_position is None else str(page_ticket.first_position)
+    response.set_signed_cookie(
+        _cookie_name(event),
+        f"{page_ticket.ticket}|{first}",
+        salt=_COOKIE_SALT,
+        max_age=settings.WR_IDENTITY_COOKIE_MAX_AGE,
+        httponly=True,
+        samesite="Lax",
+        secure=settings.SESSION_COOKIE_SECURE,
+    )
+
+
+def _event_or_404(slug: str) -> Event:
+    event = Event.objects.filter(slug=slug).first()
+    if event is None:
+        raise Http404("No such on-sale")
+    return event
+
+
+def _needs_code_form(event: Event) -> bool:
+    """Offer a code field before joining when some tiers are for code holders."""
+    return event.access_codes.exists()
+
+
+def _base_context(event: Event, now: datetime) -> dict[str, Any]:
+    return {"event": event, "state": event.state_at(now).value, "now": now}
+
+
+def _render_join_refused(
+    request: HttpRequest, event: Event, error: ApiError, now: datetime
+) -> HttpResponse:
+    context = {**_base_context(event, now), "error": error.code, "detail": error.detail}
+    retry = error.headers.get("Retry-After")
+    context["retry_after"] = int(retry) if retry else None
+    if error.code == "invalid_access_code":
+        context["code_error"] = True
+        return render(request, "queueing/join.html", context, status=400)
+    response = render(request, "queueing/refused.html", context, status=error.status)
+    if retry:
+        response["Retry-After"] = retry
+    return response
+
+
+def _join(
+    request: HttpRequest, event: Event, access_code: str | None, now: datetime
+) -> HttpResponse:
+    identity = identity_from_request(request)
+    try:
+        result = entry_join(event=event, identity=identity.digest, access_code=access_code, now=now)
+    except ApiError as error:
+        return _render_join_refused(request, event, error, now)
+    response = HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))
+    _write_cookie(
+        response, event, PageTicket(ticket=result.view.ticket, first_position=result.view.position)
+    )
+    identity_remember(response, identity)
+    return response
+
+
+def _progress(first: int | None, position: int | None) -> int:
+    if not first or not position:
+        return 0
+    return max(0, min(100, math.floor(100 * (first - position) / first)))
+
+
+def _render_ticket(
+    request: HttpRequest, event: Event, page_ticket: PageTicket, view: TicketView, now: datetime
+) -> HttpResponse:
+    first = page_ticket.first_position or view.position
+    context = {
+        **_base_context(event, now),
+        "view": view,
+        "status": view.status.value,
+        "wait_text": wait_range_text(view.eta),
+        "progress": _progress(first, view.position),
+        "refresh_seconds": max(5, math.ceil(view.poll_after_seconds)),
+        "config": {
+            "ticket": view.ticket,
+            "status": view.status.value,
+            "state": event.state_at(now).value,
+            "position": view.position,
+            "queueLength": view.queue_length,
+            "eta": view.eta.as_dict() if view.eta else None,
+            "firstPosition": first,
+            "pollAfter": view.poll_after_seconds,
+            "startsAt": event.starts_at.timestamp() if event.starts_at else None,
+            "wsPath": f"/ws/events/{event.slug}/",
+            "ticketApi": reverse("api-ticket", args=[view.ticket]),
+            "strings": js_strings(),
+        },
+    }
+    response = render(request, "queueing/waiting.html", context)
+    if first != page_ticket.first_position:
+        _write_cookie(response, event, PageTicket(ticket=view.ticket, first_position=first))
+    return response
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def waiting_page(request: HttpRequest, slug: str) -> HttpResponse:
+    event = _event_or_404(slug)
+    now = timezone.now()
+    if request.method == "POST":
+        code = request.POST.get("access_code", "").strip()[:64] or None
+        return _join(request, event, code, now)
+    page_ticket = _read_cookie(request, event)
+    view = None
+    if page_ticket is not None:
+        try:
+            view = ticket_status(
+                ref=ticket_read(page_ticket.ticket), ticket=page_ticket.ticket, now=now
+            )
+        except (InvalidTicket, ApiError):
+            page_ticket, view = None, None  # a ticket from an old database: start afresh
+    if view is None or page_ticket is None:
+        state = event.state_at(now)
+        if state in (EventState.SCHEDULED, EventState.CLOSED) or _needs_code_form(event):
+            return render(request, "queueing/join.html", _base_context(event, now))
+        return _join(request, event, None, now)
+    if view.status == EntryStatus.ADMITTED and view.issued_pass is not None:
+        return HttpResponseRedirect(view.issued_pass.redirect_url)
+    return _render_ticket(request, event, page_ticket, view, now)

@@ -1,0 +1,190 @@
+// The waiting page, live. The server broadcasts one tick per event per second (the same bytes
+// for every fan); this script works out the fan's own place from it: its order key and tier
+// (from the personal snapshot) against the tick's per-tier (rank, order key) checkpoints.
+// Without a WebSocket it polls the ticket API as X-Poll-After-Seconds says.
+(function () {
+  "use strict";
+  var cfg = JSON.parse(document.getElementById("wr-config").textContent);
+  var S = cfg.strings;
+  var me = { tierId: null, orderKey: null, tiers: [] };
+  var status = cfg.status;
+  var firstPosition = cfg.firstPosition;
+  var socket = null;
+  var pollTimer = null;
+  var checking = false;
+
+  function $(id) { return document.getElementById(id); }
+  function fmt(template, values) {
+    return template.replace(/%\((\w+)\)(0?\d*)d/g, function (_, name, pad) {
+      var text = String(Math.floor(values[name]));
+      var width = parseInt(pad || "0", 10);
+      while (text.length < width) text = "0" + text;
+      return text;
+    });
+  }
+
+  // Same wording as queueing/wait_text.py.
+  function waitText(eta) {
+    if (!eta) return S.unknown;
+    var lo = Math.floor(eta.p10 / 60), hi = Math.ceil(eta.p90 / 60);
+    if (hi <= 1) return S.lessThanMinute;
+    if (hi >= 120) {
+      var loH = Math.max(1, Math.round(eta.p10 / 3600));
+      var hiH = Math.max(loH, Math.round(eta.p90 / 3600));
+      if (loH === hiH) return fmt(loH === 1 ? S.hour : S.hours, { n: loH });
+      return fmt(S.hoursRange, { low: loH, high: hiH });
+    }
+    lo = Math.max(1, lo);
+    if (lo >= hi) return fmt(hi === 1 ? S.minute : S.minutes, { n: hi });
+    return fmt(S.minutesRange, { low: lo, high: hi });
+  }
+
+  // Same maths as queueing/eta.py: p10/p50/p90 for position k.
+  function estimate(position, throughput) {
+    if (!throughput || !(throughput.lam > 0) || !position) return null;
+    var mean = position / throughput.lam;
+    var sd = Math.sqrt(position * throughput.scv) / throughput.lam;
+    return { p10: Math.max(0, mean - 1.2816 * sd), p50: mean, p90: mean + 1.2816 * sd };
+  }
+
+  // Rank of our order key in a tier from its checkpoints; null if we are no longer in it.
+  function rankIn(checkpoints, key) {
+    if (!checkpoints.length || key < checkpoints[0][1]) return null;
+    var lo = 0, hi = checkpoints.length - 1;
+    while (lo < hi) {
+      var mid = (lo + hi + 1) >> 1;
+      if (checkpoints[mid][1] <= key) lo = mid; else hi = mid - 1;
+    }
+    var r0 = checkpoints[lo][0], k0 = checkpoints[lo][1];
+    if (k0 === key) return r0;
+    if (lo === checkpoints.length - 1) return r0 + 1;
+    var r1 = checkpoints[lo + 1][0], k1 = checkpoints[lo + 1][1];
+    var guess = Math.round(r0 + (key - k0) / (k1 - k0) * (r1 - r0));
+    return Math.min(r1 - 1, Math.max(r0 + 1, guess));
+  }
+
+  // Same service order as queueing/positions.py: strict tiers alone, consecutive weighted
+  // tiers as one group sharing by weight.
+  function positionFrom(tick) {
+    var counts = {}, mineInTick = null;
+    tick.tiers.forEach(function (t) { counts[t.id] = t.count; if (t.id === me.tierId) mineInTick = t; });
+    if (!mineInTick || me.orderKey === null) return null;
+    var groups = [];
+    me.tiers.forEach(function (t) {
+      var last = groups[groups.length - 1];
+      if (t.share && last && last[0].share) last.push(t); else groups.push([t]);
+    });
+    var ahead = 0;
+    for (var g = 0; g < groups.length; g++) {
+      var mine = null;
+      groups[g].forEach(function (t) { if (t.id === me.tierId) mine = t; });
+      if (!mine) {
+        groups[g].forEach(function (t) { ahead += counts[t.id] || 0; });
+        continue;
+      }
+      var rank = rankIn(mineInTick.checkpoints, me.orderKey);
+      if (rank === null) return null;
+      ahead += rank;
+      groups[g].forEach(function (t) {
+        if (t.id !== me.tierId) ahead += Math.min(counts[t.id] || 0, Math.floor(rank * t.share / mine.share));
+      });
+      return ahead + 1;
+    }
+    return null;
+  }
+
+  function render(view) {
+    if (view.status !== status) { window.location.reload(); return; }
+    var text = $("status-text");
+    if (status === "waiting" && view.position) {
+      if (view.state === "paused") text.textContent = S.paused;
+      else if (view.position === 1) text.textContent = S.next;
+      $("position").textContent = view.position;
+      $("wait").textContent = waitText(view.eta);
+      $("queue-length").textContent = view.queueLength;
+      if (!firstPosition || view.position > firstPosition) firstPosition = view.position;
+      var progress = Math.max(0, Math.min(100, Math.floor(100 * (firstPosition - view.position) / firstPosition)));
+      $("progress-bar").style.width = progress + "%";
+      document.querySelector(".progress").setAttribute("aria-valuenow", progress);
+    }
+  }
+
+  function goTo(url) {
+    $("status-text").textContent = S.admitted;
+    window.location.assign(url);
+  }
+
+  // Ask the server about this ticket: when the tick no longer shows us, or when polling.
+  function check(thenSchedule) {
+    if (checking) return;
+    checking = true;
+    fetch(cfg.ticketApi, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then(function (response) {
+        var after = parseFloat(response.headers.get("X-Poll-After-Seconds")) || cfg.pollAfter;
+        return response.json().then(function (body) { return { body: body, after: after }; });
+      })
+      .then(function (r) {
+        checking = false;
+        if (r.body.redirect_url) { goTo(r.body.redirect_url); return; }
+        render({ status: r.body.status, position: r.body.position, eta: r.body.eta,
+                 queueLength: r.body.queue_length, state: cfg.state });
+        if (thenSchedule) schedulePoll(r.after);
+      })
+      .catch(function () { checking = false; if (thenSchedule) schedulePoll(cfg.pollAfter); });
+  }
+
+  function schedulePoll(seconds) {
+    clearTimeout(pollTimer);
+    pollTimer = setTimeout(function () { check(true); }, Math.max(1, seconds) * 1000);
+  }
+
+  function onTick(tick) {
+    cfg.state = tick.state;
+    if (status !== "waiting") return;
+    var position = positionFrom(tick);
+    if (position === null) { check(false); return; }  // admitted, or moved: ask once
+    render({ status: "waiting", position: position, queueLength: tick.queue_length,
+             eta: estimate(position, tick.throughput), state: tick.state });
+  }
+
+  function connect() {
+    if (!("WebSocket" in window)) { schedulePoll(cfg.pollAfter); return; }
+    var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+    socket = new WebSocket(scheme + window.location.host + cfg.wsPath + "?ticket=" + encodeURIComponent(cfg.ticket));
+    socket.onopen = function () { clearTimeout(pollTimer); $("offline").hidden = true; };
+    socket.onmessage = function (event) {
+      var message = JSON.parse(event.data);
+      if (message.type === "snapshot") {
+        me.tierId = message.tier_id; me.orderKey = message.order_key; me.tiers = message.tiers;
+        if (message.redirect_url) { goTo(message.redirect_url); return; }
+        render({ status: message.status, position: message.position, eta: message.eta,
+                 queueLength: message.queue_length, state: cfg.state });
+      } else if (message.type === "tick") {
+        onTick(message);
+      } else if (message.type === "admitted" && message.redirect_url) {
+        goTo(message.redirect_url);
+      }
+    };
+    socket.onclose = function (event) {
+      if (event.code === 4401 || event.code === 4404) { window.location.reload(); return; }
+      $("offline").textContent = S.offline;
+      $("offline").hidden = false;
+      schedulePoll(Math.min(cfg.pollAfter, 5));  // polling keeps the place alive meanwhile
+      setTimeout(connect, 5000 + Math.random() * 5000);
+    };
+  }
+
+  function countdown() {
+    var node = $("countdown");
+    if (!node || !cfg.startsAt) return;
+    var left = Math.max(0, Math.round(cfg.startsAt - Date.now() / 1000));
+    var d = Math.floor(left / 86400), h = Math.floor(left % 86400 / 3600);
+    var m = Math.floor(left % 3600 / 60), s = left % 60;
+    node.textContent = d ? fmt(S.countdownDays, { d: d, h: h, m: m, s: s }) : fmt(S.countdown, { h: h, m: m, s: s });
+    if (left === 0) setTimeout(function () { window.location.reload(); }, 2000 + Math.random() * 3000);
+    else setTimeout(countdown, 1000);
+  }
+
+  countdown();
+  connect();
+})();
