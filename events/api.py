@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError
 from django.utils import timezone
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -46,6 +47,12 @@ class EventInputSerializer(serializers.Serializer):
     ends_at = serializers.DateTimeField(allow_null=True, required=False)
     shuffle_at_start = serializers.BooleanField(required=False)
     tiers = TierSerializer(many=True, required=False, allow_empty=False, max_length=100)
+
+    def validate_tiers(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # Under PATCH nested items are validated as partial too: a name is still required.
+        if any("name" not in tier for tier in value):
+            raise serializers.ValidationError("Every tier needs a name.")
+        return value
 
     def validate_slug(self, value: str) -> str:
         if self.instance is not None and value != self.instance.slug:
@@ -140,6 +147,9 @@ class EventListCreateApi(APIView):
             )
         except DjangoValidationError as exc:
             raise _validation_error(exc) from exc
+        except IntegrityError as exc:
+            # Two creations of the same slug at once: the loser is told like any duplicate.
+            raise ValidationError({"slug": ["An on-sale with this slug exists."]}) from exc
         return Response(event_output(event), status=201)
 
 

@@ -166,7 +166,7 @@ def event_update(
         raise ValueError(f"unknown event fields: {sorted(unknown)}")
     specs = _validate_tiers(tiers) if tiers is not None else None
     with transaction.atomic():
-        locked = Event.objects.select_for_update().get(pk=event.pk)
+        locked = Event.objects.select_for_update(no_key=True).get(pk=event.pk)
         diff = {}
         for name, value in changes.items():
             old = getattr(locked, name)

@@ -58,12 +58,15 @@ def queued_expire_unseen(*, event_id: int, now: datetime) -> int:
         return 0
     moved = _expire(event_id, overdue, QUEUED, "no_heartbeat", now)
     index_forget(event_id, moved)
-    # Deadlines of entries that had already left the line by other means.
+    # Entries that had already left the line by other means: take them out of every list.
     gone = set(overdue) - {m.id for m in moved}
-    try:
-        hot_index.forget_heartbeats(event_id, list(gone))
-    except HotIndexUnavailable:
-        pass
+    if gone:
+        index_forget(event_id, QueueEntry.objects.filter(pk__in=gone).only("id", "tier_id"))
+        missing = gone - set(QueueEntry.objects.filter(pk__in=gone).values_list("id", flat=True))
+        try:
+            hot_index.forget_heartbeats(event_id, list(missing))
+        except HotIndexUnavailable:
+            pass
     return len(moved)
 
 

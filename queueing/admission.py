@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 
 # First key of the two-int advisory lock; the second is the event id.
 ADMISSION_LOCK_NAMESPACE = 0x5752
+INDEX_SYNC_GRACE_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,16 @@ def admission_run(*, event_id: int, now: datetime) -> AdmissionOutcome:
         if event is None:
             return AdmissionOutcome(skipped="missing")
         state, _ = AdmissionState.objects.get_or_create(event_id=event_id)
-        heal_index = state.index_pending
+        if state.last_run_at is not None and now < state.last_run_at:
+            # A caller with an older clock reading (a slow tick loop): never run in the past,
+            # or the bucket and the 60-second window could be fooled.
+            now = state.last_run_at
+        # The previous run committed but its index update never finished (its worker died),
+        # judged after a grace period so that a healthy overlapping run is not mistaken.
+        heal_index = state.index_pending and (
+            state.last_run_at is None
+            or (now - state.last_run_at).total_seconds() > INDEX_SYNC_GRACE_SECONDS
+        )
         if event.state_at(now) != EventState.OPEN or event.started_at is None:
             return AdmissionOutcome(skipped="not_open")
         active = QueueEntry.objects.filter(event_id=event_id, status=EntryStatus.ADMITTED).count()
@@ -185,7 +195,8 @@ def admission_run(*, event_id: int, now: datetime) -> AdmissionOutcome:
                 for moved in expired
             ],
         )
-        state.tokens = bucket.tokens - len(admitted)
+        # Without a rate there is no bucket to drain (no debt when a rate is set later).
+        state.tokens = max(0.0, bucket.tokens - len(admitted)) if event.rate_per_minute else 0.0
         state.refilled_at = bucket.refilled_at
         state.last_run_at = now
         state.recent_counts = _count_recent(state.recent_counts, now=now, admitted=len(admitted))
@@ -207,12 +218,14 @@ def _after_admission(
     if heal_index:
         # A previous run committed but never reached the hot index (its worker died).
         Event.objects.filter(pk=event.pk).update(hot_index_dirty=True)
-    notify_admitted(m.id for m in admitted)
     moved = admitted + expired
     if not index_forget(event.pk, moved):
         return
     if moved:
-        AdmissionState.objects.filter(pk=event.pk).update(index_pending=False)
+        # Only our own flag: a later run may have set it again meanwhile.
+        AdmissionState.objects.filter(pk=event.pk, last_run_at=now).update(index_pending=False)
+    # After the index no longer lists them, so a page asking at once hears "admitted".
+    notify_admitted(m.id for m in admitted)
     throughput = measure_throughput(
         [(second, count) for second, count in state.recent_counts],
         now=now,

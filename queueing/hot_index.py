@@ -215,6 +215,15 @@ def sketch(layout: EventLayout, *, ranks: Sequence[int]) -> LineSketch:
 
 
 @_unavailable_on_redis_error
+def head_members(layout: EventLayout, *, count: int) -> list[int]:
+    """The first ``count`` entries of every tier queue (where admission works)."""
+    pipe = _client().pipeline(transaction=False)
+    for key in _tier_keys(layout):
+        pipe.zrange(key, 0, count - 1)
+    return [int(member) for members in pipe.execute() for member in members]
+
+
+@_unavailable_on_redis_error
 def remember_tick(event_id: int, text: str) -> None:
     _client().set(keys.last_tick(event_id), text, ex=60)
 
@@ -274,7 +283,11 @@ def read_throughput(event_id: int) -> tuple[float, float, bool] | None:
 def epoch_states(event_ids: Sequence[int]) -> dict[int, IndexState]:
     if not event_ids:
         return {}
-    values = _client().mget([keys.epoch(event_id) for event_id in event_ids])
+    # One GET per event (pipelined) rather than MGET: events live in different cluster slots.
+    pipe = _client().pipeline(transaction=False)
+    for event_id in event_ids:
+        pipe.get(keys.epoch(event_id))
+    values = pipe.execute()
     states = {}
     for event_id, value in zip(event_ids, values, strict=True):
         if value is None:
@@ -284,6 +297,16 @@ def epoch_states(event_ids: Sequence[int]) -> dict[int, IndexState]:
         else:
             states[event_id] = IndexState.READY
     return states
+
+
+@_unavailable_on_redis_error
+def rebuilds_unlocked(event_ids: Sequence[int]) -> set[int]:
+    """Events whose rebuild lock nobody holds."""
+    pipe = _client().pipeline(transaction=False)
+    for event_id in event_ids:
+        pipe.exists(keys.rebuild_lock(event_id))
+    held = pipe.execute()
+    return {event_id for event_id, h in zip(event_ids, held, strict=True) if not h}
 
 
 @_unavailable_on_redis_error

@@ -47,7 +47,7 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
         return {}
     try:
         body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ApiError(400, "bad_request", "The request body is not valid JSON.") from exc
     if not isinstance(body, dict):
         raise ApiError(400, "bad_request", "The request body must be a JSON object.")

@@ -21,6 +21,12 @@ from queueing.transitions import transition_one
 PASS_QUERY_PARAMETER = "wr_pass"
 
 
+def _admit_next(event_id: int) -> None:
+    from queueing.tasks import admission_for_event
+
+    admission_for_event.delay(event_id)
+
+
 @dataclass(frozen=True)
 class IssuedPass:
     token: str
@@ -138,8 +144,7 @@ def pass_complete(*, token: str, outcome: str, integration_key: str, now: dateti
             at=now,
             ticket_id=entry.public_id,
         )
-        # The slot is free: admit the next fan now rather than at the next tick.
-        from queueing.tasks import admission_for_event
-
-        admission_for_event.delay_on_commit(event.id)
+        # The slot is free: admit the next fan now rather than at the next tick. Robust: if
+        # the broker is down the completion still stands and the next tick admits.
+        transaction.on_commit(lambda: _admit_next(event.id), robust=True)
     return True

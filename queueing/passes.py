@@ -118,7 +118,7 @@ def pass_issue(
 
 def pass_decode(token: str, *, now: datetime, verify_exp: bool = True) -> PassClaims:
     """Check signature, issuer and expiry; raise PassInvalid with the API's reason."""
-    if not isinstance(token, str) or not token or len(token) > 4096:
+    if not isinstance(token, str) or not token or len(token) > 4096 or not token.isascii():
         raise PassInvalid("malformed")
     try:
         header = jwt.get_unverified_header(token)

@@ -42,7 +42,7 @@ def line_start(*, event_id: int, now: datetime) -> bool:
     """At the start: shuffle the pre-queue (or keep join order) and open the line.
     Idempotent; True if this call started the line."""
     with transaction.atomic():
-        event = Event.objects.select_for_update().filter(pk=event_id).first()
+        event = Event.objects.select_for_update(no_key=True).filter(pk=event_id).first()
         if event is None or event.started_at is not None:
             return False
         if event.state_at(now) not in (EventState.OPEN, EventState.PAUSED):

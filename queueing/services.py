@@ -8,6 +8,7 @@ task rebuilds its index from PostgreSQL.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -79,7 +80,7 @@ def _mark_index_dirty(event_id: int) -> None:
     Event.objects.filter(pk=event_id).update(hot_index_dirty=True)
 
 
-def index_forget(event_id: int, moved: Iterable[Moved]) -> bool:
+def index_forget(event_id: int, moved: Iterable[Moved | QueueEntry]) -> bool:
     """Take entries that left the line (admitted, expired, revoked...) out of the hot index.
     False, with the event flagged for a rebuild, when Redis could not be written."""
     by_tier: dict[int, list[int]] = {}
@@ -92,6 +93,15 @@ def index_forget(event_id: int, moved: Iterable[Moved]) -> bool:
         _mark_index_dirty(event_id)
         return False
     return True
+
+
+def _undo_add_if_gone(entry: QueueEntry) -> None:
+    """A join adds itself to the index after its commit; if the fan left the line in between
+    (admitted by a fast admission run, say), that removal ran before the add and the add
+    must be taken back, or the index would show a ghost."""
+    moved = QueueEntry.objects.filter(pk=entry.pk).exclude(status__in=QUEUED).first()
+    if moved is not None:
+        index_forget(entry.event_id, [moved])
 
 
 def _refuse_join(state: EventState) -> None:
@@ -249,6 +259,8 @@ def entry_view(
             placement = None
             if add is not None:
                 _mark_index_dirty(entry.event_id)
+        if add is not None and placement is not None:
+            _undo_add_if_gone(entry)
         if placement is not None and placement.counts.state is IndexState.MISSING:
             request_rebuild(entry.event_id)
         if (
@@ -411,9 +423,10 @@ def hot_index_rebuild(*, event_id: int, now: datetime | None = None) -> bool:
         return False
     if handle is None:
         return False
-    # Cleared before loading: a Redis write that fails during the load flags it again.
+    # Cleared before loading: a Redis write that fails during the load flags it again, and
+    # so does a failed rebuild (below); a killed one is noticed by its lapsed lock.
     Event.objects.filter(pk=event_id).update(hot_index_dirty=False)
-    deadline = now.timestamp() + layout.heartbeat_seconds
+    started = time.monotonic()
     last_id = 0
     try:
         while True:
@@ -434,16 +447,60 @@ def hot_index_rebuild(*, event_id: int, now: datetime | None = None) -> bool:
                     )
                     for entry_id, tier_id, status, order_key in rows
                 ],
-                heartbeat_deadline=deadline,
+                # A grace period from now, not from the start: a long rebuild must not
+                # hand its last batches deadlines that have already passed.
+                heartbeat_deadline=now.timestamp()
+                + (time.monotonic() - started)
+                + layout.heartbeat_seconds,
             )
             last_id = rows[-1][0]
         promoted = hot_index.rebuild_finish(handle)
     except (HotIndexUnavailable, RebuildSuperseded):
+        promoted = False
         hot_index.rebuild_abandon(handle)
+    except BaseException:
+        hot_index.rebuild_abandon(handle)
+        _mark_index_dirty(event_id)
+        raise
+    if not promoted:
+        _mark_index_dirty(event_id)
         return False
-    if promoted:
-        logger.info("rebuilt hot index of event %s", event_id)
-    return promoted
+    logger.info("rebuilt hot index of event %s", event_id)
+    return True
+
+
+HEAD_CHECK_SIZE = 64
+
+
+def index_heal_head(*, event_id: int) -> int:
+    """Take out of the front of each tier anyone PostgreSQL says is no longer waiting.
+
+    Admission removes fans from the index after its commit; a process that died in between
+    (or any other missed removal) would leave a ghost at the front, where every fan behind it
+    would see their place one too far back. Checked every tick, so ghosts do not last.
+    """
+    layout = event_layout(event_id)
+    if layout is None:
+        return 0
+    try:
+        members = hot_index.head_members(layout, count=HEAD_CHECK_SIZE)
+    except HotIndexUnavailable:
+        return 0
+    if not members:
+        return 0
+    ghosts = list(
+        QueueEntry.objects.filter(pk__in=members)
+        .exclude(status=EntryStatus.WAITING)
+        .only("id", "tier_id")
+    )
+    unknown = set(members) - set(
+        QueueEntry.objects.filter(pk__in=members).values_list("id", flat=True)
+    )
+    if ghosts:
+        index_forget(event_id, ghosts)
+    if unknown:
+        _mark_index_dirty(event_id)  # ids PostgreSQL has never seen: rebuild outright
+    return len(ghosts)
 
 
 def hot_index_maintain(*, now: datetime | None = None) -> list[int]:
@@ -456,11 +513,15 @@ def hot_index_maintain(*, now: datetime | None = None) -> list[int]:
         return []
     try:
         states = hot_index.epoch_states([event_id for event_id, _ in events])
+        unlocked = hot_index.rebuilds_unlocked([event_id for event_id, _ in events])
     except HotIndexUnavailable:
         return []
     rebuilt = []
     for event_id, dirty in events:
-        if dirty or states[event_id] is IndexState.MISSING:
+        state = states[event_id]
+        # Building with nobody holding the rebuild lock: the rebuilding worker died.
+        orphaned = state is IndexState.BUILDING and event_id in unlocked
+        if dirty or state is IndexState.MISSING or orphaned:
             if hot_index_rebuild(event_id=event_id, now=now):
                 rebuilt.append(event_id)
     return rebuilt

@@ -11,7 +11,7 @@ from queueing.admission import admission_run
 
 @shared_task(ignore_result=True)
 def room_tick() -> None:
-    ticks.room_tick(now=timezone.now())
+    ticks.room_tick(clock=timezone.now)
 
 
 @shared_task(ignore_result=True)

@@ -36,7 +36,13 @@ def ticket_issue(ref: TicketRef) -> str:
 
 
 def ticket_read(ticket: str) -> TicketRef:
-    if not isinstance(ticket, str) or not ticket or len(ticket) > MAX_TICKET_LENGTH:
+    # Tickets are ASCII; anything else (lone surrogates included) is not one of ours.
+    if (
+        not isinstance(ticket, str)
+        or not ticket
+        or len(ticket) > MAX_TICKET_LENGTH
+        or not ticket.isascii()
+    ):
         raise InvalidTicket("malformed ticket")
     try:
         payload = _signer().unsign(ticket)

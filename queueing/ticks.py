@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
 
 from django.db.models import Exists, OuterRef, Q
@@ -13,6 +14,7 @@ from queueing.admission import AdmissionOutcome, admission_run
 from queueing.live import broadcast_tick
 from queueing.models import QueueEntry
 from queueing.schedule import line_admit_stragglers, line_revoke_closed, line_start
+from queueing.services import index_heal_head
 from queueing.states import LIVE
 
 logger = logging.getLogger(__name__)
@@ -43,13 +45,16 @@ def event_tick(*, event_id: int, now: datetime) -> AdmissionOutcome | None:
         else:
             line_admit_stragglers(event_id=event_id, now=now)
     queued_expire_unseen(event_id=event_id, now=now)
+    index_heal_head(event_id=event_id)
     if state == EventState.OPEN:
         return admission_run(event_id=event_id, now=now)
     return None
 
 
-def room_tick(*, now: datetime) -> None:
+def room_tick(*, clock: Callable[[], datetime]) -> None:
     for event_id in events_needing_ticks():
+        # Each event reads the clock itself: a slow event must not age the next one's time.
+        now = clock()
         # One event's failure must not stop the others' ticks.
         try:
             event_tick(event_id=event_id, now=now)

@@ -150,3 +150,26 @@ def test_anonymous_callers_get_401_and_fans_get_403(db) -> None:
     response = client.post(BASE, {}, format="json")
     assert response.status_code == 403
     assert response.json()["error"] == "forbidden"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"tiers": [{"priority": 5}]},
+        {"tiers": [{}]},
+        {"tiers": None},
+        {"capacity": None},
+        {"tiers": [{"name": "General", "access_codes": None}]},
+    ],
+)
+def test_bad_patches_are_validation_errors(staff, body) -> None:
+    create(staff)
+    response = staff.patch(f"{BASE}tour/", body, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"] == "validation_error"
+
+
+def test_json_nested_too_deep_is_a_bad_request_for_staff_too(staff) -> None:
+    response = staff.post(BASE, b"[" * 5000, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"] == "bad_request"

@@ -208,3 +208,39 @@ def test_concurrent_admission_runs_never_admit_twice(transactional_db, make_even
     admitted_ids = [m.id for o in outcomes for m in o.admitted]
     assert len(admitted_ids) == len(set(admitted_ids)) == 40
     assert AuditRecord.objects.filter(action="admitted").count() == 80
+
+
+def test_no_token_debt_builds_up_while_the_rate_is_off(make_event) -> None:
+    from events.services import event_update
+
+    event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    fans_join(event.slug, 30)
+    now = timezone.now()
+    assert len(tick(event, now).admitted) == 30
+    event = event_update(event=event, actor="staff:x", now=now, changes={"rate_per_minute": 60})
+    late = fans_join(event.slug, 3)
+    admitted = sum(len(tick(event, now + timedelta(seconds=s)).admitted) for s in range(1, 4))
+    assert admitted == 3
+    assert statuses(late) == ["admitted"] * 3
+
+
+def test_a_healthy_overlapping_run_does_not_force_a_rebuild(make_event, monkeypatch) -> None:
+    from queueing import admission
+
+    event = make_event(capacity=0, rate_per_minute=0)
+    fans_join(event.slug, 4)
+    tick(event)
+    fans_join(event.slug, 4)
+    real = admission.index_forget
+    overlapped = []
+
+    def slow_index_update(event_id, moved):
+        if not overlapped:
+            overlapped.append(True)
+            admission_run(event_id=event_id, now=timezone.now())
+        return real(event_id, moved)
+
+    monkeypatch.setattr(admission, "index_forget", slow_index_update)
+    admission_run(event_id=event.id, now=timezone.now())
+    event.refresh_from_db()
+    assert not event.hot_index_dirty

@@ -107,3 +107,24 @@ def test_bad_input_does_not_disturb_the_line(event) -> None:
     Client().delete(f"/api/v1/tickets/{tickets[0][:-2]}")
     positions = [Client().get(f"/api/v1/tickets/{t}").json()["position"] for t in tickets]
     assert positions == [1, 2, 3]
+
+
+@pytest.mark.parametrize("depth", [1500, 100_000])
+def test_json_nested_too_deep_is_a_bad_request(event, depth: int) -> None:
+    for path in (f"/api/v1/events/{event.slug}/join", "/api/v1/passes/verify"):
+        response = Client().post(path, data=b"[" * depth, content_type="application/json")
+        assert_json_error(response, 400, "bad_request")
+
+
+def test_non_ascii_passes_and_tickets_are_judged_not_crashed(event) -> None:
+    body = b'{"pass": "\\ud800"}'
+    response = Client().post("/api/v1/passes/verify", data=body, content_type="application/json")
+    assert response.json() == {"valid": False, "reason": "malformed"}
+    response = Client().post(
+        "/api/v1/passes/complete",
+        data=body,
+        content_type="application/json",
+        headers={"Authorization": "Bearer x"},
+    )
+    assert_json_error(response, 400, "bad_request")
+    assert_json_error(Client().get("/api/v1/tickets/%C3%A9.abc"), 400, "invalid_ticket")

@@ -137,3 +137,67 @@ def test_readyz_reports_redis_down(db, redis_down) -> None:
     response = Client().get("/readyz")
     assert response.status_code == 503
     assert "Retry-After" in response
+
+
+def test_a_join_whose_fan_was_admitted_before_it_reached_redis_leaves_no_ghost(
+    make_event, redis_client
+) -> None:
+    from queueing.services import entry_view
+    from queueing.ticks import event_tick
+
+    event = make_event(capacity=5, rate_per_minute=0)
+    first = join(new_fan(), event.slug).json()["ticket"]
+    entry = QueueEntry.objects.get(pk=int(first.split("-")[0]))
+    # Admission runs, then the join's own (late) add arrives.
+    event_tick(event_id=event.id, now=timezone.now())
+    entry.refresh_from_db()
+    assert entry.status == "admitted"
+    entry.status = "waiting"  # the join's stale in-memory row
+    entry_view(entry, now=timezone.now(), add="tier")
+    assert redis_client.zscore(keys.tier_queue(event.id, entry.tier_id), str(entry.id)) is None
+    assert Client().get(f"/api/v1/tickets/{first}").json()["status"] == "admitted"
+
+
+def test_a_ghost_at_the_front_is_removed_by_the_next_tick(make_event, redis_client) -> None:
+    from queueing.ticks import event_tick
+
+    event = make_event(capacity=1, rate_per_minute=0)
+    tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(3)]
+    event_tick(event_id=event.id, now=timezone.now())
+    admitted = QueueEntry.objects.get(status="admitted")
+    # A process died between admission's commit and its Redis write:
+    redis_client.zadd(keys.tier_queue(event.id, admitted.tier_id), {str(admitted.id): 0})
+    assert positions(tickets[1:]) == [2, 3]
+    event_tick(event_id=event.id, now=timezone.now())
+    assert positions(tickets[1:]) == [1, 2]
+
+
+def test_a_failed_rebuild_is_retried_until_it_succeeds(event, monkeypatch) -> None:
+    tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(3)]
+    real = hot_index.rebuild_load
+
+    def blip(*args, **kwargs):
+        raise hot_index.HotIndexUnavailable("blip")
+
+    monkeypatch.setattr(hot_index, "rebuild_load", blip)
+    event.__class__.objects.filter(pk=event.pk).update(hot_index_dirty=True)
+    assert services.hot_index_maintain() == []
+    event.refresh_from_db()
+    assert event.hot_index_dirty  # flagged again, not left half-built and forgotten
+    monkeypatch.setattr(hot_index, "rebuild_load", real)
+    assert services.hot_index_maintain() == [event.id]
+    assert hot_index.epoch_states([event.id]) == {event.id: IndexState.READY}
+    assert positions(tickets) == [1, 2, 3]
+
+
+def test_a_rebuild_whose_worker_died_is_restarted(event, redis_client) -> None:
+    tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(2)]
+    layout = event_layout(event.id)
+    handle = hot_index.rebuild_begin(
+        event.id, tier_ids=[t.id for t in layout.tiers], lock_seconds=30
+    )
+    assert handle is not None
+    # The worker is killed here: the epoch says "building" and its lock lapses.
+    redis_client.delete(keys.rebuild_lock(event.id))
+    assert services.hot_index_maintain() == [event.id]
+    assert positions(tickets) == [1, 2]

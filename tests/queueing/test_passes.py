@@ -134,3 +134,21 @@ def test_rotated_keys_stay_published_and_old_passes_still_verify(admitted) -> No
     assert verify(token)["valid"] is True
     fresh = poll(tickets[1])["pass"]
     assert jwt.get_unverified_header(fresh)["kid"] == new_key.kid
+
+
+def test_completion_stands_when_the_broker_is_down(admitted, monkeypatch) -> None:
+    import kombu.exceptions
+
+    from queueing import tasks
+
+    event, tickets, token = admitted
+
+    def broker_down(*args, **kwargs):
+        raise kombu.exceptions.OperationalError("broker down")
+
+    monkeypatch.setattr(tasks.admission_for_event, "delay", broker_down)
+    from django.test import TestCase
+
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        assert complete(token, event.integration_key).status_code == 204
+    assert statuses(tickets[:1]) == ["completed"]
