@@ -82,6 +82,10 @@ DATABASES["default"]["CONN_MAX_AGE"] = 0
 DATABASES["default"]["OPTIONS"] = {
     # Fail fast when PostgreSQL is unreachable instead of hanging a request.
     "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT", 3, minimum=1),
+    # A process stuck inside a transaction (a hung Redis call under an admission lock) must
+    # not hold row and advisory locks forever.
+    "options": "-c idle_in_transaction_session_timeout="
+    + str(env_int("DATABASE_IDLE_IN_TRANSACTION_MS", 30_000, minimum=1000)),
 }
 if _DB_POOL_MAX:
     DATABASES["default"]["OPTIONS"]["pool"] = {

@@ -27,10 +27,22 @@ BATCH = 1000
 
 
 def _expire(
-    event_id: int, ids: list[int], expected: tuple[EntryStatus, ...], reason: str, now: datetime
+    event_id: int,
+    ids: list[int],
+    expected: tuple[EntryStatus, ...],
+    reason: str,
+    now: datetime,
+    *,
+    only_unclaimed: bool = False,
 ) -> list[Moved]:
     with transaction.atomic():
-        moved = transition_many(ids=ids, to=EntryStatus.EXPIRED, expected=expected, now=now)
+        moved = transition_many(
+            ids=ids,
+            to=EntryStatus.EXPIRED,
+            expected=expected,
+            now=now,
+            only_unclaimed=only_unclaimed,
+        )
         audit_append_many(
             event_id=event_id,
             actor="system:expiry",
@@ -82,5 +94,11 @@ def sessions_expire(*, event_id: int, now: datetime) -> int:
         ("not_claimed", Q(pass_issued_at__isnull=True, admitted_at__lt=unclaimed_before)),
     ):
         ids = list(admitted.filter(condition).values_list("id", flat=True)[:BATCH])
-        expired += len(_expire(event_id, ids, (EntryStatus.ADMITTED,), reason, now)) if ids else 0
+        if ids:
+            # "not_claimed" re-checks, in the UPDATE, that the pass is still uncollected.
+            only_unclaimed = reason == "not_claimed"
+            moved = _expire(
+                event_id, ids, (EntryStatus.ADMITTED,), reason, now, only_unclaimed=only_unclaimed
+            )
+            expired += len(moved)
     return expired

@@ -75,6 +75,11 @@ class AuditItem:
     data: dict[str, Any] | None = None
 
 
+def audit_chain_lock(*, event_id: int) -> None:
+    """Take the chain head's lock early in a transaction (released at commit)."""
+    AuditChainHead.objects.select_for_update().filter(event_id=event_id).exists()
+
+
 def audit_chain_start(*, event_id: int) -> None:
     AuditChainHead.objects.create(event_id=event_id)
 
@@ -136,9 +141,17 @@ class ChainVerdict:
 
 
 def audit_chain_verify(*, event_id: int, batch_size: int = 5000) -> ChainVerdict:
-    """Recompute the chain: every hash, every link, and no gap in ``seq``."""
-    prev_hash, expected_seq, count = GENESIS_HASH, 1, 0
+    """Recompute the chain: every hash, every link, and no gap in ``seq``.
+
+    The head is read first and only records up to its ``seq`` are checked: those were all
+    committed before the head was read, so appends during a live sale are not mistaken for
+    tampering.
+    """
+    head = AuditChainHead.objects.filter(event_id=event_id).first()
     records = AuditRecord.objects.filter(event_id=event_id).order_by("seq")
+    if head is not None:
+        records = records.filter(seq__lte=head.seq)
+    prev_hash, expected_seq, count = GENESIS_HASH, 1, 0
     for record in records.iterator(chunk_size=batch_size):
         count += 1
         if (
@@ -148,7 +161,6 @@ def audit_chain_verify(*, event_id: int, batch_size: int = 5000) -> ChainVerdict
         ):
             return ChainVerdict(ok=False, records=records.count(), first_bad_id=record.id)
         prev_hash, expected_seq = record.hash, expected_seq + 1
-    head = AuditChainHead.objects.filter(event_id=event_id).first()
     if head is not None and (head.seq != count or head.last_hash != prev_hash):
         # Records were removed from the end of the chain.
         return ChainVerdict(ok=False, records=count, first_bad_id=None)

@@ -22,7 +22,7 @@ from config.api_errors import ApiError
 from events.codes import is_well_formed_access_code, normalise_access_code
 from events.models import AccessCode, Event, EventControl, EventState, Tier
 from queueing import hot_index
-from queueing.audit import audit_append
+from queueing.audit import audit_append, audit_chain_lock
 from queueing.eta import Eta, estimate_wait
 from queueing.hot_index import (
     HotIndexUnavailable,
@@ -195,6 +195,9 @@ def entry_join(
     quote = _quote_for_newcomer(event, layout, tier.id, status)
     try:
         with transaction.atomic():
+            # Under the chain head's lock, order keys are drawn in commit order: no fan
+            # can become visible to admission after someone who joined behind them.
+            audit_chain_lock(event_id=event.id)
             entry = QueueEntry.objects.create(
                 event=event,
                 tier=tier,

@@ -38,7 +38,10 @@ def transition_many(
     expected: Sequence[EntryStatus],
     now: datetime,
     extra: dict[str, object] | None = None,
+    only_unclaimed: bool = False,
 ) -> list[Moved]:
+    """``only_unclaimed``: also require that no pass was handed out (checked in the UPDATE,
+    so a fan collecting the pass at that instant keeps the slot)."""
     if not ids:
         return []
     allowed = [s.value for s in expected if s in sources_of(to)]
@@ -61,6 +64,7 @@ def transition_many(
     sql = (
         f"UPDATE {table} AS e SET {', '.join(assignments)} "
         f"FROM (SELECT id, status FROM {table} WHERE id = ANY(%s) AND status = ANY(%s) "
+        f"{'AND pass_issued_at IS NULL ' if only_unclaimed else ''}"
         f"FOR UPDATE) AS before "
         f"WHERE e.id = before.id "
         f"RETURNING e.id, e.public_id, e.event_id, e.tier_id, e.order_key, before.status"

@@ -82,3 +82,30 @@ def test_truncating_the_end_of_the_chain_is_caught(event) -> None:
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM queueing_auditrecord WHERE id = %s", [last.id])
     assert not audit_chain_verify(event_id=event.id).ok
+
+
+@pytest.mark.django_db(transaction=True)
+def test_verification_during_a_live_sale_is_not_a_false_alarm(make_event, monkeypatch) -> None:
+    import threading
+
+    from queueing import audit
+
+    event = make_event(slug="live")
+    for _ in range(3):
+        join(new_fan(), event.slug)
+    real = audit.record_hash
+    appended = []
+
+    def hash_while_someone_joins(record):
+        if not appended:
+            appended.append(True)
+            worker = threading.Thread(target=lambda: (join(new_fan(), "live"), connection.close()))
+            worker.start()
+            worker.join()
+        return real(record)
+
+    monkeypatch.setattr(audit, "record_hash", hash_while_someone_joins)
+    assert audit_chain_verify(event_id=event.id).ok
+    monkeypatch.setattr(audit, "record_hash", real)
+    verdict = audit_chain_verify(event_id=event.id)
+    assert verdict.ok and verdict.records == 5
