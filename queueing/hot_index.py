@@ -98,6 +98,17 @@ def _unavailable_on_redis_error(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def _server_run_id() -> str:
+    """Changes whenever Redis restarts (even from an AOF file) or another node takes over."""
+    return str(_client().info("server")["run_id"])
+
+
+def _epoch_value(state: str, token: str) -> str:
+    # The run id inside the epoch: an index written by another Redis run may have lost its
+    # last writes (AOF fsyncs once a second; a replica lags), so it is rebuilt.
+    return f"{state}:{_server_run_id()}:{token}"
+
+
 def _tier_keys(layout: EventLayout) -> list[str]:
     return [keys.tier_queue(layout.event_id, tier.id) for tier in layout.tiers]
 
@@ -288,9 +299,10 @@ def epoch_states(event_ids: Sequence[int]) -> dict[int, IndexState]:
     for event_id in event_ids:
         pipe.get(keys.epoch(event_id))
     values = pipe.execute()
+    run_id = _server_run_id().encode()
     states = {}
     for event_id, value in zip(event_ids, values, strict=True):
-        if value is None:
+        if value is None or value.split(b":")[1:2] != [run_id]:
             states[event_id] = IndexState.MISSING
         elif value.startswith(b"building:"):
             states[event_id] = IndexState.BUILDING
@@ -312,7 +324,7 @@ def rebuilds_unlocked(event_ids: Sequence[int]) -> set[int]:
 @_unavailable_on_redis_error
 def mark_new_event_ready(event_id: int) -> None:
     """A new event has an empty line: its index is complete as it is."""
-    _client().set(keys.epoch(event_id), f"ready:{secrets.token_hex(8)}", nx=True)
+    _client().set(keys.epoch(event_id), _epoch_value("ready", secrets.token_hex(8)), nx=True)
 
 
 @_unavailable_on_redis_error
@@ -325,10 +337,15 @@ def request_rebuild_once(event_id: int, *, within_seconds: int) -> bool:
 class Rebuild:
     event_id: int
     token: str
+    run_id: str
 
     @property
     def building_value(self) -> str:
-        return f"building:{self.token}"
+        return f"building:{self.run_id}:{self.token}"
+
+    @property
+    def ready_value(self) -> str:
+        return f"ready:{self.run_id}:{self.token}"
 
 
 @_unavailable_on_redis_error
@@ -342,7 +359,7 @@ def rebuild_begin(event_id: int, *, tier_ids: Iterable[int], lock_seconds: int) 
     token = secrets.token_hex(8)
     if not client.set(keys.rebuild_lock(event_id), token, nx=True, ex=lock_seconds):
         return None
-    handle = Rebuild(event_id=event_id, token=token)
+    handle = Rebuild(event_id=event_id, token=token, run_id=_server_run_id())
     pipe = client.pipeline(transaction=True)
     pipe.set(keys.epoch(event_id), handle.building_value)
     pipe.delete(
@@ -395,7 +412,7 @@ def rebuild_finish(handle: Rebuild) -> bool:
     promoted = _run(
         "epoch_promote",
         keys=[keys.epoch(handle.event_id), keys.tombstones(handle.event_id)],
-        args=[handle.building_value, f"ready:{handle.token}"],
+        args=[handle.building_value, handle.ready_value],
     )
     _run("release_lock", keys=[keys.rebuild_lock(handle.event_id)], args=[handle.token])
     return bool(promoted)

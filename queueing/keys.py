@@ -18,7 +18,8 @@ def _event(event_id: int) -> str:
 
 
 def epoch(event_id: int) -> str:
-    """``building:<token>`` or ``ready:<token>``; missing means Redis lost the event's data."""
+    """``building:<redis run id>:<token>`` or ``ready:<run id>:<token>``; missing, or another
+    Redis run id, means the event's index cannot be trusted and is rebuilt."""
     return f"{_event(event_id)}:epoch"
 
 

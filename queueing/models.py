@@ -169,24 +169,22 @@ class AdmissionState(models.Model):
 
 
 class PassKey(models.Model):
-    """An Ed25519 key that signs passes. The newest unretired key signs; retired keys stay
-    published until every pass they signed has expired."""
+    """An Ed25519 key that signs passes.
+
+    The key with the latest ``activates_at`` in the past signs. A new key is published (in
+    the JWKS) from its creation, before it activates, so that shops caching the JWKS know it
+    by the time it signs; a superseded key stays published until every pass it signed has
+    expired.
+    """
 
     kid = models.CharField(max_length=32, unique=True)
     private_pem = models.TextField()
     public_jwk = models.JSONField()
     created_at = models.DateTimeField()
-    retired_at = models.DateTimeField(null=True, blank=True)
+    activates_at = models.DateTimeField()
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["retired_at"],
-                condition=Q(retired_at__isnull=True),
-                name="one_signing_pass_key",
-                nulls_distinct=False,
-            ),
-        ]
+        ordering = ["activates_at", "id"]
 
     def __str__(self) -> str:
         return self.kid

@@ -1,7 +1,7 @@
 """Passes: JWTs (EdDSA / Ed25519) that prove admission, verifiable offline with the JWKS.
 
-The newest unretired key signs. Retired keys stay published for the longest possible pass
-lifetime after retirement, so every pass they signed can still be verified until it expires.
+A rotated key is published before it signs, and a superseded key stays published for the
+longest possible pass lifetime, so every pass can be verified offline from issue to expiry.
 Passes are deterministic for an admission (same claims, Ed25519 signatures are deterministic),
 so handing one out again on every poll needs no storage.
 """
@@ -18,7 +18,6 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
-from django.db import IntegrityError, transaction
 from jwt.algorithms import OKPAlgorithm
 
 from queueing.models import PassKey
@@ -27,6 +26,8 @@ ALGORITHM = "EdDSA"
 # Passes live at most this long (Event.session_seconds is capped at one day).
 MAX_PASS_SECONDS = 86_400
 CLOCK_LEEWAY_SECONDS = 5
+# A rotated key is in the JWKS this long before it signs (shops cache the JWKS for 5 minutes).
+KEY_PREPUBLISH = timedelta(minutes=10)
 
 
 class PassInvalid(Exception):
@@ -43,7 +44,7 @@ class PassClaims:
     tier: str
 
 
-def _new_key(now: datetime) -> PassKey:
+def _new_key(*, now: datetime, activates_at: datetime) -> PassKey:
     private = Ed25519PrivateKey.generate()
     kid = uuid.uuid4().hex[:16]
     jwk = OKPAlgorithm.to_jwk(private.public_key(), as_dict=True)
@@ -53,38 +54,36 @@ def _new_key(now: datetime) -> PassKey:
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     ).decode()
-    return PassKey(kid=kid, private_pem=pem, public_jwk=jwk, created_at=now)
+    return PassKey.objects.create(
+        kid=kid, private_pem=pem, public_jwk=jwk, created_at=now, activates_at=activates_at
+    )
 
 
 def signing_key(*, now: datetime) -> PassKey:
-    key = PassKey.objects.filter(retired_at__isnull=True).first()
+    key = PassKey.objects.filter(activates_at__lte=now).order_by("-activates_at", "-id").first()
     if key is not None:
         return key
-    try:
-        with transaction.atomic():
-            key = _new_key(now)
-            key.save()
-            return key
-    except IntegrityError:
-        # Another process created the first key at the same moment: use theirs.
-        return PassKey.objects.get(retired_at__isnull=True)
+    # The very first key. Two processes may both create one at the same moment: harmless,
+    # both are published and the newer signs.
+    return _new_key(now=now, activates_at=now)
 
 
-def pass_key_rotate(*, now: datetime) -> PassKey:
-    with transaction.atomic():
-        PassKey.objects.filter(retired_at__isnull=True).update(retired_at=now)
-        key = _new_key(now)
-        key.save()
-    return key
+def pass_key_rotate(*, now: datetime, activate_in: timedelta = KEY_PREPUBLISH) -> PassKey:
+    """A new key, published at once and signing from ``now + activate_in``."""
+    return _new_key(now=now, activates_at=now + activate_in)
 
 
 def published_keys(*, now: datetime) -> list[PassKey]:
+    """Upcoming keys, the signing key, and keys superseded less than a pass lifetime ago."""
     signing_key(now=now)
-    cutoff = now - timedelta(seconds=MAX_PASS_SECONDS)
-    return list(
-        PassKey.objects.filter(retired_at__isnull=True)
-        | PassKey.objects.filter(retired_at__gt=cutoff)
-    )
+    keys = list(PassKey.objects.order_by("activates_at", "id"))
+    published = []
+    for index, key in enumerate(keys):
+        successor = next((k for k in keys[index + 1 :] if k.activates_at <= now), None)
+        superseded_at = successor.activates_at if successor is not None else None
+        if superseded_at is None or superseded_at > now - timedelta(seconds=MAX_PASS_SECONDS):
+            published.append(key)
+    return published
 
 
 def jwks(*, now: datetime) -> dict[str, Any]:

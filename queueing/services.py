@@ -39,7 +39,6 @@ from queueing.positions import position_in_line
 from queueing.selectors import (
     current_counts,
     position_from_database,
-    queue_length_from_database,
     request_rebuild,
 )
 from queueing.states import LIVE, QUEUED, EntryStatus
@@ -282,7 +281,8 @@ def entry_view(
         elif status == EntryStatus.WAITING:
             position = position_from_database(entry, layout)
     if queue_length is None:
-        queue_length = queue_length_from_database(entry.event_id)
+        # From the hot index when it is whole; PostgreSQL only in degraded mode.
+        queue_length = current_counts(layout).queue_length
     issued = None
     if status == EntryStatus.ADMITTED:
         issued = entry_pass(entry, event=Event.objects.get(pk=entry.event_id), now=now)

@@ -1,6 +1,6 @@
 -- Find (and optionally add) one entry in an event's hot index and count the line.
 --
--- KEYS[1]  epoch        string  "building:<token>" | "ready:<token>"; missing = data lost
+-- KEYS[1]  epoch        string  "building:<run id>:<token>" | "ready:<run id>:<token>"; missing = data lost
 -- KEYS[2]  heartbeats   zset    entry id -> unix deadline
 -- KEYS[3]  prequeue     zset    pre-queue entry ids by order key (counted)
 -- KEYS[4]  own tier     zset    the entry's tier queue, entry ids by order key

@@ -1,6 +1,6 @@
 -- Load a batch of entries read from PostgreSQL into an event's index during a rebuild.
 --
--- KEYS[1]  epoch        string  must still hold this rebuild's "building:<token>"
+-- KEYS[1]  epoch        string  must still hold this rebuild's "building:<run id>:<token>"
 -- KEYS[2]  tombstones   set     ids removed since the rebuild began: skipped
 -- KEYS[3]  heartbeats   zset
 -- KEYS[4]  target       zset    a tier queue or the pre-queue

@@ -201,3 +201,13 @@ def test_a_rebuild_whose_worker_died_is_restarted(event, redis_client) -> None:
     redis_client.delete(keys.rebuild_lock(event.id))
     assert services.hot_index_maintain() == [event.id]
     assert positions(tickets) == [1, 2]
+
+
+def test_an_index_written_by_another_redis_run_is_rebuilt(event, redis_client) -> None:
+    tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(2)]
+    # What an AOF restart or a failover looks like: the epoch survived, from another run.
+    redis_client.set(keys.epoch(event.id), "ready:0123456789abcdef:sometoken")
+    assert hot_index.epoch_states([event.id]) == {event.id: IndexState.MISSING}
+    assert services.hot_index_maintain() == [event.id]
+    assert hot_index.epoch_states([event.id]) == {event.id: IndexState.READY}
+    assert positions(tickets) == [1, 2]

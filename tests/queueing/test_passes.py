@@ -125,15 +125,34 @@ def test_complete_needs_the_events_integration_key_and_is_idempotent(admitted) -
     assert statuses(tickets) == ["abandoned", "admitted", "admitted"]
 
 
-def test_rotated_keys_stay_published_and_old_passes_still_verify(admitted) -> None:
-    _event, tickets, token = admitted
+def test_a_rotated_key_is_published_before_it_signs_and_the_old_one_stays(admitted) -> None:
+    from queueing.passes import jwks, pass_issue
+
+    event, tickets, token = admitted
     old_kid = jwt.get_unverified_header(token)["kid"]
-    new_key = pass_key_rotate(now=timezone.now())
+    now = timezone.now()
+    new_key = pass_key_rotate(now=now, activate_in=timedelta(minutes=10))
     kids = {k["kid"] for k in Client().get("/.well-known/jwks.json").json()["keys"]}
-    assert kids == {old_kid, new_key.kid}
+    assert kids == {old_kid, new_key.kid}  # published before it signs anything
+    entry = entry_of(tickets[1])
+
+    def issued_at(moment):
+        return pass_issue(
+            event_slug=event.slug,
+            ticket_id=entry.public_id,
+            tier="General",
+            admitted_at=entry.admitted_at,
+            expires_at=entry.pass_expires_at,
+            now=moment,
+        )
+
+    assert jwt.get_unverified_header(issued_at(now))["kid"] == old_kid
+    later = now + timedelta(minutes=11)
+    assert jwt.get_unverified_header(issued_at(later))["kid"] == new_key.kid
+    # The old key stays in the JWKS while passes it signed may live, then goes.
+    assert old_kid in {k["kid"] for k in jwks(now=later)["keys"]}
+    assert old_kid not in {k["kid"] for k in jwks(now=later + timedelta(days=1, minutes=1))["keys"]}
     assert verify(token)["valid"] is True
-    fresh = poll(tickets[1])["pass"]
-    assert jwt.get_unverified_header(fresh)["kid"] == new_key.kid
 
 
 def test_completion_stands_when_the_broker_is_down(admitted, monkeypatch) -> None:
