@@ -11,6 +11,7 @@ api_v1 = [
     path("passes/verify", api_passes.verify, name="api-pass-verify"),
     path("passes/complete", api_passes.complete, name="api-pass-complete"),
     path("manage/", include("events.urls")),
+    path("audit/", include("dashboard.urls_api")),
 ]
 
 urlpatterns = [

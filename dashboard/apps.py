@@ -3,4 +3,4 @@ from django.apps import AppConfig
 
 class DashboardConfig(AppConfig):
     name = "dashboard"
-    verbose_name = "Dashboard"
+    verbose_name = "Dashboard and audit"

@@ -1,0 +1,170 @@
+"""The auditors' API (API.md, "Auditors"): read-only, for staff and the auditors group."""
+
+from __future__ import annotations
+
+import csv
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import StreamingHttpResponse
+from django.utils.dateparse import parse_datetime
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import CursorPagination
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api_errors import ApiError
+from dashboard.permissions import IsStaffOrAuditorReadOnly
+from dashboard.reports import event_report
+from events.models import Event
+from queueing.audit import audit_chain_verify
+from queueing.models import AuditAction, AuditRecord, QueueEntry
+from queueing.tickets import InvalidTicket, ticket_read
+
+CSV_COLUMNS = ["id", "at", "event", "ticket_id", "action", "actor", "data", "hash", "prev_hash"]
+
+
+class CSVRenderer(BaseRenderer):
+    """Lets content negotiation pick CSV; the view streams the rows itself."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(
+        self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None
+    ) -> bytes:
+        return b"" if data is None else str(data).encode()
+
+
+class RecordCursor(CursorPagination):
+    ordering = "id"
+    page_size = 100
+    page_size_query_param = "page_size"
+    max_page_size = 1000
+
+
+def _parse_time(name: str, raw: str | None) -> datetime | None:
+    if raw is None:
+        return None
+    try:
+        value = parse_datetime(raw)
+    except ValueError:
+        value = None
+    if value is None:
+        raise ValidationError({name: ["Use an ISO 8601 time, e.g. 2026-11-21T18:00:00Z."]})
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _ticket_id(raw: str) -> uuid.UUID:
+    """The ticket's public id, given either itself or the fan's signed ticket."""
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        pass
+    try:
+        ref = ticket_read(raw)
+    except InvalidTicket as exc:
+        raise ValidationError({"ticket": ["Give a ticket id (UUID) or a signed ticket."]}) from exc
+    public_id = QueueEntry.objects.filter(pk=ref.entry_id).values_list("public_id", flat=True)
+    found = public_id.first()
+    if found is None:
+        raise ValidationError({"ticket": ["No such ticket."]})
+    return found
+
+
+def _filtered_records(params: Any) -> QuerySet[AuditRecord]:
+    records = AuditRecord.objects.all()
+    if slug := params.get("event"):
+        event_id = Event.objects.filter(slug=slug[:64]).values_list("id", flat=True).first()
+        if event_id is None:
+            raise ValidationError({"event": ["No on-sale with that slug."]})
+        records = records.filter(event_id=event_id)
+    if ticket := params.get("ticket"):
+        records = records.filter(ticket_id=_ticket_id(ticket[:300]))
+    if action := params.get("action"):
+        if action not in AuditAction.values:
+            raise ValidationError({"action": [f"One of: {', '.join(AuditAction.values)}."]})
+        records = records.filter(action=action)
+    if since := _parse_time("since", params.get("since")):
+        records = records.filter(at__gte=since)
+    if until := _parse_time("until", params.get("until")):
+        records = records.filter(at__lt=until)
+    return records
+
+
+def _row(record: AuditRecord, slugs: dict[int, str]) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "at": record.at.isoformat(),
+        "event": slugs.get(record.event_id),
+        "ticket_id": str(record.ticket_id) if record.ticket_id else None,
+        "action": record.action,
+        "actor": record.actor,
+        "data": record.data,
+        "hash": record.hash,
+        "prev_hash": record.prev_hash,
+    }
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+def _csv_stream(records: QuerySet[AuditRecord], slugs: dict[int, str]) -> Iterator[str]:
+    import json
+
+    writer = csv.writer(_Echo())
+    yield writer.writerow(CSV_COLUMNS)
+    for record in records.order_by("id").iterator(chunk_size=2000):
+        row = _row(record, slugs)
+        row["data"] = json.dumps(row["data"], sort_keys=True, separators=(",", ":"))
+        yield writer.writerow([row[column] for column in CSV_COLUMNS])
+
+
+class AuditRecordsApi(APIView):
+    permission_classes = [IsStaffOrAuditorReadOnly]
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    def get(self, request: Request) -> Response | StreamingHttpResponse:
+        records = _filtered_records(request.query_params)
+        slugs = dict(Event.objects.values_list("id", "slug"))
+        if request.accepted_renderer.format == "csv":
+            response = StreamingHttpResponse(
+                _csv_stream(records, slugs), content_type="text/csv; charset=utf-8"
+            )
+            response["Content-Disposition"] = 'attachment; filename="audit.csv"'
+            return response
+        paginator = RecordCursor()
+        page = paginator.paginate_queryset(records, request, view=self)
+        return paginator.get_paginated_response([_row(r, slugs) for r in page or []])
+
+
+def _event(slug: str) -> Event:
+    event = Event.objects.filter(slug=slug).first()
+    if event is None:
+        raise ApiError(404, "event_not_found", "No on-sale with that slug.")
+    return event
+
+
+class AuditVerifyApi(APIView):
+    permission_classes = [IsStaffOrAuditorReadOnly]
+
+    def get(self, request: Request, slug: str) -> Response:
+        verdict = audit_chain_verify(event_id=_event(slug).id)
+        return Response(
+            {"ok": verdict.ok, "records": verdict.records, "first_bad_id": verdict.first_bad_id}
+        )
+
+
+class AuditReportApi(APIView):
+    permission_classes = [IsStaffOrAuditorReadOnly]
+
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(event_report(_event(slug)))

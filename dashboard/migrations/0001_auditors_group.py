@@ -1,0 +1,17 @@
+from django.db import migrations
+
+AUDITORS = "auditors"
+
+
+def create_group(apps, schema_editor):
+    apps.get_model("auth", "Group").objects.get_or_create(name=AUDITORS)
+
+
+def remove_group(apps, schema_editor):
+    apps.get_model("auth", "Group").objects.filter(name=AUDITORS).delete()
+
+
+class Migration(migrations.Migration):
+    dependencies = [("auth", "0012_alter_user_first_name_max_length")]
+
+    operations = [migrations.RunPython(create_group, remove_group)]

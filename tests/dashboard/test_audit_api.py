@@ -1,0 +1,182 @@
+import csv
+import io
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import CommandError, call_command
+from django.db import connection, transaction
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from queueing.audit import AuditItem, audit_append_many
+from queueing.models import AuditAction, AuditRecord, QueueEntry
+from queueing.states import EntryStatus
+from queueing.ticks import event_tick
+from tests.queueing.helpers import entry_of, fans_join, poll
+
+pytestmark = pytest.mark.django_db
+
+
+def client_for(user=None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def auditor():
+    user = get_user_model().objects.create_user("audrey", password="pw-123456")
+    user.groups.add(Group.objects.get(name="auditors"))
+    return client_for(user)
+
+
+def test_a_full_lifecycle_appears_in_the_trail_in_order(make_event, auditor) -> None:
+    event = make_event(capacity=1, rate_per_minute=0)
+    first, second = fans_join(event.slug, 2)
+    event_tick(event_id=event.id, now=timezone.now())
+    token = poll(first)["pass"]
+    client_for().post(
+        "/api/v1/passes/complete", {"pass": token}, format="json",
+        HTTP_AUTHORIZATION=f"Bearer {event.integration_key}",
+    )
+    client_for().delete(f"/api/v1/tickets/{second}")
+    body = auditor.get(f"/api/v1/audit/records/?event={event.slug}").json()
+    assert [r["action"] for r in body["results"]] == [
+        "event_created", "joined", "joined", "shuffled", "admitted", "completed", "left",
+    ]
+    assert body["results"][1]["ticket_id"] == str(entry_of(first).public_id)
+    assert set(body["results"][0]) == {
+        "id", "at", "event", "ticket_id", "action", "actor", "data", "hash", "prev_hash",
+    }
+    # Support looks a fan up by the ticket they hold.
+    mine = auditor.get("/api/v1/audit/records/", {"ticket": first}).json()["results"]
+    assert [r["action"] for r in mine] == ["joined", "admitted", "completed"]
+
+
+def test_editing_one_row_makes_verify_report_exactly_that_row(make_event, auditor) -> None:
+    event = make_event()
+    fans_join(event.slug, 3)
+    assert auditor.get(f"/api/v1/audit/events/{event.slug}/verify").json() == {
+        "ok": True, "records": 4, "first_bad_id": None,
+    }
+    target = AuditRecord.objects.filter(event=event).order_by("seq")[2]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE queueing_auditrecord SET data = '{\"tier\": \"VIP\"}' WHERE id = %s",
+            [target.id],
+        )
+    verdict = auditor.get(f"/api/v1/audit/events/{event.slug}/verify").json()
+    assert verdict == {"ok": False, "records": 4, "first_bad_id": target.id}
+    with pytest.raises(CommandError, match=f"first bad record id {target.id}"):
+        call_command("verify_audit", event.slug)
+
+
+def test_an_auditor_can_read_but_not_change_anything(make_event, auditor) -> None:
+    event = make_event()
+    assert auditor.get("/api/v1/audit/records/").status_code == 200
+    assert auditor.get(f"/api/v1/audit/events/{event.slug}/report").status_code == 200
+    for method in ("post", "put", "patch", "delete"):
+        response = getattr(auditor, method)("/api/v1/audit/records/", {}, format="json")
+        assert response.status_code in (403, 405), (method, response.status_code)
+    assert auditor.get("/api/v1/manage/events/").status_code == 403
+    assert auditor.patch(f"/api/v1/manage/events/{event.slug}/", {"capacity": 1},
+                         format="json").status_code == 403
+    assert auditor.post(f"/api/v1/manage/events/{event.slug}/pause").status_code == 403
+
+
+def test_everyone_else_is_kept_out(make_event) -> None:
+    event = make_event()
+    assert client_for().get("/api/v1/audit/records/").status_code == 401
+    fan = get_user_model().objects.create_user("fan", password="pw-123456")
+    response = client_for(fan).get(f"/api/v1/audit/events/{event.slug}/verify")
+    assert response.status_code == 403
+    assert response.json()["error"] == "forbidden"
+
+
+def test_records_are_cursor_paginated(make_event, auditor) -> None:
+    event = make_event()
+    fans_join(event.slug, 4)
+    page = auditor.get("/api/v1/audit/records/", {"event": event.slug, "page_size": 2}).json()
+    seen = [r["id"] for r in page["results"]]
+    while page["next"]:
+        page = auditor.get(page["next"]).json()
+        seen += [r["id"] for r in page["results"]]
+    assert seen == sorted(seen) and len(seen) == 5
+
+
+@pytest.mark.parametrize("how", ["query", "accept"])
+def test_records_stream_as_csv(make_event, auditor, how) -> None:
+    event = make_event()
+    fans_join(event.slug, 3)
+    if how == "query":
+        response = auditor.get("/api/v1/audit/records/", {"event": event.slug, "format": "csv"})
+    else:
+        response = auditor.get(
+            "/api/v1/audit/records/", {"event": event.slug}, HTTP_ACCEPT="text/csv"
+        )
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [r["action"] for r in rows] == ["event_created", "joined", "joined", "joined"]
+    assert rows[1]["event"] == event.slug
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"since": "yesterday"}, {"until": "2026-13-45"}, {"action": "teleported"},
+     {"event": "nope"}, {"ticket": "garbage"}, {"ticket": "00000000-0000-0000-0000-000000000000x"}],
+)
+def test_bad_filters_are_validation_errors(auditor, params) -> None:
+    response = auditor.get("/api/v1/audit/records/", params)
+    assert response.status_code == 400
+    assert response.json()["error"] == "validation_error"
+
+
+def test_time_filters(make_event, auditor) -> None:
+    event = make_event()
+    fans_join(event.slug, 2)
+    future = (timezone.now() + timedelta(hours=1)).isoformat()
+    assert auditor.get("/api/v1/audit/records/", {"since": future}).json()["results"] == []
+    assert len(auditor.get("/api/v1/audit/records/", {"until": future}).json()["results"]) == 3
+
+
+def test_the_report_is_right_on_a_constructed_history(make_event, auditor) -> None:
+    """Five fans in one tier; the trail admits them in the order 1, 3, 2, 5, 4 (two
+    inversions), with known waits against known quotes; one more fan leaves, one expires."""
+    event = make_event(heartbeat_seconds=3600)
+    tickets = fans_join(event.slug, 7)
+    entries = [entry_of(t) for t in tickets]
+    joined = timezone.now() - timedelta(minutes=30)
+    waits = [60, 120, 180, 240, 300]
+    quotes = [(30, 60, 90), (100, 150, 200), (10, 20, 30), (200, 250, 300), (400, 500, 600)]
+    admitted_order = [0, 2, 1, 4, 3]
+    with transaction.atomic():
+        for entry, wait, (p10, p50, p90) in zip(entries, waits, quotes, strict=False):
+            QueueEntry.objects.filter(pk=entry.pk).update(
+                status=EntryStatus.ADMITTED, joined_at=joined,
+                admitted_at=joined + timedelta(seconds=wait),
+                quoted_p10=p10, quoted_p50=p50, quoted_p90=p90,
+            )
+        QueueEntry.objects.filter(pk=entries[5].pk).update(
+            status=EntryStatus.LEFT, ended_at=timezone.now()
+        )
+        QueueEntry.objects.filter(pk=entries[6].pk).update(
+            status=EntryStatus.EXPIRED, ended_at=timezone.now()
+        )
+        audit_append_many(
+            event_id=event.id, actor="test", at=timezone.now(),
+            items=[AuditItem(AuditAction.ADMITTED, entries[i].public_id) for i in admitted_order],
+        )
+    report = auditor.get(f"/api/v1/audit/events/{event.slug}/report").json()
+    assert report["admitted"] == 5
+    assert report["order_inversions"] == 2
+    assert report["kendall_tau"] == pytest.approx(1 - 2 * 2 / 10)
+    # Waits 60..300 s against the quotes: inside for fans 1, 2, 4; outside for 3 and 5.
+    assert report["eta_p10_p90_coverage"] == pytest.approx(3 / 5)
+    # |wait - p50| = 0, 30, 160, 10, 200 -> median 30.
+    assert report["eta_median_abs_error_s"] == pytest.approx(30)
+    assert report["abandonment_rate"] == pytest.approx(2 / 7)
+    assert report["wait_s"] == {"p50": 180, "p90": 300, "p99": 300}
