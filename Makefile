@@ -33,4 +33,4 @@ lint: $(STAMP)
 
 # Re-take the screenshots kept in docs/ (from the real-browser tests).
 screenshots: setup
-	WR_SAVE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/queueing/test_waiting_page.py
+	WR_SAVE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/queueing/test_waiting_page.py tests/dashboard/test_dashboard_browser.py

@@ -13,4 +13,8 @@ os.environ.setdefault("DATABASE_POOL_MAX", "0")
 
 from config.settings import *  # noqa: F403
 
-PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Fast hashing in tests; PBKDF2 too, for users that server processes must log in.
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.MD5PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+]

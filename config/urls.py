@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from config.health import healthz, readyz
+from config.metrics import metrics_view
 from queueing import api_fan, api_passes, demo_shop, pages
 
 api_v1 = [
@@ -20,9 +21,11 @@ urlpatterns = [
     path(".well-known/jwks.json", api_passes.jwks_document, name="jwks"),
     path("shop/<slug:slug>/", demo_shop.checkout, name="demo-shop"),
     path("shop/<slug:slug>/complete", demo_shop.complete, name="demo-shop-complete"),
+    path("dashboard/", include("dashboard.urls")),
     path("admin/", admin.site.urls),
     path("healthz", healthz),
     path("readyz", readyz),
+    path("metrics", metrics_view),
 ]
 
 handler400 = "config.error_views.bad_request"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ActionForm
 from django.db import models
 from django.db.models import QuerySet
 from django.forms import BaseInlineFormSet, ModelForm
@@ -13,6 +15,7 @@ from django.utils import timezone
 
 from events import services
 from events.models import AccessCode, Event, Tier
+from queueing.admission import ManualAdmission, admission_run
 
 
 class TierInline(admin.TabularInline):
@@ -35,6 +38,12 @@ class AccessCodeInline(admin.TabularInline):
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
+class EventActionForm(ActionForm):
+    count = forms.IntegerField(
+        min_value=1, max_value=10_000, required=False, label="N (for “admit N now”)"
+    )
+
+
 def _actor(request: HttpRequest) -> str:
     return f"staff:{request.user.get_username()}"
 
@@ -47,7 +56,8 @@ class EventAdmin(admin.ModelAdmin):
     readonly_fields = ("integration_key", "control", "closed_at", "created_at", "updated_at")
     inlines = [TierInline, AccessCodeInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
-    actions = ["pause_events", "resume_events", "close_events"]
+    actions = ["pause_events", "resume_events", "close_events", "admit_now"]
+    action_form = EventActionForm
     fieldsets = (
         (None, {"fields": ("slug", "name", "target_url")}),
         (
@@ -121,6 +131,22 @@ class EventAdmin(admin.ModelAdmin):
     @admin.action(description="Resume admission")
     def resume_events(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
         self._control(request, queryset, services.event_resume, "Resumed")
+
+    @admin.action(description="Admit N now (bypasses the rate, never the capacity)")
+    def admit_now(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
+        count = request.POST.get("count", "")
+        if not count.isdigit() or not 1 <= int(count) <= 10_000:
+            self.message_user(request, "Give N, the number of fans to admit.", messages.ERROR)
+            return
+        manual = ManualAdmission(count=int(count), actor=_actor(request))
+        for event in queryset:
+            outcome = admission_run(event_id=event.pk, now=timezone.now(), manual=manual)
+            self.message_user(
+                request,
+                f"{event.name}: admitted {len(outcome.admitted)}"
+                + (f" ({outcome.skipped})" if outcome.skipped else ""),
+                messages.SUCCESS,
+            )
 
     @admin.action(description="Close (refuse new joins)")
     def close_events(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:

@@ -100,7 +100,17 @@ def _count_recent(counts: list[list[int]], *, now: datetime, admitted: int) -> l
     return kept
 
 
-def admission_run(*, event_id: int, now: datetime) -> AdmissionOutcome:
+@dataclass(frozen=True)
+class ManualAdmission:
+    """Staff letting ``count`` fans in at once: the rate is bypassed, the capacity never."""
+
+    count: int
+    actor: str
+
+
+def admission_run(
+    *, event_id: int, now: datetime, manual: ManualAdmission | None = None
+) -> AdmissionOutcome:
     with transaction.atomic():
         if not _try_lock(event_id):
             return AdmissionOutcome(skipped="busy")
@@ -118,7 +128,8 @@ def admission_run(*, event_id: int, now: datetime) -> AdmissionOutcome:
             state.last_run_at is None
             or (now - state.last_run_at).total_seconds() > INDEX_SYNC_GRACE_SECONDS
         )
-        if event.state_at(now) != EventState.OPEN or event.started_at is None:
+        allowed_states = (EventState.OPEN, EventState.PAUSED) if manual else (EventState.OPEN,)
+        if event.state_at(now) not in allowed_states or event.started_at is None:
             return AdmissionOutcome(skipped="not_open")
         active = QueueEntry.objects.filter(event_id=event_id, status=EntryStatus.ADMITTED).count()
         bucket = TokenBucket(state.tokens, state.refilled_at)
@@ -132,10 +143,10 @@ def admission_run(*, event_id: int, now: datetime) -> AdmissionOutcome:
         n = batch_size(
             capacity=event.capacity,
             active=active,
-            rate_per_minute=event.rate_per_minute,
+            rate_per_minute=0 if manual else event.rate_per_minute,
             tokens=bucket.tokens,
             admitted_in_window=in_window,
-            batch_limit=settings.WR_ADMISSION_BATCH,
+            batch_limit=manual.count if manual else settings.WR_ADMISSION_BATCH,
         )
         admitted: list[Moved] = []
         expired: list[Moved] = []
@@ -176,7 +187,7 @@ def admission_run(*, event_id: int, now: datetime) -> AdmissionOutcome:
             state.tier_credit = {str(k): v for k, v in split.credit.items()}
         audit_append_many(
             event_id=event_id,
-            actor="system:admission",
+            actor=manual.actor if manual else "system:admission",
             at=now,
             items=[
                 AuditItem(
@@ -195,8 +206,12 @@ def admission_run(*, event_id: int, now: datetime) -> AdmissionOutcome:
                 for moved in expired
             ],
         )
-        # Without a rate there is no bucket to drain (no debt when a rate is set later).
-        state.tokens = max(0.0, bucket.tokens - len(admitted)) if event.rate_per_minute else 0.0
+        # Without a rate there is no bucket to drain (no debt when a rate is set later); a
+        # manual admission is outside the pace and leaves the bucket as it was.
+        if not event.rate_per_minute:
+            state.tokens = 0.0
+        elif not manual:
+            state.tokens = max(0.0, bucket.tokens - len(admitted))
         state.refilled_at = bucket.refilled_at
         state.last_run_at = now
         state.recent_counts = _count_recent(state.recent_counts, now=now, admitted=len(admitted))

@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
 from config.api_errors import ApiError
+from config.metrics import JOIN_SECONDS, STATUS_SECONDS, observed
 from events.models import Event
 from queueing.http import json_api, json_body, optional_str
 from queueing.identity import identity_from_request, identity_remember
@@ -55,6 +56,7 @@ def _ticket_response(payload: dict[str, Any], view: TicketView, *, status: int) 
     return response
 
 
+@observed(JOIN_SECONDS)
 @json_api("POST")
 def join(request: HttpRequest, slug: str) -> HttpResponse:
     event = _event_or_404(slug)
@@ -71,6 +73,7 @@ def join(request: HttpRequest, slug: str) -> HttpResponse:
     return response
 
 
+@observed(STATUS_SECONDS)
 @json_api("GET", "DELETE")
 def ticket(request: HttpRequest, ticket: str) -> HttpResponse:
     ref = _ticket_ref(ticket)

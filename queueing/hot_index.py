@@ -235,6 +235,20 @@ def head_members(layout: EventLayout, *, count: int) -> list[int]:
 
 
 @_unavailable_on_redis_error
+def record_line_sample(event_id: int, *, minute: int, queue_length: int) -> None:
+    pipe = _client().pipeline(transaction=False)
+    pipe.hset(keys.line_samples(event_id), str(minute), queue_length)
+    pipe.expire(keys.line_samples(event_id), 7200)
+    pipe.execute()
+
+
+@_unavailable_on_redis_error
+def line_samples(event_id: int, minutes: Sequence[int]) -> list[int | None]:
+    raw = _client().hmget(keys.line_samples(event_id), [str(m) for m in minutes])
+    return [None if value is None else int(value) for value in raw]
+
+
+@_unavailable_on_redis_error
 def remember_tick(event_id: int, text: str) -> None:
     _client().set(keys.last_tick(event_id), text, ex=60)
 

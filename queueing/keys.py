@@ -43,6 +43,12 @@ def stats(event_id: int) -> str:
     return f"{_event(event_id)}:stats"
 
 
+def line_samples(event_id: int) -> str:
+    """Hash of minute (unix minute) -> fans in line then, for the dashboard's last hour.
+    Expires two hours after the last write."""
+    return f"{_event(event_id)}:samples"
+
+
 def last_tick(event_id: int) -> str:
     """The last broadcast tick (JSON), sent to a page in its snapshot when it connects."""
     return f"{_event(event_id)}:tick"

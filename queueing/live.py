@@ -88,6 +88,9 @@ def broadcast_tick(*, event_id: int, now: datetime) -> bool:
     text = json.dumps(payload, separators=(",", ":"))
     try:
         hot_index.remember_tick(event_id, text)
+        hot_index.record_line_sample(
+            event_id, minute=int(now.timestamp() // 60), queue_length=payload["queue_length"]
+        )
         async_to_sync(get_channel_layer().group_send)(
             event_group(event_id), {"type": "line.tick", "text": text}
         )

@@ -75,6 +75,8 @@ class QueueEntry(models.Model):
                 name="entry_waiting_order",
             ),
             models.Index(fields=["event", "status"], name="entry_event_status"),
+            # Arrivals per minute on the dashboard.
+            models.Index(fields=["event", "joined_at"], name="entry_event_joined_at"),
             # Rate window (admissions in the last minute) and throughput statistics.
             models.Index(
                 fields=["event", "admitted_at"],

@@ -4,6 +4,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
 mkdir -p .run
+# Every gunicorn worker's request latencies reach /metrics through this directory.
+export PROMETHEUS_MULTIPROC_DIR="$PWD/.run/prometheus"
+rm -rf "$PROMETHEUS_MULTIPROC_DIR" && mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
 
 pids=()
 stop() {

@@ -39,17 +39,33 @@ def test_a_full_lifecycle_appears_in_the_trail_in_order(make_event, auditor) -> 
     event_tick(event_id=event.id, now=timezone.now())
     token = poll(first)["pass"]
     client_for().post(
-        "/api/v1/passes/complete", {"pass": token}, format="json",
+        "/api/v1/passes/complete",
+        {"pass": token},
+        format="json",
         HTTP_AUTHORIZATION=f"Bearer {event.integration_key}",
     )
     client_for().delete(f"/api/v1/tickets/{second}")
     body = auditor.get(f"/api/v1/audit/records/?event={event.slug}").json()
     assert [r["action"] for r in body["results"]] == [
-        "event_created", "joined", "joined", "shuffled", "admitted", "completed", "left",
+        "event_created",
+        "joined",
+        "joined",
+        "shuffled",
+        "admitted",
+        "completed",
+        "left",
     ]
     assert body["results"][1]["ticket_id"] == str(entry_of(first).public_id)
     assert set(body["results"][0]) == {
-        "id", "at", "event", "ticket_id", "action", "actor", "data", "hash", "prev_hash",
+        "id",
+        "at",
+        "event",
+        "ticket_id",
+        "action",
+        "actor",
+        "data",
+        "hash",
+        "prev_hash",
     }
     # Support looks a fan up by the ticket they hold.
     mine = auditor.get("/api/v1/audit/records/", {"ticket": first}).json()["results"]
@@ -60,12 +76,14 @@ def test_editing_one_row_makes_verify_report_exactly_that_row(make_event, audito
     event = make_event()
     fans_join(event.slug, 3)
     assert auditor.get(f"/api/v1/audit/events/{event.slug}/verify").json() == {
-        "ok": True, "records": 4, "first_bad_id": None,
+        "ok": True,
+        "records": 4,
+        "first_bad_id": None,
     }
     target = AuditRecord.objects.filter(event=event).order_by("seq")[2]
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE queueing_auditrecord SET data = '{\"tier\": \"VIP\"}' WHERE id = %s",
+            'UPDATE queueing_auditrecord SET data = \'{"tier": "VIP"}\' WHERE id = %s',
             [target.id],
         )
     verdict = auditor.get(f"/api/v1/audit/events/{event.slug}/verify").json()
@@ -82,8 +100,12 @@ def test_an_auditor_can_read_but_not_change_anything(make_event, auditor) -> Non
         response = getattr(auditor, method)("/api/v1/audit/records/", {}, format="json")
         assert response.status_code in (403, 405), (method, response.status_code)
     assert auditor.get("/api/v1/manage/events/").status_code == 403
-    assert auditor.patch(f"/api/v1/manage/events/{event.slug}/", {"capacity": 1},
-                         format="json").status_code == 403
+    assert (
+        auditor.patch(
+            f"/api/v1/manage/events/{event.slug}/", {"capacity": 1}, format="json"
+        ).status_code
+        == 403
+    )
     assert auditor.post(f"/api/v1/manage/events/{event.slug}/pause").status_code == 403
 
 
@@ -126,8 +148,14 @@ def test_records_stream_as_csv(make_event, auditor, how) -> None:
 
 @pytest.mark.parametrize(
     "params",
-    [{"since": "yesterday"}, {"until": "2026-13-45"}, {"action": "teleported"},
-     {"event": "nope"}, {"ticket": "garbage"}, {"ticket": "00000000-0000-0000-0000-000000000000x"}],
+    [
+        {"since": "yesterday"},
+        {"until": "2026-13-45"},
+        {"action": "teleported"},
+        {"event": "nope"},
+        {"ticket": "garbage"},
+        {"ticket": "00000000-0000-0000-0000-000000000000x"},
+    ],
 )
 def test_bad_filters_are_validation_errors(auditor, params) -> None:
     response = auditor.get("/api/v1/audit/records/", params)
@@ -156,9 +184,12 @@ def test_the_report_is_right_on_a_constructed_history(make_event, auditor) -> No
     with transaction.atomic():
         for entry, wait, (p10, p50, p90) in zip(entries, waits, quotes, strict=False):
             QueueEntry.objects.filter(pk=entry.pk).update(
-                status=EntryStatus.ADMITTED, joined_at=joined,
+                status=EntryStatus.ADMITTED,
+                joined_at=joined,
                 admitted_at=joined + timedelta(seconds=wait),
-                quoted_p10=p10, quoted_p50=p50, quoted_p90=p90,
+                quoted_p10=p10,
+                quoted_p50=p50,
+                quoted_p90=p90,
             )
         QueueEntry.objects.filter(pk=entries[5].pk).update(
             status=EntryStatus.LEFT, ended_at=timezone.now()
@@ -167,7 +198,9 @@ def test_the_report_is_right_on_a_constructed_history(make_event, auditor) -> No
             status=EntryStatus.EXPIRED, ended_at=timezone.now()
         )
         audit_append_many(
-            event_id=event.id, actor="test", at=timezone.now(),
+            event_id=event.id,
+            actor="test",
+            at=timezone.now(),
             items=[AuditItem(AuditAction.ADMITTED, entries[i].public_id) for i in admitted_order],
         )
     report = auditor.get(f"/api/v1/audit/events/{event.slug}/report").json()

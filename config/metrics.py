@@ -1,0 +1,97 @@
+"""``/metrics`` in the Prometheus text format, from a private registry.
+
+Per-event gauges and counters are read from the room's own state at scrape time; request
+latencies are histograms observed in the web processes. With several gunicorn workers, set
+``PROMETHEUS_MULTIPROC_DIR`` (``make run`` does) so that every worker's observations count.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from functools import wraps
+from typing import Any
+
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+
+from events.models import Event, EventControl
+from queueing.layout import event_layout
+from queueing.selectors import current_counts
+from queueing.states import EntryStatus
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5)
+_REGISTRY = CollectorRegistry(auto_describe=True)
+JOIN_SECONDS = Histogram(
+    "waitingroom_join_seconds",
+    "Join request latency.",
+    buckets=_LATENCY_BUCKETS,
+    registry=_REGISTRY,
+)
+STATUS_SECONDS = Histogram(
+    "waitingroom_status_seconds",
+    "Ticket status request latency.",
+    buckets=_LATENCY_BUCKETS,
+    registry=_REGISTRY,
+)
+
+
+def observed(
+    histogram: Histogram,
+) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapper(*args: Any, **kwargs: Any) -> HttpResponse:
+            started = time.perf_counter()
+            try:
+                return view(*args, **kwargs)
+            finally:
+                histogram.observe(time.perf_counter() - started)
+
+        return wrapper
+
+    return decorate
+
+
+class EventCollector(Collector):
+    def collect(self) -> Iterator[Any]:
+        waiting = GaugeMetricFamily("waitingroom_waiting", "Fans in line.", labels=["event"])
+        active = GaugeMetricFamily(
+            "waitingroom_active", "Fans admitted and in the shop.", labels=["event"]
+        )
+        admissions = CounterMetricFamily(
+            "waitingroom_admissions", "Fans admitted so far.", labels=["event"]
+        )
+        expirations = CounterMetricFamily(
+            "waitingroom_expirations", "Tickets expired so far.", labels=["event"]
+        )
+        events = Event.objects.exclude(control=EventControl.CLOSED).annotate(
+            admitted_total=Count("entries", filter=Q(entries__admitted_at__isnull=False)),
+            active_now=Count("entries", filter=Q(entries__status=EntryStatus.ADMITTED)),
+            expired_total=Count("entries", filter=Q(entries__status=EntryStatus.EXPIRED)),
+        )
+        for event in events:
+            layout = event_layout(event.id)
+            line = current_counts(layout).queue_length if layout else 0
+            waiting.add_metric([event.slug], line)
+            active.add_metric([event.slug], event.active_now)
+            admissions.add_metric([event.slug], event.admitted_total)
+            expirations.add_metric([event.slug], event.expired_total)
+        yield from (waiting, active, admissions, expirations)
+
+
+_REGISTRY.register(EventCollector())
+
+
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    registry = _REGISTRY
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)
+        registry.register(EventCollector())
+    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

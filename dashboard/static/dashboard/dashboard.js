@@ -1,0 +1,34 @@
+// Live figures without reloading: fetch the on-sale's stats every two seconds; confirm
+// controls before they are sent.
+(function () {
+  "use strict";
+  var slug = JSON.parse(document.getElementById("dashboard-slug").textContent);
+  function set(id, value) { var node = document.getElementById(id); if (node) node.textContent = value; }
+  function refresh() {
+    fetch("/dashboard/events/" + encodeURIComponent(slug) + "/stats", { credentials: "same-origin" })
+      .then(function (r) { return r.json(); })
+      .then(function (f) {
+        set("fig-state", f.state);
+        document.getElementById("fig-state").className = "state state-" + f.state;
+        set("fig-waiting", f.waiting);
+        set("fig-active", f.active);
+        set("fig-capacity", f.capacity || "∞");
+        set("fig-admissions", f.admissions_per_minute);
+        set("fig-arrivals", f.arrivals_per_minute);
+        set("fig-abandoned", f.abandoned_last_hour);
+        set("fig-wait", f.wait_text);
+        ["waiting", "arrivals", "admissions"].forEach(function (name) {
+          document.getElementById("chart-" + name).innerHTML = f.charts[name];
+        });
+      })
+      .catch(function () {})
+      .then(function () { setTimeout(refresh, 2000); });
+  }
+  setTimeout(refresh, 2000);
+  document.querySelectorAll("form[data-confirm]").forEach(function (form) {
+    form.addEventListener("submit", function (event) {
+      if (!window.confirm(form.getAttribute("data-confirm"))) { event.preventDefault(); return; }
+      form.querySelector("input[name=confirmed]").value = "yes";
+    });
+  });
+})();

@@ -1,0 +1,10 @@
+from django.urls import path
+
+from dashboard import views
+
+urlpatterns = [
+    path("", views.index, name="dashboard"),
+    path("events/<slug:slug>/", views.event_page, name="dashboard-event"),
+    path("events/<slug:slug>/stats", views.event_stats, name="dashboard-event-stats"),
+    path("events/<slug:slug>/control", views.event_control, name="dashboard-event-control"),
+]

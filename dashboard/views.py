@@ -1,0 +1,97 @@
+"""Staff dashboard: every on-sale at a glance, and one on-sale live with its controls."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from dashboard.stats import event_figures
+from events import services
+from events.models import Event
+
+
+def _event(slug: str) -> Event:
+    event = Event.objects.filter(slug=slug).first()
+    if event is None:
+        raise Http404("No such on-sale")
+    return event
+
+
+def _actor(request: HttpRequest) -> str:
+    return f"staff:{request.user.get_username()}"
+
+
+@staff_member_required
+@require_GET
+def index(request: HttpRequest) -> HttpResponse:
+    now = timezone.now()
+    events = [
+        {"event": event, "state": event.state_at(now).value}
+        for event in Event.objects.order_by("-created_at")[:200]
+    ]
+    return render(request, "dashboard/index.html", {"events": events})
+
+
+@staff_member_required
+@require_GET
+def event_page(request: HttpRequest, slug: str) -> HttpResponse:
+    event = _event(slug)
+    return render(
+        request,
+        "dashboard/event.html",
+        {"event": event, "figures": event_figures(event, now=timezone.now())},
+    )
+
+
+@staff_member_required
+@require_GET
+def event_stats(request: HttpRequest, slug: str) -> JsonResponse:
+    return JsonResponse(event_figures(_event(slug), now=timezone.now()))
+
+
+_CONTROLS = {
+    "pause": services.event_pause,
+    "resume": services.event_resume,
+    "close": services.event_close,
+}
+_SETTINGS = {"capacity": "capacity", "rate": "rate_per_minute"}
+
+
+@staff_member_required
+@require_POST
+def event_control(request: HttpRequest, slug: str) -> HttpResponse:
+    """pause / resume / close, or set capacity or rate. Confirmed in the page; without
+    JavaScript, a confirmation page comes first."""
+    event = _event(slug)
+    action = request.POST.get("action", "")
+    if action not in _CONTROLS and action not in _SETTINGS:
+        messages.error(request, "Unknown control.")
+        return redirect("dashboard-event", slug=slug)
+    if request.POST.get("confirmed") != "yes":
+        return render(
+            request,
+            "dashboard/confirm.html",
+            {"event": event, "action": action, "value": request.POST.get("value", "")},
+        )
+    now = timezone.now()
+    if action in _CONTROLS:
+        _CONTROLS[action](event=event, actor=_actor(request), now=now)
+        messages.success(request, f"{event.name}: {action} done.")
+        return redirect("dashboard-event", slug=slug)
+    try:
+        value = int(request.POST.get("value", ""))
+        if value < 0:
+            raise ValueError
+        services.event_update(
+            event=event, actor=_actor(request), now=now, changes={_SETTINGS[action]: value}
+        )
+    except (ValueError, ValidationError):
+        messages.error(request, "Give a whole number, 0 or more.")
+        return redirect("dashboard-event", slug=slug)
+    messages.success(request, f"{event.name}: {_SETTINGS[action]} is now {value}.")
+    return redirect("dashboard-event", slug=slug)

@@ -1,0 +1,77 @@
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from events.models import EventControl
+from queueing.models import AuditRecord, QueueEntry
+from tests.queueing.helpers import fans_join
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff() -> Client:
+    client = Client()
+    client.force_login(get_user_model().objects.create_user("ann", password="pw", is_staff=True))
+    return client
+
+
+def test_the_dashboard_is_for_staff_only(make_event) -> None:
+    event = make_event()
+    assert Client().get("/dashboard/").status_code == 302  # to the login page
+    fan = Client()
+    fan.force_login(get_user_model().objects.create_user("fan", password="pw"))
+    assert fan.get(f"/dashboard/events/{event.slug}/stats").status_code == 302
+
+
+def test_stats_give_the_live_figures_and_charts(staff, make_event) -> None:
+    event = make_event(capacity=4)
+    fans_join(event.slug, 3)
+    figures = staff.get(f"/dashboard/events/{event.slug}/stats").json()
+    assert (figures["waiting"], figures["active"], figures["capacity"]) == (3, 0, 4)
+    assert figures["arrivals_per_minute"] == 3
+    assert figures["wait_p50_s"] is not None
+    assert figures["charts"]["arrivals"].startswith("<svg")
+    page = staff.get(f"/dashboard/events/{event.slug}/")
+    assert page.status_code == 200 and b"Arrivals per minute" in page.content
+
+
+def test_controls_need_confirmation_then_go_through_services(staff, make_event) -> None:
+    event = make_event()
+    url = f"/dashboard/events/{event.slug}/control"
+    first = staff.post(url, {"action": "pause"})
+    assert first.status_code == 200 and b"Confirm" in first.content
+    event.refresh_from_db()
+    assert event.control == EventControl.RUNNING
+    staff.post(url, {"action": "pause", "confirmed": "yes"})
+    staff.post(url, {"action": "capacity", "value": "7", "confirmed": "yes"})
+    event.refresh_from_db()
+    assert (event.control, event.capacity) == (EventControl.PAUSED, 7)
+    actions = list(AuditRecord.objects.filter(event=event).values_list("action", "actor"))
+    assert ("event_paused", "staff:ann") in actions and ("event_changed", "staff:ann") in actions
+    bad = staff.post(url, {"action": "rate", "value": "-3", "confirmed": "yes"}, follow=True)
+    assert b"whole number" in bad.content
+
+
+def test_admit_n_now_from_the_admin(make_event) -> None:
+    from django.utils import timezone
+
+    from queueing.ticks import event_tick
+
+    event = make_event(capacity=5, rate_per_minute=1)
+    fans_join(event.slug, 5)
+    event_tick(event_id=event.id, now=timezone.now())  # the rate lets one in
+    admin = Client()
+    admin.force_login(get_user_model().objects.create_superuser("root", "r@x.example", "pw"))
+    admin.post(
+        "/admin/events/event/",
+        {"action": "admit_now", "_selected_action": [event.pk], "count": "3"},
+    )
+    assert QueueEntry.objects.filter(status="admitted").count() == 4
+    manual = AuditRecord.objects.filter(action="admitted", actor="staff:root").count()
+    assert manual == 3
+    admin.post(
+        "/admin/events/event/",
+        {"action": "admit_now", "_selected_action": [event.pk], "count": "9"},
+    )
+    assert QueueEntry.objects.filter(status="admitted").count() == 5  # never past capacity

@@ -1,0 +1,22 @@
+import pytest
+from django.test import Client
+
+from tests.queueing.helpers import fans_join
+
+pytestmark = pytest.mark.django_db
+
+
+def test_metrics_are_prometheus_text_with_event_figures_and_latencies(make_event) -> None:
+    event = make_event(slug="gig")
+    tickets = fans_join(event.slug, 3)
+    Client().get(f"/api/v1/tickets/{tickets[0]}")
+    response = Client().get("/metrics")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain")
+    text = response.content.decode()
+    assert 'waitingroom_waiting{event="gig"} 3.0' in text
+    assert 'waitingroom_active{event="gig"} 0.0' in text
+    assert 'waitingroom_admissions_total{event="gig"} 0.0' in text
+    assert 'waitingroom_expirations_total{event="gig"} 0.0' in text
+    assert "waitingroom_join_seconds_bucket" in text
+    assert "waitingroom_status_seconds_count" in text
