@@ -221,3 +221,11 @@ WR_REBUILD_LOCK_SECONDS = env_int("WR_REBUILD_LOCK_SECONDS", 300, minimum=10)
 WR_QUEUE_FULL_RETRY_AFTER = env_int("WR_QUEUE_FULL_RETRY_AFTER", 30, minimum=1)
 # Most fans admitted by one admission run of one event.
 WR_ADMISSION_BATCH = env_int("WR_ADMISSION_BATCH", 500, minimum=1)
+
+# Abuse: joins per client IP and per identity per minute (0 = no limit). A venue's or
+# carrier's NAT puts many fans behind one address: keep the IP limit generous.
+WR_JOIN_LIMIT_PER_IP = env_int("WR_JOIN_LIMIT_PER_IP", 120, minimum=0)
+WR_JOIN_LIMIT_PER_IDENTITY = env_int("WR_JOIN_LIMIT_PER_IDENTITY", 20, minimum=0)
+# How many proxies of ours stand in front of the app and append to X-Forwarded-For (0: none,
+# use the peer address; never trust the header then).
+WR_TRUSTED_PROXY_COUNT = env_int("WR_TRUSTED_PROXY_COUNT", 0, minimum=0)

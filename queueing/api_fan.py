@@ -15,6 +15,7 @@ from django.utils import timezone
 from config.api_errors import ApiError
 from config.metrics import JOIN_SECONDS, STATUS_SECONDS, observed
 from events.models import Event
+from queueing.abuse import join_rate_check
 from queueing.http import json_api, json_body, optional_str
 from queueing.identity import identity_from_request, identity_remember
 from queueing.selectors import event_public_view
@@ -63,6 +64,7 @@ def join(request: HttpRequest, slug: str) -> HttpResponse:
     body = json_body(request)
     access_code = optional_str(body, "access_code", max_length=64)
     identity = identity_from_request(request)
+    join_rate_check(request=request, identity=identity.digest)
     result = entry_join(
         event=event, identity=identity.digest, access_code=access_code, now=timezone.now()
     )

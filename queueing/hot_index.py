@@ -440,6 +440,15 @@ def rebuild_abandon(handle: Rebuild) -> None:
 
 
 @_unavailable_on_redis_error
+def rate_limit_hit(key: str, *, now: float, window: float, limit: int) -> float | None:
+    """Record a call; None if allowed, else the seconds to wait."""
+    allowed, retry = _run(
+        "rate_limit", keys=[key], args=[repr(now), repr(window), limit, secrets.token_hex(8)]
+    )
+    return None if allowed else float(retry)
+
+
+@_unavailable_on_redis_error
 def ping() -> None:
     _client().ping()
 

@@ -68,5 +68,11 @@ def rebuild_requested(event_id: int) -> str:
     return f"{_event(event_id)}:rebuild-requested"
 
 
+def join_rate(scope: str, caller: str) -> str:
+    """Recent joins of one caller (an IP address or an identity digest). Each caller's key is
+    its own hash tag, so callers spread over a Redis Cluster instead of crowding one slot."""
+    return f"{prefix()}:{{rl:{scope}:{caller}}}"
+
+
 def all_of_prefix_pattern() -> str:
     return f"{prefix()}:*"

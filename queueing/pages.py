@@ -17,6 +17,7 @@ from django.views.decorators.http import require_http_methods
 
 from config.api_errors import ApiError
 from events.models import Event, EventState
+from queueing.abuse import join_rate_check
 from queueing.identity import identity_from_request, identity_remember
 from queueing.services import TicketView, entry_join, ticket_status
 from queueing.states import EntryStatus
@@ -93,6 +94,7 @@ def _join(
 ) -> HttpResponse:
     identity = identity_from_request(request)
     try:
+        join_rate_check(request=request, identity=identity.digest)
         result = entry_join(event=event, identity=identity.digest, access_code=access_code, now=now)
     except ApiError as error:
         return _render_join_refused(request, event, error, now)

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
 from jwt.algorithms import OKPAlgorithm
+from jwt.utils import base64url_decode, base64url_encode
 
 from queueing.models import PassKey
 
@@ -115,9 +116,23 @@ def pass_issue(
     return jwt.encode(claims, private, algorithm=ALGORITHM, headers={"kid": key.kid})
 
 
+def _canonical_segments(token: str) -> bool:
+    """Each of the three segments must be the one base64url spelling of its bytes: the spare
+    bits of a last character may not vary, so a pass has exactly one valid form."""
+    segments = token.split(".")
+    if len(segments) != 3:
+        return False
+    try:
+        return all(base64url_encode(base64url_decode(s)).decode() == s for s in segments)
+    except (ValueError, TypeError):
+        return False
+
+
 def pass_decode(token: str, *, now: datetime, verify_exp: bool = True) -> PassClaims:
     """Check signature, issuer and expiry; raise PassInvalid with the API's reason."""
     if not isinstance(token, str) or not token or len(token) > 4096 or not token.isascii():
+        raise PassInvalid("malformed")
+    if not _canonical_segments(token):
         raise PassInvalid("malformed")
     try:
         header = jwt.get_unverified_header(token)

@@ -79,3 +79,17 @@ def join(client: Client, slug: str, body: dict[str, Any] | None = None, **header
 def new_fan() -> Client:
     """A browser of its own: its own cookie jar, hence its own identity."""
     return Client()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_stray_database_sessions(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """Server and worker processes started by tests (some killed on purpose) must not keep
+    sessions on the test database, or dropping it at the end, or creating it next time, fails."""
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )

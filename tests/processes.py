@@ -43,6 +43,10 @@ def process_env(**extra: str) -> dict[str, str]:
             "WR_LAYOUT_CACHE_SECONDS": "0.5",
             "PYTHONUNBUFFERED": "1",
             "DATABASE_POOL_MAX": "16",
+            # Load tests join hundreds of times from 127.0.0.1 (and storm one identity);
+            # rate-limit tests set their own limits.
+            "WR_JOIN_LIMIT_PER_IP": "0",
+            "WR_JOIN_LIMIT_PER_IDENTITY": "0",
         }
     )
     env.update(extra)
