@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
@@ -21,6 +22,21 @@ _GENERIC_ERRORS: dict[int, tuple[str, str]] = {
     405: ("method_not_allowed", "Method not allowed."),
     500: ("internal_error", "An unexpected error occurred."),
 }
+
+
+class ContentSecurityPolicyMiddleware:
+    """CSP on our own HTML pages (the admin keeps Django's defaults)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.get("Content-Type", "").startswith("text/html") and not request.path.startswith(
+            "/admin/"
+        ):
+            response.setdefault("Content-Security-Policy", settings.WR_CONTENT_SECURITY_POLICY)
+        return response
 
 
 class ApiErrorMiddleware:

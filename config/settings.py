@@ -41,6 +41,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.ContentSecurityPolicyMiddleware",
     "config.middleware.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -201,6 +202,28 @@ WR_IDENTITY_COOKIE = "wr_id"
 WR_IDENTITY_COOKIE_MAX_AGE = env_int("WR_IDENTITY_COOKIE_MAX_AGE", 7 * 24 * 3600, minimum=60)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+# HTTPS in production (secure by default when DEBUG is off; every value can be overridden).
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SSL_REDIRECT", not DEBUG)
+# Probes and scrapers talk plain HTTP inside the cluster.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+# Preload makes HTTPS-only stick in browsers for the whole domain: turn it off with
+# DJANGO_HSTS_PRELOAD=0 if the room's domain also serves plain-HTTP sites.
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", not DEBUG)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
+    # Only when a proxy of ours terminates TLS and sets this header (never trust it otherwise).
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Our pages load scripts and styles from this origin only (style attributes for the bar).
+WR_CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self' ws: wss:; frame-ancestors 'none'; "
+    "base-uri 'self'; form-action 'self'"
+)
 
 LOGGING = {
     "version": 1,

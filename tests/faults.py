@@ -79,10 +79,13 @@ class TcpProxy:
 
     def _accept(self) -> None:
         while not self._stop:
-            ready, _, _ = select.select([self._listener], [], [], 0.1)
-            if not ready:
-                continue
-            client, _ = self._listener.accept()
+            try:
+                ready, _, _ = select.select([self._listener], [], [], 0.1)
+                if not ready:
+                    continue
+                client, _ = self._listener.accept()
+            except (OSError, ValueError):
+                return  # closed
             if not self.open.is_set():
                 client.close()
                 continue

@@ -42,9 +42,10 @@ def test_staff_watch_figures_change_and_pause_from_the_page(make_event, tmp_path
             for _ in range(4):
                 request("POST", f"{base}/api/v1/events/arena/join", {})
             # Updated in place, without a reload.
-            page.wait_for_function(
-                f"Number(document.getElementById('fig-arrivals').textContent) >= {before + 4}",
-                timeout=10_000,
+            # (Polled from here: the page's CSP rightly forbids the eval a page-side wait needs.)
+            wait_until(
+                lambda: int(page.text_content("#fig-arrivals")) >= before + 4,
+                timeout=10, what="the figures to update in place",
             )
             assert int(page.inner_text("#fig-active")) >= 1
             shot = (
