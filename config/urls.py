@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
 
 from config.health import healthz, readyz
 from config.metrics import metrics_view
@@ -16,6 +17,7 @@ api_v1 = [
 ]
 
 urlpatterns = [
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/v1/", include(api_v1)),
     path("e/<slug:slug>/", pages.waiting_page, name="waiting-page"),
     path(".well-known/jwks.json", api_passes.jwks_document, name="jwks"),

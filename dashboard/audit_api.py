@@ -11,6 +11,9 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import CursorPagination
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -19,6 +22,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api_errors import ApiError
+from config.api_schema import errors
 from dashboard.permissions import IsStaffOrAuditorReadOnly
 from dashboard.reports import event_report
 from events.models import Event
@@ -112,6 +116,41 @@ def _row(record: AuditRecord, slugs: dict[int, str]) -> dict[str, Any]:
     }
 
 
+class RecordSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    at = serializers.DateTimeField()
+    event = serializers.CharField(allow_null=True)
+    ticket_id = serializers.UUIDField(allow_null=True)
+    action = serializers.ChoiceField(choices=AuditAction.values)
+    actor = serializers.CharField()
+    data = serializers.DictField()
+    hash = serializers.CharField()
+    prev_hash = serializers.CharField()
+
+
+class RecordPageSerializer(serializers.Serializer):
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = RecordSerializer(many=True)
+
+
+class VerdictSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    records = serializers.IntegerField()
+    first_bad_id = serializers.IntegerField(allow_null=True)
+
+
+_RECORD_FILTERS = [
+    OpenApiParameter("event", str, description="On-sale slug."),
+    OpenApiParameter("ticket", str, description="Ticket id (UUID) or the signed ticket."),
+    OpenApiParameter("action", str, enum=AuditAction.values),
+    OpenApiParameter("since", OpenApiTypes.DATETIME),
+    OpenApiParameter("until", OpenApiTypes.DATETIME),
+    OpenApiParameter("page_size", int),
+    OpenApiParameter("format", str, enum=["json", "csv"]),
+]
+
+
 class _Echo:
     def write(self, value: str) -> str:
         return value
@@ -132,6 +171,14 @@ class AuditRecordsApi(APIView):
     permission_classes = [IsStaffOrAuditorReadOnly]
     renderer_classes = [JSONRenderer, CSVRenderer]
 
+    @extend_schema(
+        parameters=_RECORD_FILTERS,
+        responses={
+            (200, "application/json"): RecordPageSerializer,
+            (200, "text/csv"): OpenApiTypes.STR,
+            **errors(400, 401, 403),
+        },
+    )
     def get(self, request: Request) -> Response | StreamingHttpResponse:
         records = _filtered_records(request.query_params)
         slugs = dict(Event.objects.values_list("id", "slug"))
@@ -156,6 +203,7 @@ def _event(slug: str) -> Event:
 class AuditVerifyApi(APIView):
     permission_classes = [IsStaffOrAuditorReadOnly]
 
+    @extend_schema(responses={200: VerdictSerializer, **errors(401, 403, 404)})
     def get(self, request: Request, slug: str) -> Response:
         verdict = audit_chain_verify(event_id=_event(slug).id)
         return Response(
@@ -166,5 +214,6 @@ class AuditVerifyApi(APIView):
 class AuditReportApi(APIView):
     permission_classes = [IsStaffOrAuditorReadOnly]
 
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **errors(401, 403, 404)})
     def get(self, request: Request, slug: str) -> Response:
         return Response(event_report(_event(slug)))

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -15,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api_errors import ApiError
+from config.api_schema import errors
 from events import services
 from events.codes import ACCESS_CODE_MAX_LENGTH
 from events.models import Event, Tier
@@ -60,6 +62,40 @@ class EventInputSerializer(serializers.Serializer):
         if self.instance is None and Event.objects.filter(slug=value).exists():
             raise serializers.ValidationError("An on-sale with this slug exists.")
         return value
+
+
+class TierOutputSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    priority = serializers.IntegerField()
+    share = serializers.IntegerField()
+    is_default = serializers.BooleanField()
+    access_codes = serializers.ListField(child=serializers.CharField())
+
+
+class EventOutputSerializer(serializers.Serializer):
+    """What event_output() returns (for the schema)."""
+
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    target_url = serializers.CharField()
+    capacity = serializers.IntegerField()
+    rate_per_minute = serializers.IntegerField()
+    session_seconds = serializers.IntegerField()
+    heartbeat_seconds = serializers.IntegerField()
+    max_queue_length = serializers.IntegerField()
+    max_wait_seconds = serializers.IntegerField()
+    prequeue_opens_at = serializers.DateTimeField(allow_null=True)
+    starts_at = serializers.DateTimeField(allow_null=True)
+    ends_at = serializers.DateTimeField(allow_null=True)
+    shuffle_at_start = serializers.BooleanField()
+    integration_key = serializers.CharField()
+    state = serializers.ChoiceField(choices=["scheduled", "prequeue", "open", "paused", "closed"])
+    control = serializers.ChoiceField(choices=["running", "paused", "closed"])
+    started_at = serializers.DateTimeField(allow_null=True)
+    shuffle_seed_sha256 = serializers.CharField()
+    tiers = TierOutputSerializer(many=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
 
 
 def _tier_output(tier: Tier) -> dict[str, Any]:
@@ -126,10 +162,19 @@ def _event_by_slug(slug: str) -> Event:
 
 
 class EventListCreateApi(APIView):
+    @extend_schema(
+        operation_id="manage_events_list",
+        responses={200: EventOutputSerializer(many=True), **errors(401, 403)},
+    )
     def get(self, request: Request) -> Response:
         events = Event.objects.order_by("-created_at")[:500]
         return Response([event_output(event) for event in events])
 
+    @extend_schema(
+        operation_id="manage_events_create",
+        request=EventInputSerializer,
+        responses={201: EventOutputSerializer, **errors(400, 401, 403)},
+    )
     def post(self, request: Request) -> Response:
         serializer = EventInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -154,9 +199,18 @@ class EventListCreateApi(APIView):
 
 
 class EventDetailApi(APIView):
+    @extend_schema(
+        operation_id="manage_event_read",
+        responses={200: EventOutputSerializer, **errors(401, 403, 404)},
+    )
     def get(self, request: Request, slug: str) -> Response:
         return Response(event_output(_event_by_slug(slug)))
 
+    @extend_schema(
+        operation_id="manage_event_change",
+        request=EventInputSerializer,
+        responses={200: EventOutputSerializer, **errors(400, 401, 403, 404)},
+    )
     def patch(self, request: Request, slug: str) -> Response:
         event = _event_by_slug(slug)
         serializer = EventInputSerializer(event, data=request.data, partial=True)
@@ -178,6 +232,7 @@ class EventControlApi(APIView):
 
     service: Callable[..., Event] | None = None
 
+    @extend_schema(request=None, responses={200: EventOutputSerializer, **errors(401, 403, 404)})
     def post(self, request: Request, slug: str) -> Response:
         assert self.service is not None
         event = self.service(event=_event_by_slug(slug), actor=_actor(request), now=timezone.now())

@@ -45,7 +45,8 @@ def test_staff_watch_figures_change_and_pause_from_the_page(make_event, tmp_path
             # (Polled from here: the page's CSP rightly forbids the eval a page-side wait needs.)
             wait_until(
                 lambda: int(page.text_content("#fig-arrivals")) >= before + 4,
-                timeout=10, what="the figures to update in place",
+                timeout=10,
+                what="the figures to update in place",
             )
             assert int(page.inner_text("#fig-active")) >= 1
             shot = (

@@ -1,0 +1,272 @@
+"""The OpenAPI document: drf-spectacular describes the DRF views (staff, auditors); the hot
+endpoints, plain Django views, are described here by hand and merged in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ERROR = {
+    "type": "object",
+    "required": ["error", "detail"],
+    "properties": {
+        "error": {"type": "string"},
+        "detail": {"type": "string"},
+        "fields": {"type": "object"},
+    },
+}
+ETA = {
+    "type": ["object", "null"],
+    "required": ["p10", "p50", "p90"],
+    "properties": {k: {"type": "number"} for k in ("p10", "p50", "p90")},
+}
+STATUS = [
+    "prequeue",
+    "waiting",
+    "admitted",
+    "expired",
+    "left",
+    "completed",
+    "abandoned",
+    "revoked",
+]
+TICKET_JOIN = {
+    "type": "object",
+    "required": ["ticket", "event", "status", "position", "eta", "queue_length"],
+    "properties": {
+        "ticket": {"type": "string"},
+        "event": {"type": "string"},
+        "status": {"type": "string", "enum": ["prequeue", "waiting", "admitted"]},
+        "position": {"type": ["integer", "null"], "minimum": 1},
+        "eta": ETA,
+        "queue_length": {"type": "integer", "minimum": 0},
+    },
+}
+TICKET_STATUS = {
+    "type": "object",
+    "required": [*TICKET_JOIN["required"], "pass", "pass_expires_at", "redirect_url"],
+    "properties": {
+        **TICKET_JOIN["properties"],
+        "status": {"type": "string", "enum": STATUS},
+        "pass": {"type": ["string", "null"]},
+        "pass_expires_at": {"type": ["string", "null"], "format": "date-time"},
+        "redirect_url": {"type": ["string", "null"]},
+    },
+}
+EVENT_PUBLIC = {
+    "type": "object",
+    "required": [
+        "slug",
+        "name",
+        "state",
+        "queue_length",
+        "active",
+        "capacity",
+        "rate_per_minute",
+        "eta_new",
+        "starts_at",
+        "ends_at",
+    ],
+    "properties": {
+        "slug": {"type": "string"},
+        "name": {"type": "string"},
+        "state": {"type": "string", "enum": ["scheduled", "prequeue", "open", "paused", "closed"]},
+        "queue_length": {"type": "integer"},
+        "active": {"type": "integer"},
+        "capacity": {"type": "integer"},
+        "rate_per_minute": {"type": "integer"},
+        "eta_new": ETA,
+        "prequeue_opens_at": {"type": ["string", "null"], "format": "date-time"},
+        "starts_at": {"type": ["string", "null"], "format": "date-time"},
+        "ends_at": {"type": ["string", "null"], "format": "date-time"},
+        "started_at": {"type": ["string", "null"], "format": "date-time"},
+        "shuffle_seed_sha256": {"type": "string"},
+        "shuffle_seed": {"type": ["string", "null"]},
+    },
+}
+VERDICT = {
+    "type": "object",
+    "required": ["valid"],
+    "properties": {
+        "valid": {"type": "boolean"},
+        "reason": {
+            "type": "string",
+            "enum": [
+                "expired",
+                "revoked",
+                "completed",
+                "bad_signature",
+                "malformed",
+                "wrong_event",
+            ],
+        },
+        "event": {"type": "string"},
+        "ticket_id": {"type": "string", "format": "uuid"},
+        "expires_at": {"type": "string", "format": "date-time"},
+    },
+}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    return {str(status): _json(ERROR, "An error.") for status in statuses}
+
+
+SLUG = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
+TICKET = {"name": "ticket", "in": "path", "required": True, "schema": {"type": "string"}}
+POLL = {
+    "X-Poll-After-Seconds": {
+        "description": "Ask again at the latest after this many seconds.",
+        "schema": {"type": "number"},
+    }
+}
+PASS_BODY = {
+    "required": True,
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["pass"],
+                "properties": {
+                    "pass": {"type": "string"},
+                    "event": {"type": "string"},
+                    "outcome": {"type": "string", "enum": ["completed", "abandoned"]},
+                },
+            }
+        }
+    },
+}
+
+HOT_PATHS: dict[str, Any] = {
+    "/api/v1/events/{slug}/join": {
+        "post": {
+            "operationId": "join",
+            "tags": ["fans"],
+            "summary": "Join the line (idempotent per identity).",
+            "parameters": [
+                SLUG,
+                {
+                    "name": "Idempotency-Key",
+                    "in": "header",
+                    "required": False,
+                    "schema": {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"},
+                },
+            ],
+            "requestBody": {
+                "required": False,
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "properties": {"access_code": {"type": "string", "maxLength": 64}},
+                        }
+                    }
+                },
+            },
+            "responses": {
+                "201": {**_json(TICKET_JOIN, "A new ticket."), "headers": POLL},
+                "200": {**_json(TICKET_JOIN, "This identity's live ticket."), "headers": POLL},
+                **_errors(400, 404, 409, 429, 503),
+            },
+        }
+    },
+    "/api/v1/events/{slug}": {
+        "get": {
+            "operationId": "event",
+            "tags": ["fans"],
+            "parameters": [SLUG],
+            "responses": {"200": _json(EVENT_PUBLIC, "The on-sale."), **_errors(404, 503)},
+        }
+    },
+    "/api/v1/tickets/{ticket}": {
+        "get": {
+            "operationId": "ticket_status",
+            "tags": ["fans"],
+            "summary": "Where the fan stands; also keeps a waiting ticket alive.",
+            "parameters": [TICKET],
+            "responses": {
+                "200": {**_json(TICKET_STATUS, "The ticket."), "headers": POLL},
+                **_errors(400, 404, 503),
+            },
+        },
+        "delete": {
+            "operationId": "ticket_leave",
+            "tags": ["fans"],
+            "parameters": [TICKET],
+            "responses": {
+                "204": {"description": "Left (or already gone)."},
+                **_errors(400, 409, 503),
+            },
+        },
+    },
+    "/api/v1/passes/verify": {
+        "post": {
+            "operationId": "pass_verify",
+            "tags": ["shops"],
+            "requestBody": PASS_BODY,
+            "responses": {"200": _json(VERDICT, "The verdict."), **_errors(400, 503)},
+        }
+    },
+    "/api/v1/passes/complete": {
+        "post": {
+            "operationId": "pass_complete",
+            "tags": ["shops"],
+            "security": [{"integrationKey": []}],
+            "requestBody": PASS_BODY,
+            "responses": {
+                "204": {"description": "Recorded (idempotent)."},
+                **_errors(400, 401, 503),
+            },
+        }
+    },
+    "/.well-known/jwks.json": {
+        "get": {
+            "operationId": "jwks",
+            "tags": ["shops"],
+            "responses": {
+                "200": _json(
+                    {
+                        "type": "object",
+                        "required": ["keys"],
+                        "properties": {"keys": {"type": "array", "items": {"type": "object"}}},
+                    },
+                    "The keys that verify passes.",
+                )
+            },
+        }
+    },
+    "/healthz": {
+        "get": {
+            "operationId": "healthz",
+            "tags": ["operations"],
+            "responses": {
+                "200": {
+                    "description": "Up.",
+                    "content": {"text/plain": {"schema": {"type": "string"}}},
+                },
+            },
+        }
+    },
+    "/readyz": {
+        "get": {
+            "operationId": "readyz",
+            "tags": ["operations"],
+            "responses": {
+                "200": {
+                    "description": "Ready.",
+                    "content": {"text/plain": {"schema": {"type": "string"}}},
+                },
+                **_errors(503),
+            },
+        }
+    },
+}
+
+
+def add_hot_paths(result: dict[str, Any], generator: Any, request: Any, public: bool) -> Any:
+    result.setdefault("paths", {}).update(HOT_PATHS)
+    schemes = result.setdefault("components", {}).setdefault("securitySchemes", {})
+    schemes["integrationKey"] = {"type": "http", "scheme": "bearer"}
+    return result

@@ -1,0 +1,68 @@
+"""The OpenAPI document, and schemathesis against the live server: no 5xx, no response that
+breaks the documented schema."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from rest_framework.authtoken.models import Token
+
+from tests.processes import BIN, ROOT, running_stack
+
+SCHEMATHESIS_CHECKS = ",".join(
+    [
+        "not_a_server_error",
+        "status_code_conformance",
+        "content_type_conformance",
+        "response_schema_conformance",
+    ]
+)
+
+
+@pytest.mark.django_db
+def test_the_schema_describes_every_part_of_the_api() -> None:
+    response = Client().get("/api/schema/", {"format": "json"})
+    assert response.status_code == 200
+    paths = response.json()["paths"]
+    for path in [
+        "/api/v1/events/{slug}/join", "/api/v1/events/{slug}", "/api/v1/tickets/{ticket}",
+        "/api/v1/passes/verify", "/api/v1/passes/complete", "/.well-known/jwks.json",
+        "/api/v1/manage/events/", "/api/v1/manage/events/{slug}/",
+        "/api/v1/manage/events/{slug}/pause", "/api/v1/audit/records/",
+        "/api/v1/audit/events/{slug}/verify", "/api/v1/audit/events/{slug}/report",
+    ]:
+        assert path in paths, path
+
+
+@pytest.mark.processes
+@pytest.mark.django_db(transaction=True)
+def test_schemathesis_finds_no_server_errors_and_no_schema_violations(
+    make_event, tmp_path: Path
+) -> None:
+    make_event(slug="demo")
+    staff = get_user_model().objects.create_user("robot", password=None, is_staff=True)
+    token = Token.objects.create(user=staff).key
+    with running_stack() as stack:
+        base = stack.web(workers=2)
+        result = subprocess.run(
+            [
+                str(BIN / "schemathesis"), "run", f"{base}/api/schema/?format=json",
+                "--url", base,
+                "--checks", SCHEMATHESIS_CHECKS,
+                "--header", f"Authorization: Token {token}",
+                "--mode", "positive",
+                "--max-examples", "25",
+                "--generation-deterministic",
+                "--request-timeout", "20",
+                "--workers", "2",
+            ],
+            cwd=ROOT, capture_output=True, text=True, timeout=600,
+        )
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, output[-6000:]
+        sys.stdout.write(output[-1500:])
