@@ -59,17 +59,27 @@ def observed(
 
 
 class EventCollector(Collector):
+    def describe(self) -> Iterator[Any]:
+        # Registration asks for the names; answering without a query keeps the database
+        # out of import time (URLs load before migrations on a fresh install).
+        yield from self._families()
+
+    def _families(self) -> tuple[Any, ...]:
+        return (
+            GaugeMetricFamily("waitingroom_waiting", "Fans in line.", labels=["event"]),
+            GaugeMetricFamily(
+                "waitingroom_active", "Fans admitted and in the shop.", labels=["event"]
+            ),
+            CounterMetricFamily(
+                "waitingroom_admissions", "Fans admitted so far.", labels=["event"]
+            ),
+            CounterMetricFamily(
+                "waitingroom_expirations", "Tickets expired so far.", labels=["event"]
+            ),
+        )
+
     def collect(self) -> Iterator[Any]:
-        waiting = GaugeMetricFamily("waitingroom_waiting", "Fans in line.", labels=["event"])
-        active = GaugeMetricFamily(
-            "waitingroom_active", "Fans admitted and in the shop.", labels=["event"]
-        )
-        admissions = CounterMetricFamily(
-            "waitingroom_admissions", "Fans admitted so far.", labels=["event"]
-        )
-        expirations = CounterMetricFamily(
-            "waitingroom_expirations", "Tickets expired so far.", labels=["event"]
-        )
+        waiting, active, admissions, expirations = self._families()
         events = Event.objects.exclude(control=EventControl.CLOSED).annotate(
             admitted_total=Count("entries", filter=Q(entries__admitted_at__isnull=False)),
             active_now=Count("entries", filter=Q(entries__status=EntryStatus.ADMITTED)),

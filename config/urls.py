@@ -8,6 +8,7 @@ from queueing import api_fan, api_passes, demo_shop, pages
 
 api_v1 = [
     path("events/<str:slug>/join", api_fan.join, name="api-join"),
+    path("events/<str:slug>/challenge", api_fan.challenge, name="api-challenge"),
     path("events/<str:slug>", api_fan.event_detail, name="api-event"),
     path("tickets/<str:ticket>", api_fan.ticket, name="api-ticket"),
     path("passes/verify", api_passes.verify, name="api-pass-verify"),

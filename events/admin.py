@@ -68,7 +68,17 @@ class EventAdmin(admin.ModelAdmin):
                 "the rate is how many are let in per minute. Admission respects both.",
             },
         ),
-        ("The line", {"fields": ("heartbeat_seconds", "max_queue_length", "max_wait_seconds")}),
+        (
+            "The line",
+            {
+                "fields": (
+                    "heartbeat_seconds",
+                    "max_queue_length",
+                    "max_wait_seconds",
+                    "pow_difficulty",
+                )
+            },
+        ),
         ("Schedule", {"fields": ("prequeue_opens_at", "starts_at", "ends_at", "shuffle_at_start")}),
         (
             "Status",

@@ -48,6 +48,7 @@ class EventInputSerializer(serializers.Serializer):
     starts_at = serializers.DateTimeField(allow_null=True, required=False)
     ends_at = serializers.DateTimeField(allow_null=True, required=False)
     shuffle_at_start = serializers.BooleanField(required=False)
+    pow_difficulty = serializers.IntegerField(min_value=0, max_value=24, required=False)
     tiers = TierSerializer(many=True, required=False, allow_empty=False, max_length=100)
 
     def validate_tiers(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -88,6 +89,7 @@ class EventOutputSerializer(serializers.Serializer):
     starts_at = serializers.DateTimeField(allow_null=True)
     ends_at = serializers.DateTimeField(allow_null=True)
     shuffle_at_start = serializers.BooleanField()
+    pow_difficulty = serializers.IntegerField()
     integration_key = serializers.CharField()
     state = serializers.ChoiceField(choices=["scheduled", "prequeue", "open", "paused", "closed"])
     control = serializers.ChoiceField(choices=["running", "paused", "closed"])

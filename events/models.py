@@ -77,6 +77,12 @@ class Event(models.Model):
     ends_at = models.DateTimeField(
         null=True, blank=True, help_text="When the on-sale closes (empty = open-ended)."
     )
+    pow_difficulty = models.PositiveSmallIntegerField(
+        default=0,
+        validators=[MaxValueValidator(24)],
+        help_text="Proof of work asked of each join, in leading zero bits of a SHA-256 "
+        "(0 = off; 16 takes a phone about a second, and a bot farm as many CPU-seconds).",
+    )
     shuffle_at_start = models.BooleanField(
         default=True,
         help_text="Fans who joined before the start are put in a random, verifiable order.",

@@ -30,6 +30,7 @@ EDITABLE_FIELDS = (
     "starts_at",
     "ends_at",
     "shuffle_at_start",
+    "pow_difficulty",
 )
 DEFAULT_TIER_NAME = "General"
 

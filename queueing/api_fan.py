@@ -18,6 +18,7 @@ from events.models import Event
 from queueing.abuse import join_rate_check
 from queueing.http import json_api, json_body, optional_str
 from queueing.identity import identity_from_request, identity_remember
+from queueing.pow import pow_challenge, pow_check
 from queueing.selectors import event_public_view
 from queueing.services import TicketView, entry_join, entry_leave, ticket_status
 from queueing.tickets import InvalidTicket, TicketRef, ticket_read
@@ -65,6 +66,7 @@ def join(request: HttpRequest, slug: str) -> HttpResponse:
     access_code = optional_str(body, "access_code", max_length=64)
     identity = identity_from_request(request)
     join_rate_check(request=request, identity=identity.digest)
+    pow_check(event=event, proof=body.get("pow"))
     result = entry_join(
         event=event, identity=identity.digest, access_code=access_code, now=timezone.now()
     )
@@ -92,6 +94,22 @@ def ticket(request: HttpRequest, ticket: str) -> HttpResponse:
         "redirect_url": issued.redirect_url if issued else None,
     }
     return _ticket_response(payload, view, status=200)
+
+
+@json_api("GET")
+def challenge(request: HttpRequest, slug: str) -> HttpResponse:
+    event = _event_or_404(slug)
+    issued = pow_challenge(event)
+    response = JsonResponse(
+        {
+            "challenge": issued.challenge,
+            "difficulty": issued.difficulty,
+            "expires_in": issued.expires_in,
+            "algorithm": 'sha256(challenge + ":" + nonce) starts with `difficulty` zero bits',
+        }
+    )
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @json_api("GET")

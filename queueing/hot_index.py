@@ -449,6 +449,12 @@ def rate_limit_hit(key: str, *, now: float, window: float, limit: int) -> float 
 
 
 @_unavailable_on_redis_error
+def spend_once(key: str, *, ttl_seconds: int) -> bool:
+    """True the first time ``key`` is spent, False ever after (until it expires)."""
+    return bool(_client().set(key, "1", nx=True, ex=ttl_seconds))
+
+
+@_unavailable_on_redis_error
 def ping() -> None:
     _client().ping()
 

@@ -19,6 +19,7 @@ from config.api_errors import ApiError
 from events.models import Event, EventState
 from queueing.abuse import join_rate_check
 from queueing.identity import identity_from_request, identity_remember
+from queueing.pow import pow_check
 from queueing.services import TicketView, entry_join, ticket_status
 from queueing.states import EntryStatus
 from queueing.tickets import InvalidTicket, ticket_read
@@ -65,9 +66,10 @@ def _event_or_404(slug: str) -> Event:
     return event
 
 
-def _needs_code_form(event: Event) -> bool:
-    """Offer a code field before joining when some tiers are for code holders."""
-    return event.access_codes.exists()
+def _needs_join_form(event: Event) -> bool:
+    """A form instead of joining on arrival: when some tiers are for code holders (a code
+    field), or when joining takes a proof of work (solved by the page's script)."""
+    return bool(event.pow_difficulty) or event.access_codes.exists()
 
 
 def _base_context(event: Event, now: datetime) -> dict[str, Any]:
@@ -95,6 +97,12 @@ def _join(
     identity = identity_from_request(request)
     try:
         join_rate_check(request=request, identity=identity.digest)
+        if request.method == "POST":
+            proof = {
+                "challenge": request.POST.get("pow_challenge", ""),
+                "nonce": request.POST.get("pow_nonce", ""),
+            }
+            pow_check(event=event, proof=proof if proof["challenge"] else None)
         result = entry_join(event=event, identity=identity.digest, access_code=access_code, now=now)
     except ApiError as error:
         return _render_join_refused(request, event, error, now)
@@ -162,7 +170,7 @@ def waiting_page(request: HttpRequest, slug: str) -> HttpResponse:
             page_ticket, view = None, None  # a ticket from an old database: start afresh
     if view is None or page_ticket is None:
         state = event.state_at(now)
-        if state in (EventState.SCHEDULED, EventState.CLOSED) or _needs_code_form(event):
+        if state in (EventState.SCHEDULED, EventState.CLOSED) or _needs_join_form(event):
             return render(request, "queueing/join.html", _base_context(event, now))
         return _join(request, event, None, now)
     if view.status == EntryStatus.ADMITTED and view.issued_pass is not None:

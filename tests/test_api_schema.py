@@ -30,11 +30,18 @@ def test_the_schema_describes_every_part_of_the_api() -> None:
     assert response.status_code == 200
     paths = response.json()["paths"]
     for path in [
-        "/api/v1/events/{slug}/join", "/api/v1/events/{slug}", "/api/v1/tickets/{ticket}",
-        "/api/v1/passes/verify", "/api/v1/passes/complete", "/.well-known/jwks.json",
-        "/api/v1/manage/events/", "/api/v1/manage/events/{slug}/",
-        "/api/v1/manage/events/{slug}/pause", "/api/v1/audit/records/",
-        "/api/v1/audit/events/{slug}/verify", "/api/v1/audit/events/{slug}/report",
+        "/api/v1/events/{slug}/join",
+        "/api/v1/events/{slug}",
+        "/api/v1/tickets/{ticket}",
+        "/api/v1/passes/verify",
+        "/api/v1/passes/complete",
+        "/.well-known/jwks.json",
+        "/api/v1/manage/events/",
+        "/api/v1/manage/events/{slug}/",
+        "/api/v1/manage/events/{slug}/pause",
+        "/api/v1/audit/records/",
+        "/api/v1/audit/events/{slug}/verify",
+        "/api/v1/audit/events/{slug}/report",
     ]:
         assert path in paths, path
 
@@ -51,17 +58,29 @@ def test_schemathesis_finds_no_server_errors_and_no_schema_violations(
         base = stack.web(workers=2)
         result = subprocess.run(
             [
-                str(BIN / "schemathesis"), "run", f"{base}/api/schema/?format=json",
-                "--url", base,
-                "--checks", SCHEMATHESIS_CHECKS,
-                "--header", f"Authorization: Token {token}",
-                "--mode", "positive",
-                "--max-examples", "25",
+                str(BIN / "schemathesis"),
+                "run",
+                f"{base}/api/schema/?format=json",
+                "--url",
+                base,
+                "--checks",
+                SCHEMATHESIS_CHECKS,
+                "--header",
+                f"Authorization: Token {token}",
+                "--mode",
+                "positive",
+                "--max-examples",
+                "25",
                 "--generation-deterministic",
-                "--request-timeout", "20",
-                "--workers", "2",
+                "--request-timeout",
+                "20",
+                "--workers",
+                "2",
             ],
-            cwd=ROOT, capture_output=True, text=True, timeout=600,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         output = result.stdout + result.stderr
         assert result.returncode == 0, output[-6000:]

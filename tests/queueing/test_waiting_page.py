@@ -93,3 +93,15 @@ def test_the_page_works_without_javascript(make_event) -> None:
             assert "Sie sind als Nächstes dran!" in page.inner_text("main")
             refresh = page.locator("noscript").first.inner_html()
             assert 'http-equiv="refresh"' in refresh
+
+
+def test_the_page_solves_a_proof_of_work_on_its_own(make_event) -> None:
+    with running_stack() as stack:
+        base = stack.web()
+        make_event(slug="pow", capacity=0, rate_per_minute=60, pow_difficulty=12)
+        with chromium() as browser:
+            page = browser.new_page(locale="en-US")
+            page.goto(f"{base}/e/pow/")
+            page.click("form.join button")
+            page.wait_for_selector("#position", timeout=20_000)
+            assert page.inner_text("#position") == "1"
