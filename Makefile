@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
 
-.PHONY: run test setup services lint screenshots
+.PHONY: run test setup services lint screenshots bench bench-quick
 
 $(STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -34,3 +34,11 @@ lint: $(STAMP)
 # Re-take the screenshots kept in docs/ (from the real-browser tests).
 screenshots: setup
 	WR_SAVE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/queueing/test_waiting_page.py tests/dashboard/test_dashboard_browser.py
+
+# The benchmark (docs/benchmarks.md); bench-quick is the under-two-minutes version for
+# checking hot-path changes before committing. Neither is run by CI.
+bench: setup
+	$(PY) bench/run.py
+
+bench-quick: setup
+	$(PY) bench/run.py --quick

@@ -30,6 +30,7 @@ def test_creating_an_event_in_the_admin_goes_through_the_service(admin_client_) 
             "heartbeat_seconds": 60,
             "max_queue_length": 0,
             "max_wait_seconds": 0,
+            "pow_difficulty": 0,
             "shuffle_at_start": "on",
         },
     )

@@ -1,0 +1,352 @@
+"""`make bench` / `make bench-quick`: the waiting room at on-sale scale, against a reference
+measured in the same run.
+
+Starts the real stack in its production configuration (gunicorn with uvicorn workers, Celery
+worker and beat, PostgreSQL, Redis) on a database of its own, plus the reference app
+(bench/reference_app.py), drives them over loopback with hey and wrk, and prints a table.
+Results go to bench/results.json and docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import io
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+BIN = Path(sys.executable).parent
+DB_NAME = "waitingroom_bench"
+REDIS_DB = 14
+
+ENV = {
+    "DJANGO_SETTINGS_MODULE": "config.settings",
+    "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{DB_NAME}",
+    "REDIS_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
+    "WR_REDIS_PREFIX": "bench",
+    "CHANNELS_PREFIX": "bench:asgi",
+    "CELERY_TASK_DEFAULT_QUEUE": "bench",
+    # Production settings, minus HTTPS (there is no TLS proxy on loopback).
+    "DJANGO_DEBUG": "0",
+    "DJANGO_SECRET_KEY": "bench-" + uuid.uuid4().hex * 2,
+    "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+    "DJANGO_SSL_REDIRECT": "0",
+    "DJANGO_SECURE_COOKIES": "0",
+    "DJANGO_HSTS_SECONDS": "0",
+    "DJANGO_HSTS_PRELOAD": "0",
+    # One load generator on one address stands for many fans.
+    "WR_JOIN_LIMIT_PER_IP": "0",
+    "WR_JOIN_LIMIT_PER_IDENTITY": "0",
+    "LOG_LEVEL": "WARNING",
+}
+
+
+def sh(*argv: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, check=True, capture_output=True, text=True, **kwargs)
+
+
+def ensure_tools() -> None:
+    missing = [tool for tool in ("wrk", "hey") if shutil.which(tool) is None]
+    if missing:
+        print(f"installing {', '.join(missing)} with apt-get", flush=True)
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+
+
+def fresh_database() -> None:
+    subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", DB_NAME],
+                   check=True)
+    sh("createdb", "-h", "127.0.0.1", "-U", "postgres", DB_NAME)
+    sh("redis-cli", "-n", str(REDIS_DB), "flushdb")
+    sh(str(BIN / "python"), "manage.py", "migrate", "-v0", cwd=ROOT, env={**os.environ, **ENV})
+
+
+# ---------------------------------------------------------------- load generators and parsers
+
+def hey(url: str, *, seconds: int, concurrency: int, rate: float, post: bool) -> dict[str, Any]:
+    argv = ["hey", "-z", f"{seconds}s", "-c", str(concurrency),
+            "-q", f"{max(1.0, rate / concurrency):.2f}"]
+    if post:
+        argv += ["-m", "POST", "-T", "application/json", "-d", "{}"]
+    out = sh(*argv, url).stdout
+    codes = {int(c): int(n) for c, n in re.findall(r"\[(\d{3})\]\s+(\d+) responses", out)}
+    ok = sum(n for c, n in codes.items() if 200 <= c < 300)
+    percentile = {p: float(v) * 1000 for p, v in re.findall(r"(\d+)%+ in ([\d.]+) secs", out)}
+    return {
+        "requests_per_s": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+        "p50_ms": percentile.get("50"),
+        "p99_ms": percentile.get("99"),
+        "ok": ok,
+        "errors": sum(codes.values()) - ok + len(re.findall(r"Error distribution", out)),
+        "status_codes": codes,
+    }
+
+
+def _ms(value: str) -> float:
+    number, unit = re.match(r"([\d.]+)(us|ms|s)", value).groups()
+    return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def wrk(url: str, *, seconds: int, connections: int, script: str | None = None,
+        env: dict[str, str] | None = None) -> dict[str, Any]:
+    argv = ["wrk", "-t", "2", "-c", str(connections), "-d", f"{seconds}s", "--latency"]
+    if script:
+        argv += ["-s", script]
+    out = sh(*argv, url, env={**os.environ, **(env or {})}).stdout
+    latency = dict(re.findall(r"^\s+(\d+)%\s+(\S+)$", out, re.M))
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    socket_errors = re.search(r"Socket errors: (.*)", out)
+    return {
+        "requests_per_s": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+        "p50_ms": _ms(latency["50"]),
+        "p99_ms": _ms(latency["99"]),
+        "errors": int(non_2xx.group(1)) if non_2xx else 0,
+        "socket_errors": socket_errors.group(1) if socket_errors else None,
+    }
+
+
+# ---------------------------------------------------------------------------- the scenarios
+
+def write_tickets(event_id: int, path: Path, limit: int = 2000) -> None:
+    from queueing.models import QueueEntry
+    from queueing.tickets import TicketRef, ticket_issue
+
+    rows = QueueEntry.objects.filter(event_id=event_id, status="waiting").values_list(
+        "id", "tier_id"
+    )[:limit]
+    path.write_text(
+        "".join(
+            ticket_issue(TicketRef(entry_id=i, event_id=event_id, tier_id=t)) + "\n"
+            for i, t in rows
+        )
+    )
+
+
+def bulk_line(event: Any, count: int) -> None:
+    """`count` waiting fans in one COPY (the join path is measured separately)."""
+    from django.db import connection
+    from django.utils import timezone
+
+    tier = event.tiers.get()
+    now = timezone.now().isoformat()
+    with connection.cursor() as cursor:
+        with cursor.connection.cursor().copy(
+            "COPY queueing_queueentry (public_id, event_id, tier_id, identity, status, "
+            "joined_at, status_changed_at) FROM STDIN"
+        ) as copy:
+            for i in range(count):
+                copy.write_row(
+                    (uuid.uuid4(), event.pk, tier.pk, f"bulk-{event.pk}-{i}", "waiting", now, now)
+                )
+
+
+def index_bytes_per_entry(event_id: int, count: int) -> float:
+    import redis
+
+    from queueing import keys
+    from queueing.layout import event_layout
+
+    client = redis.Redis.from_url(ENV["REDIS_URL"])
+    layout = event_layout(event_id, fresh=True)
+    names = [keys.heartbeats(event_id), keys.prequeue(event_id)] + [
+        keys.tier_queue(event_id, t.id) for t in layout.tiers
+    ]
+    used = sum(client.memory_usage(name, samples=0) or 0 for name in names)
+    return used / count
+
+
+def admission_tick_ms(event_id: int, runs: int = 5) -> float:
+    """Median wall time of one admission run that admits a full batch."""
+    from django.utils import timezone
+
+    from queueing.admission import admission_run
+
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        outcome = admission_run(event_id=event_id, now=timezone.now())
+        times.append((time.perf_counter() - started) * 1000)
+        assert outcome.admitted, outcome
+    return sorted(times)[len(times) // 2]
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="under two minutes, smaller")
+    parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument("--join-rate", type=float, default=1000.0)
+    options = parser.parse_args()
+    quick = options.quick
+    join_seconds, poll_seconds = (10, 8) if quick else (60, 30)
+    big = 100_000 if quick else 1_000_000
+
+    ensure_tools()
+    os.environ.update(ENV)
+    fresh_database()
+    import django
+
+    django.setup()
+    from django.utils import timezone
+
+    from events.models import Event
+    from events.services import event_create, event_pause
+    from queueing.services import hot_index_rebuild
+    from tests.processes import Stack, free_port, wait_until
+
+    def new_event(slug: str, **fields: Any) -> Event:
+        event = event_create(actor="bench", now=timezone.now(), slug=slug, name=slug,
+                             target_url="https://shop.example/", **fields)
+        return event
+
+    # Paused: the line only grows, so joins and polls are measured against a full line.
+    joins = new_event("joins", capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    event_pause(event=joins, actor="bench", now=timezone.now())
+    small = new_event("small", capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    large = new_event("large", capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    for event in (small, large):
+        event_pause(event=event, actor="bench", now=timezone.now())
+    Event.objects.filter(pk__in=[small.pk, large.pk]).update(started_at=timezone.now())
+
+    results: dict[str, Any] = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "command": "make bench-quick" if quick else "make bench",
+        "machine": machine(),
+        "web_workers": options.web_workers,
+    }
+    logdir = ROOT / ".run" / "bench"
+    shutil.rmtree(logdir, ignore_errors=True)
+    logdir.mkdir(parents=True)
+    stack = Stack({**os.environ, **ENV, "PYTHONUNBUFFERED": "1"}, logdir)
+    try:
+        base = stack.web(workers=options.web_workers)
+        stack.worker()
+        stack.beat()
+        ref_port = free_port()
+        sh("redis-cli", "-n", str(REDIS_DB), "zadd", "bench:reference", "1", "member")
+        stack.start("reference", [
+            str(BIN / "uvicorn"), "bench.reference_app:app", "--port", str(ref_port),
+            "--workers", str(options.web_workers), "--loop", "uvloop", "--http", "httptools",
+            "--log-level", "warning",
+        ])
+        reference = f"http://127.0.0.1:{ref_port}/"
+        wait_until(lambda: _up(reference), timeout=20, what="the reference app")
+
+        print(f"1. join burst: {join_seconds} s at {options.join_rate:g}/s", flush=True)
+        results["joins"] = hey(f"{base}/api/v1/events/joins/join", seconds=join_seconds,
+                               concurrency=64, rate=options.join_rate, post=True)
+
+        print(f"2. status polling: {poll_seconds} s, and the reference", flush=True)
+        tickets = logdir / "tickets.txt"
+        write_tickets(joins.pk, tickets)
+        results["status"] = wrk(base, seconds=poll_seconds, connections=64,
+                                script=str(ROOT / "bench" / "status.lua"),
+                                env={"TICKETS": str(tickets)})
+        results["reference"] = wrk(reference, seconds=poll_seconds, connections=64)
+        results["status"]["ratio_to_reference"] = round(
+            results["status"]["requests_per_s"] / results["reference"]["requests_per_s"], 3
+        )
+
+        print(f"4. big line: {big:,} waiting fans vs 1,000", flush=True)
+        bulk_line(small, 1_000)
+        started = time.perf_counter()
+        bulk_line(large, big)
+        copy_s = time.perf_counter() - started
+        started = time.perf_counter()
+        for event in (small, large):
+            assert hot_index_rebuild(event_id=event.pk)
+        rebuild_s = time.perf_counter() - started
+        write_tickets(large.pk, tickets)
+        results["big_line"] = {
+            "fans": big,
+            "copy_s": round(copy_s, 1),
+            "index_rebuild_s": round(rebuild_s, 1),
+            "redis_bytes_per_entry": round(index_bytes_per_entry(large.pk, big), 1),
+            "status_at_size": wrk(base, seconds=poll_seconds, connections=64,
+                                  script=str(ROOT / "bench" / "status.lua"),
+                                  env={"TICKETS": str(tickets)}),
+            "admission_tick_ms_1k": round(admission_tick_ms(small.pk), 1),
+            "admission_tick_ms_big": round(admission_tick_ms(large.pk), 1),
+        }
+        line = results["big_line"]
+        line["admission_tick_ratio"] = round(
+            line["admission_tick_ms_big"] / line["admission_tick_ms_1k"], 2
+        )
+    finally:
+        stack.stop()
+    (ROOT / "bench" / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    report = render(results)
+    print(report)
+    if not quick:
+        (ROOT / "docs" / "benchmarks.md").write_text(report)
+
+
+def _up(url: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def render(r: dict[str, Any]) -> str:
+    j, s, ref, b = r["joins"], r["status"], r["reference"], r["big_line"]
+    out = io.StringIO()
+    m = r["machine"]
+    out.write(
+        "# Benchmarks\n\n"
+        f"`{r['command']}` on {r['date']}: {m['cpus']} CPUs, {m['memory_gib']} GiB, Python "
+        f"{m['python']}, {m['platform']}; load generators (hey, wrk) on the same machine; "
+        f"{r['web_workers']} gunicorn/uvicorn workers, and the reference with as many.\n\n"
+        "| scenario | measured | target | met |\n|---|---|---|---|\n"
+    )
+
+    def row(name: str, measured: str, target: str, met: bool) -> None:
+        out.write(f"| {name} | {measured} | {target} | {'yes' if met else 'no'} |\n")
+
+    row("joins (durable)", f"{j['requests_per_s']:.0f}/s, p50 {j['p50_ms']:.0f} ms, p99 "
+        f"{j['p99_ms']:.0f} ms, {j['errors']} errors", "≥ 1,000/s, p99 ≤ 200 ms, 0 errors",
+        j["requests_per_s"] >= 1000 and j["p99_ms"] <= 200 and j["errors"] == 0)
+    row("status polls", f"{s['requests_per_s']:.0f}/s ({s['ratio_to_reference']:.2f} × the "
+        f"reference's {ref['requests_per_s']:.0f}/s), p99 {s['p99_ms']:.0f} ms",
+        "≥ 3,000/s, ≥ 0.5 × reference, p99 ≤ 100 ms",
+        s["requests_per_s"] >= 3000 and s["ratio_to_reference"] >= 0.5 and s["p99_ms"] <= 100)
+    at = b["status_at_size"]
+    row(f"big line ({b['fans']:,} waiting)",
+        f"{b['redis_bytes_per_entry']:.0f} B/entry in Redis; status {at['requests_per_s']:.0f}/s "
+        f"p99 {at['p99_ms']:.0f} ms; admission tick {b['admission_tick_ms_big']:.0f} ms vs "
+        f"{b['admission_tick_ms_1k']:.0f} ms at 1k ({b['admission_tick_ratio']}×)",
+        "≤ 300 B/entry, tick within 2× of 1k",
+        b["redis_bytes_per_entry"] <= 300 and b["admission_tick_ratio"] <= 2)
+    out.write(
+        "| WebSockets | not measured yet | 10,000 sockets, ≤ 1.5 GiB, tick p99 ≤ 1 s | – |\n\n"
+        f"Loading {b['fans']:,} fans took {b['copy_s']} s (COPY) and rebuilding their index "
+        f"{b['index_rebuild_s']} s. Raw figures: `bench/results.json`.\n"
+    )
+    return out.getvalue()
+
+
+if __name__ == "__main__":
+    main()
