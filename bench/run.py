@@ -61,13 +61,17 @@ def ensure_tools() -> None:
     if missing:
         print(f"installing {', '.join(missing)} with apt-get", flush=True)
         subprocess.run(["apt-get", "update", "-qq"], check=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", *missing],
+            check=True,
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+        )
 
 
 def fresh_database() -> None:
-    subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", DB_NAME],
-                   check=True)
+    subprocess.run(
+        ["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", DB_NAME], check=True
+    )
     sh("createdb", "-h", "127.0.0.1", "-U", "postgres", DB_NAME)
     sh("redis-cli", "-n", str(REDIS_DB), "flushdb")
     sh(str(BIN / "python"), "manage.py", "migrate", "-v0", cwd=ROOT, env={**os.environ, **ENV})
@@ -75,9 +79,17 @@ def fresh_database() -> None:
 
 # ---------------------------------------------------------------- load generators and parsers
 
+
 def hey(url: str, *, seconds: int, concurrency: int, rate: float, post: bool) -> dict[str, Any]:
-    argv = ["hey", "-z", f"{seconds}s", "-c", str(concurrency),
-            "-q", f"{max(1.0, rate / concurrency):.2f}"]
+    argv = [
+        "hey",
+        "-z",
+        f"{seconds}s",
+        "-c",
+        str(concurrency),
+        "-q",
+        f"{max(1.0, rate / concurrency):.2f}",
+    ]
     if post:
         argv += ["-m", "POST", "-T", "application/json", "-d", "{}"]
     out = sh(*argv, url).stdout
@@ -99,8 +111,14 @@ def _ms(value: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
 
-def wrk(url: str, *, seconds: int, connections: int, script: str | None = None,
-        env: dict[str, str] | None = None) -> dict[str, Any]:
+def wrk(
+    url: str,
+    *,
+    seconds: int,
+    connections: int,
+    script: str | None = None,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     argv = ["wrk", "-t", "2", "-c", str(connections), "-d", f"{seconds}s", "--latency"]
     if script:
         argv += ["-s", script]
@@ -118,6 +136,7 @@ def wrk(url: str, *, seconds: int, connections: int, script: str | None = None,
 
 
 # ---------------------------------------------------------------------------- the scenarios
+
 
 def write_tickets(event_id: int, path: Path, limit: int = 2000) -> None:
     from queueing.models import QueueEntry
@@ -215,8 +234,14 @@ def main() -> None:
     from tests.processes import Stack, free_port, wait_until
 
     def new_event(slug: str, **fields: Any) -> Event:
-        event = event_create(actor="bench", now=timezone.now(), slug=slug, name=slug,
-                             target_url="https://shop.example/", **fields)
+        event = event_create(
+            actor="bench",
+            now=timezone.now(),
+            slug=slug,
+            name=slug,
+            target_url="https://shop.example/",
+            **fields,
+        )
         return event
 
     # Paused: the line only grows, so joins and polls are measured against a full line.
@@ -244,24 +269,45 @@ def main() -> None:
         stack.beat()
         ref_port = free_port()
         sh("redis-cli", "-n", str(REDIS_DB), "zadd", "bench:reference", "1", "member")
-        stack.start("reference", [
-            str(BIN / "uvicorn"), "bench.reference_app:app", "--port", str(ref_port),
-            "--workers", str(options.web_workers), "--loop", "uvloop", "--http", "httptools",
-            "--log-level", "warning",
-        ])
+        stack.start(
+            "reference",
+            [
+                str(BIN / "uvicorn"),
+                "bench.reference_app:app",
+                "--port",
+                str(ref_port),
+                "--workers",
+                str(options.web_workers),
+                "--loop",
+                "uvloop",
+                "--http",
+                "httptools",
+                "--log-level",
+                "warning",
+            ],
+        )
         reference = f"http://127.0.0.1:{ref_port}/"
         wait_until(lambda: _up(reference), timeout=20, what="the reference app")
 
         print(f"1. join burst: {join_seconds} s at {options.join_rate:g}/s", flush=True)
-        results["joins"] = hey(f"{base}/api/v1/events/joins/join", seconds=join_seconds,
-                               concurrency=64, rate=options.join_rate, post=True)
+        results["joins"] = hey(
+            f"{base}/api/v1/events/joins/join",
+            seconds=join_seconds,
+            concurrency=64,
+            rate=options.join_rate,
+            post=True,
+        )
 
         print(f"2. status polling: {poll_seconds} s, and the reference", flush=True)
         tickets = logdir / "tickets.txt"
         write_tickets(joins.pk, tickets)
-        results["status"] = wrk(base, seconds=poll_seconds, connections=64,
-                                script=str(ROOT / "bench" / "status.lua"),
-                                env={"TICKETS": str(tickets)})
+        results["status"] = wrk(
+            base,
+            seconds=poll_seconds,
+            connections=64,
+            script=str(ROOT / "bench" / "status.lua"),
+            env={"TICKETS": str(tickets)},
+        )
         results["reference"] = wrk(reference, seconds=poll_seconds, connections=64)
         results["status"]["ratio_to_reference"] = round(
             results["status"]["requests_per_s"] / results["reference"]["requests_per_s"], 3
@@ -282,9 +328,13 @@ def main() -> None:
             "copy_s": round(copy_s, 1),
             "index_rebuild_s": round(rebuild_s, 1),
             "redis_bytes_per_entry": round(index_bytes_per_entry(large.pk, big), 1),
-            "status_at_size": wrk(base, seconds=poll_seconds, connections=64,
-                                  script=str(ROOT / "bench" / "status.lua"),
-                                  env={"TICKETS": str(tickets)}),
+            "status_at_size": wrk(
+                base,
+                seconds=poll_seconds,
+                connections=64,
+                script=str(ROOT / "bench" / "status.lua"),
+                env={"TICKETS": str(tickets)},
+            ),
             "admission_tick_ms_1k": round(admission_tick_ms(small.pk), 1),
             "admission_tick_ms_big": round(admission_tick_ms(large.pk), 1),
         }
@@ -326,20 +376,29 @@ def render(r: dict[str, Any]) -> str:
     def row(name: str, measured: str, target: str, met: bool) -> None:
         out.write(f"| {name} | {measured} | {target} | {'yes' if met else 'no'} |\n")
 
-    row("joins (durable)", f"{j['requests_per_s']:.0f}/s, p50 {j['p50_ms']:.0f} ms, p99 "
-        f"{j['p99_ms']:.0f} ms, {j['errors']} errors", "≥ 1,000/s, p99 ≤ 200 ms, 0 errors",
-        j["requests_per_s"] >= 1000 and j["p99_ms"] <= 200 and j["errors"] == 0)
-    row("status polls", f"{s['requests_per_s']:.0f}/s ({s['ratio_to_reference']:.2f} × the "
+    row(
+        "joins (durable)",
+        f"{j['requests_per_s']:.0f}/s, p50 {j['p50_ms']:.0f} ms, p99 "
+        f"{j['p99_ms']:.0f} ms, {j['errors']} errors",
+        "≥ 1,000/s, p99 ≤ 200 ms, 0 errors",
+        j["requests_per_s"] >= 1000 and j["p99_ms"] <= 200 and j["errors"] == 0,
+    )
+    row(
+        "status polls",
+        f"{s['requests_per_s']:.0f}/s ({s['ratio_to_reference']:.2f} × the "
         f"reference's {ref['requests_per_s']:.0f}/s), p99 {s['p99_ms']:.0f} ms",
         "≥ 3,000/s, ≥ 0.5 × reference, p99 ≤ 100 ms",
-        s["requests_per_s"] >= 3000 and s["ratio_to_reference"] >= 0.5 and s["p99_ms"] <= 100)
+        s["requests_per_s"] >= 3000 and s["ratio_to_reference"] >= 0.5 and s["p99_ms"] <= 100,
+    )
     at = b["status_at_size"]
-    row(f"big line ({b['fans']:,} waiting)",
+    row(
+        f"big line ({b['fans']:,} waiting)",
         f"{b['redis_bytes_per_entry']:.0f} B/entry in Redis; status {at['requests_per_s']:.0f}/s "
         f"p99 {at['p99_ms']:.0f} ms; admission tick {b['admission_tick_ms_big']:.0f} ms vs "
         f"{b['admission_tick_ms_1k']:.0f} ms at 1k ({b['admission_tick_ratio']}×)",
         "≤ 300 B/entry, tick within 2× of 1k",
-        b["redis_bytes_per_entry"] <= 300 and b["admission_tick_ratio"] <= 2)
+        b["redis_bytes_per_entry"] <= 300 and b["admission_tick_ratio"] <= 2,
+    )
     out.write(
         "| WebSockets | not measured yet | 10,000 sockets, ≤ 1.5 GiB, tick p99 ≤ 1 s | – |\n\n"
         f"Loading {b['fans']:,} fans took {b['copy_s']} s (COPY) and rebuilding their index "

@@ -5,15 +5,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('events', '0002_event_shuffle_seed_event_started_at'),
+        ("events", "0002_event_shuffle_seed_event_started_at"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='event',
-            name='pow_difficulty',
-            field=models.PositiveSmallIntegerField(default=0, help_text='Proof of work asked of each join, in leading zero bits of a SHA-256 (0 = off; 16 takes a phone about a second, and a bot farm as many CPU-seconds).', validators=[django.core.validators.MaxValueValidator(24)]),
+            model_name="event",
+            name="pow_difficulty",
+            field=models.PositiveSmallIntegerField(
+                default=0,
+                help_text="Proof of work asked of each join, in leading zero bits of a SHA-256 (0 = off; 16 takes a phone about a second, and a bot farm as many CPU-seconds).",
+                validators=[django.core.validators.MaxValueValidator(24)],
+            ),
         ),
     ]
