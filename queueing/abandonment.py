@@ -11,17 +11,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db import transaction
 from django.db.models import Q
 
 from events.models import Event
 from queueing import hot_index
-from queueing.audit import AuditItem, audit_append_many
 from queueing.hot_index import HotIndexUnavailable, IndexState
 from queueing.models import AuditAction, QueueEntry
 from queueing.services import index_forget
 from queueing.states import QUEUED, EntryStatus
-from queueing.transitions import Moved, transition_many
+from queueing.transitions import Moved, transition_audited
 
 BATCH = 1000
 
@@ -35,28 +33,17 @@ def _expire(
     *,
     only_unclaimed: bool = False,
 ) -> list[Moved]:
-    with transaction.atomic():
-        moved = transition_many(
-            ids=ids,
-            to=EntryStatus.EXPIRED,
-            expected=expected,
-            now=now,
-            only_unclaimed=only_unclaimed,
-        )
-        audit_append_many(
-            event_id=event_id,
-            actor="system:expiry",
-            at=now,
-            items=[
-                AuditItem(
-                    action=AuditAction.EXPIRED,
-                    ticket_id=m.public_id,
-                    data={"reason": reason, "from": m.previous},
-                )
-                for m in moved
-            ],
-        )
-    return moved
+    return transition_audited(
+        event_id=event_id,
+        ids=ids,
+        to=EntryStatus.EXPIRED,
+        expected=expected,
+        now=now,
+        action=AuditAction.EXPIRED,
+        actor="system:expiry",
+        data=lambda m: {"reason": reason, "from": m.previous},
+        only_unclaimed=only_unclaimed,
+    )
 
 
 def queued_expire_unseen(*, event_id: int, now: datetime) -> int:

@@ -12,11 +12,10 @@ from django.db import transaction
 
 from config.api_errors import ApiError
 from events.models import Event
-from queueing.audit import audit_append
 from queueing.models import AuditAction, QueueEntry
 from queueing.passes import PassInvalid, pass_decode, pass_issue
 from queueing.states import EntryStatus
-from queueing.transitions import transition_one
+from queueing.transitions import transition_audited
 
 PASS_QUERY_PARAMETER = "wr_pass"
 
@@ -134,16 +133,18 @@ def pass_complete(*, token: str, outcome: str, integration_key: str, now: dateti
         return False
     new_status, action = _OUTCOMES[outcome]
     with transaction.atomic():
-        moved = transition_one(entry.id, to=new_status, expected=(EntryStatus.ADMITTED,), now=now)
-        if moved is None:
-            return False
-        audit_append(
+        moved = transition_audited(
             event_id=event.id,
+            ids=[entry.id],
+            to=new_status,
+            expected=(EntryStatus.ADMITTED,),
+            now=now,
             action=action,
             actor="shop",
-            at=now,
-            ticket_id=entry.public_id,
+            data=lambda m: {},
         )
+        if not moved:
+            return False
         # The slot is free: admit the next fan now rather than at the next tick. Robust: if
         # the broker is down the completion still stands and the next tick admits.
         transaction.on_commit(lambda: _admit_next(event.id), robust=True)

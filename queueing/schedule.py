@@ -10,14 +10,14 @@ from django.db import connection, transaction
 
 from events.models import Event, EventState
 from queueing import hot_index
-from queueing.audit import AuditItem, audit_append, audit_append_many
+from queueing.audit import audit_append
 from queueing.hot_index import HotIndexUnavailable
 from queueing.layout import event_layout
 from queueing.models import AuditAction, QueueEntry
 from queueing.services import hot_index_rebuild, index_forget
 from queueing.shuffle import shuffled_order
 from queueing.states import QUEUED, EntryStatus
-from queueing.transitions import Moved, transition_many
+from queueing.transitions import Moved, transition_audited
 
 logger = logging.getLogger(__name__)
 
@@ -97,23 +97,16 @@ def line_admit_stragglers(*, event_id: int, now: datetime) -> int:
     )
     if not ids:
         return 0
-    with transaction.atomic():
-        moved = transition_many(
-            ids=ids, to=EntryStatus.WAITING, expected=[EntryStatus.PREQUEUE], now=now
-        )
-        audit_append_many(
-            event_id=event_id,
-            actor="system:schedule",
-            at=now,
-            items=[
-                AuditItem(
-                    action=AuditAction.SHUFFLED,
-                    ticket_id=m.public_id,
-                    data={"late_arrival": True, "order_key": m.order_key},
-                )
-                for m in moved
-            ],
-        )
+    moved = transition_audited(
+        event_id=event_id,
+        ids=ids,
+        to=EntryStatus.WAITING,
+        expected=[EntryStatus.PREQUEUE],
+        now=now,
+        action=AuditAction.SHUFFLED,
+        actor="system:schedule",
+        data=lambda m: {"late_arrival": True, "order_key": m.order_key},
+    )
     _index_move_to_tiers(event_id, moved, now)
     return len(moved)
 
@@ -146,20 +139,15 @@ def line_revoke_closed(*, event_id: int, now: datetime, batch: int = 1000) -> in
     )
     if not ids:
         return 0
-    with transaction.atomic():
-        moved = transition_many(ids=ids, to=EntryStatus.REVOKED, expected=QUEUED, now=now)
-        audit_append_many(
-            event_id=event_id,
-            actor="system:schedule",
-            at=now,
-            items=[
-                AuditItem(
-                    action=AuditAction.REVOKED,
-                    ticket_id=m.public_id,
-                    data={"reason": "closed", "from": m.previous},
-                )
-                for m in moved
-            ],
-        )
+    moved = transition_audited(
+        event_id=event_id,
+        ids=ids,
+        to=EntryStatus.REVOKED,
+        expected=QUEUED,
+        now=now,
+        action=AuditAction.REVOKED,
+        actor="system:schedule",
+        data=lambda m: {"reason": "closed", "from": m.previous},
+    )
     index_forget(event_id, moved)
     return len(moved)

@@ -44,7 +44,7 @@ from queueing.selectors import (
 from queueing.states import LIVE, QUEUED, EntryStatus
 from queueing.throughput import current_throughput
 from queueing.tickets import TicketRef, ticket_issue
-from queueing.transitions import Moved, transition_one
+from queueing.transitions import Moved, transition_audited
 
 logger = logging.getLogger(__name__)
 
@@ -392,19 +392,19 @@ def entry_leave(*, ref: TicketRef, now: datetime) -> bool:
             return False
         current = EntryStatus(entry.status)
         new_status, action = _LEAVE_OUTCOME[current]
-        with transaction.atomic():
-            moved = transition_one(entry.id, to=new_status, expected=(current,), now=now)
-            if moved is None:
-                continue  # changed under us (admitted, expired...): look again
-            audit_append(
-                event_id=entry.event_id,
-                action=action,
-                actor="fan",
-                at=now,
-                ticket_id=entry.public_id,
-                data={"from": current},
-            )
-        index_forget(entry.event_id, [moved])
+        moved = transition_audited(
+            event_id=entry.event_id,
+            ids=[entry.id],
+            to=new_status,
+            expected=(current,),
+            now=now,
+            action=action,
+            actor="fan",
+            data=lambda m: {"from": m.previous},
+        )
+        if not moved:
+            continue  # changed under us (admitted, expired...): look again
+        index_forget(entry.event_id, moved)
         return True
     raise ApiError(409, "conflict", "The ticket kept changing; please retry.")
 

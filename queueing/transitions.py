@@ -8,13 +8,15 @@ rows returned, in the same transaction.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
-from queueing.models import QueueEntry
+from queueing.audit import AuditItem, audit_append_many
+from queueing.models import AuditAction, QueueEntry
 from queueing.states import LIVE, EntryStatus, sources_of
 
 
@@ -86,8 +88,27 @@ def transition_many(
     ]
 
 
-def transition_one(
-    entry_id: int, *, to: EntryStatus, expected: Sequence[EntryStatus], now: datetime
-) -> Moved | None:
-    moved = transition_many(ids=[entry_id], to=to, expected=expected, now=now)
-    return moved[0] if moved else None
+def transition_audited(
+    *,
+    event_id: int,
+    ids: Sequence[int],
+    to: EntryStatus,
+    expected: Sequence[EntryStatus],
+    now: datetime,
+    action: AuditAction,
+    actor: str,
+    data: Callable[[Moved], dict[str, Any]],
+    only_unclaimed: bool = False,
+) -> list[Moved]:
+    """Move entries and audit exactly those that moved, in one transaction."""
+    with transaction.atomic():
+        moved = transition_many(
+            ids=ids, to=to, expected=expected, now=now, only_unclaimed=only_unclaimed
+        )
+        audit_append_many(
+            event_id=event_id,
+            actor=actor,
+            at=now,
+            items=[AuditItem(action=action, ticket_id=m.public_id, data=data(m)) for m in moved],
+        )
+    return moved
