@@ -7,12 +7,15 @@ latencies are histograms observed in the web processes. With several gunicorn wo
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import os
 import time
 from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
@@ -98,7 +101,24 @@ class EventCollector(Collector):
 _REGISTRY.register(EventCollector())
 
 
+def _may_scrape(request: HttpRequest) -> bool:
+    """A bearer token when WR_METRICS_TOKEN is set; otherwise loopback and private networks
+    only (the figures name every on-sale, unannounced ones too)."""
+    if settings.WR_METRICS_TOKEN:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            token.encode(), settings.WR_METRICS_TOKEN.encode()
+        )
+    try:
+        peer = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+    except ValueError:
+        return False
+    return peer.is_loopback or peer.is_private
+
+
 def metrics_view(request: HttpRequest) -> HttpResponse:
+    if not _may_scrape(request):
+        return HttpResponse("forbidden\n", status=403, content_type="text/plain")
     registry = _REGISTRY
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()

@@ -261,6 +261,11 @@ WR_QUEUE_FULL_RETRY_AFTER = env_int("WR_QUEUE_FULL_RETRY_AFTER", 30, minimum=1)
 # Most fans admitted by one admission run of one event.
 WR_ADMISSION_BATCH = env_int("WR_ADMISSION_BATCH", 500, minimum=1)
 
+# /metrics: a bearer token if set; otherwise only loopback and private addresses may scrape.
+WR_METRICS_TOKEN = env_str("WR_METRICS_TOKEN", "")
+# The demo shop (/shop/<slug>/) that make run's demo on-sale sends fans to.
+WR_DEMO_SHOP = env_bool("WR_DEMO_SHOP", DEBUG)
+
 # Abuse: joins per client IP and per identity per minute (0 = no limit). A venue's or
 # carrier's NAT puts many fans behind one address: keep the IP limit generous.
 WR_JOIN_LIMIT_PER_IP = env_int("WR_JOIN_LIMIT_PER_IP", 120, minimum=0)

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
@@ -22,14 +23,19 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("e/<slug:slug>/", pages.waiting_page, name="waiting-page"),
     path(".well-known/jwks.json", api_passes.jwks_document, name="jwks"),
-    path("shop/<slug:slug>/", demo_shop.checkout, name="demo-shop"),
-    path("shop/<slug:slug>/complete", demo_shop.complete, name="demo-shop-complete"),
     path("dashboard/", include("dashboard.urls")),
     path("admin/", admin.site.urls),
     path("healthz", healthz),
     path("readyz", readyz),
     path("metrics", metrics_view),
 ]
+
+if settings.WR_DEMO_SHOP:
+    # It completes passes with the event's own integration key: a demo, not for production.
+    urlpatterns += [
+        path("shop/<slug:slug>/", demo_shop.checkout, name="demo-shop"),
+        path("shop/<slug:slug>/complete", demo_shop.complete, name="demo-shop-complete"),
+    ]
 
 handler400 = "config.error_views.bad_request"
 handler403 = "config.error_views.permission_denied"

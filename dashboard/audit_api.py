@@ -25,6 +25,7 @@ from config.api_errors import ApiError
 from config.api_schema import errors
 from dashboard.permissions import IsStaffOrAuditorReadOnly
 from dashboard.reports import event_report
+from events.codes import SLUG_RE
 from events.models import Event
 from queueing.audit import audit_chain_verify
 from queueing.models import AuditAction, AuditRecord, QueueEntry
@@ -85,7 +86,9 @@ def _ticket_id(raw: str) -> uuid.UUID:
 def _filtered_records(params: Any) -> QuerySet[AuditRecord]:
     records = AuditRecord.objects.all()
     if slug := params.get("event"):
-        event_id = Event.objects.filter(slug=slug[:64]).values_list("id", flat=True).first()
+        if not SLUG_RE.match(slug):
+            raise ValidationError({"event": ["No on-sale with that slug."]})
+        event_id = Event.objects.filter(slug=slug).values_list("id", flat=True).first()
         if event_id is None:
             raise ValidationError({"event": ["No on-sale with that slug."]})
         records = records.filter(event_id=event_id)

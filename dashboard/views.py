@@ -68,6 +68,9 @@ def event_control(request: HttpRequest, slug: str) -> HttpResponse:
     """pause / resume / close, or set capacity or rate. Confirmed in the page; without
     JavaScript, a confirmation page comes first."""
     event = _event(slug)
+    if not request.user.has_perm("events.change_event"):
+        messages.error(request, "You may look, but not steer: you lack 'change event'.")
+        return redirect("dashboard-event", slug=slug)
     action = request.POST.get("action", "")
     if action not in _CONTROLS and action not in _SETTINGS:
         messages.error(request, "Unknown control.")

@@ -48,7 +48,8 @@ class EventInputSerializer(serializers.Serializer):
     starts_at = serializers.DateTimeField(allow_null=True, required=False)
     ends_at = serializers.DateTimeField(allow_null=True, required=False)
     shuffle_at_start = serializers.BooleanField(required=False)
-    pow_difficulty = serializers.IntegerField(min_value=0, max_value=24, required=False)
+    # 20 bits is about a million hashes: seconds on a laptop, longer on an old phone.
+    pow_difficulty = serializers.IntegerField(min_value=0, max_value=20, required=False)
     tiers = TierSerializer(many=True, required=False, allow_empty=False, max_length=100)
 
     def validate_tiers(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:

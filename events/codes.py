@@ -3,6 +3,8 @@
 import re
 
 ACCESS_CODE_MAX_LENGTH = 64
+# What a slug may look like; checked before any lookup (PostgreSQL refuses NUL in text).
+SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")
 _ACCESS_CODE_RE = re.compile(r"^[A-Z0-9][A-Z0-9_.\-]*$")
 
 

@@ -79,7 +79,7 @@ class Event(models.Model):
     )
     pow_difficulty = models.PositiveSmallIntegerField(
         default=0,
-        validators=[MaxValueValidator(24)],
+        validators=[MaxValueValidator(20)],
         help_text="Proof of work asked of each join, in leading zero bits of a SHA-256 "
         "(0 = off; 16 takes a phone about a second, and a bot farm as many CPU-seconds).",
     )

@@ -1,9 +1,12 @@
 """Join rate limits per client IP and per identity, kept atomically in Redis.
 
 Unlike a read-then-write throttle, a burst of parallel joins cannot slip past the limit: each
-call is counted and judged in one script. The client IP is REMOTE_ADDR, or, behind trusted
-proxies, the address the nearest trusted proxy saw (``WR_TRUSTED_PROXY_COUNT`` hops from the
-right of ``X-Forwarded-For``). If Redis is down, joins are not refused for it.
+call is counted and judged in one script. The identity limit only slows down one client
+hammering join (a client chooses its identity); the IP limit is the one that binds bots.
+
+The client IP is REMOTE_ADDR, or, behind trusted proxies, the address the nearest trusted
+proxy saw (``WR_TRUSTED_PROXY_COUNT`` hops from the right of ``X-Forwarded-For``). If Redis
+is down, joins are not refused for it.
 """
 
 from __future__ import annotations
@@ -40,6 +43,19 @@ def client_ip(request: HttpRequest) -> str:
         return remote
 
 
+def rate_key_for_ip(address: str) -> str:
+    """One bucket per IPv4 address, per IPv6 /64 (what one subscriber usually holds)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
 def _refuse(retry_after: float) -> ApiError:
     return ApiError(
         429,
@@ -52,7 +68,7 @@ def _refuse(retry_after: float) -> ApiError:
 def join_rate_check(*, request: HttpRequest, identity: str) -> None:
     now = time.time()
     limits = (
-        ("ip", client_ip(request), settings.WR_JOIN_LIMIT_PER_IP),
+        ("ip", rate_key_for_ip(client_ip(request)), settings.WR_JOIN_LIMIT_PER_IP),
         ("id", identity, settings.WR_JOIN_LIMIT_PER_IDENTITY),
     )
     for scope, caller, limit in limits:

@@ -5,7 +5,6 @@ Plain Django views rather than DRF: these are the hot paths and need none of DRF
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +13,7 @@ from django.utils import timezone
 
 from config.api_errors import ApiError
 from config.metrics import JOIN_SECONDS, STATUS_SECONDS, observed
+from events.codes import SLUG_RE
 from events.models import Event
 from queueing.abuse import join_rate_check
 from queueing.http import json_api, json_body, optional_str
@@ -23,11 +23,9 @@ from queueing.selectors import event_public_view
 from queueing.services import TicketView, entry_join, entry_leave, ticket_status
 from queueing.tickets import InvalidTicket, TicketRef, ticket_read
 
-_SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")
-
 
 def _event_or_404(slug: str) -> Event:
-    event = Event.objects.filter(slug=slug).first() if _SLUG_RE.match(slug) else None
+    event = Event.objects.filter(slug=slug).first() if SLUG_RE.match(slug) else None
     if event is None:
         raise ApiError(404, "event_not_found", "No on-sale with that name.")
     return event

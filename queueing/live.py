@@ -9,6 +9,7 @@ O(checkpoints * log n); sending it is one publish. Personal messages go only to 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Iterable
@@ -102,11 +103,20 @@ def broadcast_tick(*, event_id: int, now: datetime) -> bool:
 
 
 def notify_admitted(entry_ids: Iterable[int]) -> None:
-    """Personal work, only for fans just let in: their page fetches its pass at once."""
-    send = async_to_sync(get_channel_layer().group_send)
-    for entry_id in entry_ids:
-        try:
-            send(ticket_group(entry_id), {"type": "ticket.admitted"})
-        except Exception:
-            # The next tick or poll tells the page anyway.
-            logger.warning("could not notify admitted entry %s", entry_id, exc_info=True)
+    """Personal work, only for fans just let in: their page fetches its pass at once. One
+    event loop and connection for the whole batch, not one per fan."""
+    ids = list(entry_ids)
+    if not ids:
+        return
+
+    async def send_all() -> None:
+        layer = get_channel_layer()
+        await asyncio.gather(
+            *(layer.group_send(ticket_group(i), {"type": "ticket.admitted"}) for i in ids)
+        )
+
+    try:
+        async_to_sync(send_all)()
+    except Exception:
+        # The next tick or poll tells the pages anyway.
+        logger.warning("could not notify %d admitted entries", len(ids), exc_info=True)

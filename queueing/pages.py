@@ -4,6 +4,7 @@ polling when it cannot, refreshing itself without JavaScript."""
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,7 +17,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from config.api_errors import ApiError
-from events.models import Event, EventState
+from events.models import Event
 from queueing.abuse import join_rate_check
 from queueing.identity import identity_from_request, identity_remember
 from queueing.pow import pow_check
@@ -152,11 +153,30 @@ def _render_ticket(
     return response
 
 
+def _render_join_form(request: HttpRequest, event: Event, now: datetime) -> HttpResponse:
+    """Joining is always a POST: link previews, mail scanners and HEAD requests must not take
+    places in line. Where no code or puzzle is needed, the page's script sends the form at
+    once, so a fan still just arrives; without JavaScript there is a button."""
+    context = {
+        **_base_context(event, now),
+        "has_codes": event.access_codes.exists(),
+        "autojoin": not _needs_join_form(event),
+        # Jittered, so a crowd waiting for the doors does not refresh in step.
+        "refresh_seconds": random.randint(20, 40),
+    }
+    return render(request, "queueing/join.html", context)
+
+
 @require_http_methods(["GET", "HEAD", "POST"])
 def waiting_page(request: HttpRequest, slug: str) -> HttpResponse:
     event = _event_or_404(slug)
     now = timezone.now()
     if request.method == "POST":
+        if request.POST.get("rejoin") and _needs_join_form(event):
+            # Back through the form (code field, puzzle), with the old ticket forgotten.
+            response = HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))
+            response.delete_cookie(_cookie_name(event))
+            return response
         code = request.POST.get("access_code", "").strip()[:64] or None
         return _join(request, event, code, now)
     page_ticket = _read_cookie(request, event)
@@ -169,10 +189,7 @@ def waiting_page(request: HttpRequest, slug: str) -> HttpResponse:
         except (InvalidTicket, ApiError):
             page_ticket, view = None, None  # a ticket from an old database: start afresh
     if view is None or page_ticket is None:
-        state = event.state_at(now)
-        if state in (EventState.SCHEDULED, EventState.CLOSED) or _needs_join_form(event):
-            return render(request, "queueing/join.html", _base_context(event, now))
-        return _join(request, event, None, now)
+        return _render_join_form(request, event, now)
     if view.status == EntryStatus.ADMITTED and view.issued_pass is not None:
         return HttpResponseRedirect(view.issued_pass.redirect_url)
     return _render_ticket(request, event, page_ticket, view, now)

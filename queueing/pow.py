@@ -68,8 +68,10 @@ def pow_check(*, event: Event, proof: Any) -> None:
     if not isinstance(proof, dict):
         raise _invalid("pow must be an object with challenge and nonce.")
     challenge, nonce = proof.get("challenge"), proof.get("nonce")
-    if not isinstance(challenge, str) or not isinstance(nonce, str) or len(nonce) > 64:
+    if not isinstance(challenge, str) or not isinstance(nonce, str):
         raise _invalid("pow needs a challenge and a nonce (strings).")
+    if not nonce.isascii() or not nonce.isprintable() or not 0 < len(nonce) <= 64:
+        raise _invalid("The nonce must be 1-64 printable ASCII characters.")
     if not challenge.isascii() or len(challenge) > 200:
         raise _invalid("That challenge is not one of ours.")
     try:

@@ -10,7 +10,7 @@ from django.db import connection, transaction
 
 from events.models import Event, EventState
 from queueing import hot_index
-from queueing.audit import audit_append
+from queueing.audit import audit_append, audit_chain_lock
 from queueing.hot_index import HotIndexUnavailable
 from queueing.layout import event_layout
 from queueing.models import AuditAction, QueueEntry
@@ -50,6 +50,10 @@ def line_start(*, event_id: int, now: datetime) -> bool:
             return False
         if event.state_at(now) not in (EventState.OPEN, EventState.PAUSED):
             return False
+        # The chain head's lock first: joins take it before deciding "pre-queue or waiting",
+        # so every join either committed before this point (and is in the cohort) or waits
+        # and then sees the line started. Nobody falls between the two.
+        audit_chain_lock(event_id=event_id)
         # Lock the cohort so a fan leaving at this instant waits for the shuffle to finish.
         cohort = list(
             QueueEntry.objects.select_for_update()

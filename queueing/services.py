@@ -174,6 +174,10 @@ def _quote_for_newcomer(
     return quote
 
 
+def _line_started(event_id: int) -> bool:
+    return Event.objects.filter(pk=event_id, started_at__isnull=False).exists()
+
+
 def _is_live_identity_conflict(exc: IntegrityError) -> bool:
     diag = getattr(exc.__cause__, "diag", None)
     return getattr(diag, "constraint_name", None) == _LIVE_IDENTITY_CONSTRAINT
@@ -197,6 +201,9 @@ def entry_join(
             # Under the chain head's lock, order keys are drawn in commit order: no fan
             # can become visible to admission after someone who joined behind them.
             audit_chain_lock(event_id=event.id)
+            if status == EntryStatus.PREQUEUE and _line_started(event.id):
+                # The shuffle ran while this join waited for the lock: queue behind it.
+                status = EntryStatus.WAITING
             entry = QueueEntry.objects.create(
                 event=event,
                 tier=tier,

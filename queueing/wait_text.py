@@ -42,6 +42,7 @@ def js_strings() -> dict[str, str]:
         "hours": ngettext("about %(n)d hour", "about %(n)d hours", 2),
         "hoursRange": gettext("about %(low)d–%(high)d hours"),
         "next": gettext("You're next!"),
+        "inLine": gettext("You're in line."),
         "admitted": gettext("It's your turn! Taking you to the shop…"),
         "offline": gettext("Live updates paused; we'll keep checking."),
         "paused": gettext("The sale is paused for a moment. You keep your place."),

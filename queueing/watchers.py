@@ -7,7 +7,6 @@ sockets watch and pushes their heartbeat deadlines in one command per event ever
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import Counter
@@ -42,24 +41,30 @@ class Watchers:
         if not watched:
             del self._entries[event_id]
 
-    def watched(self) -> dict[int, list[int]]:
-        return {event_id: list(entries) for event_id, entries in self._entries.items()}
+    def snapshot(self) -> list[tuple[int, list[int], int]]:
+        """(event, entries, heartbeat) — taken on the event loop, which alone mutates."""
+        return [
+            (event_id, list(entries), self._heartbeat[event_id])
+            for event_id, entries in self._entries.items()
+        ]
 
-    def refresh_now(self) -> None:
+    @staticmethod
+    def refresh(snapshot: list[tuple[int, list[int], int]]) -> None:
         now = time.time()
-        for event_id, members in self.watched().items():
+        for event_id, members, heartbeat_seconds in snapshot:
             try:
-                hot_index.refresh_heartbeats(
-                    event_id, members, deadline=now + self._heartbeat[event_id]
-                )
+                hot_index.refresh_heartbeats(event_id, members, deadline=now + heartbeat_seconds)
             except HotIndexUnavailable:
                 logger.warning("could not refresh heartbeats of event %s", event_id)
 
     async def _run(self) -> None:
         while self._entries:
             await asyncio.sleep(REFRESH_SECONDS)
-            with contextlib.suppress(Exception):
-                await asyncio.to_thread(self.refresh_now)
+            try:
+                await asyncio.to_thread(self.refresh, self.snapshot())
+            except Exception:
+                # A missed round must be seen: sockets' tickets would expire.
+                logger.exception("heartbeat refresh failed")
 
 
 watchers = Watchers()

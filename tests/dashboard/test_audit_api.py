@@ -213,3 +213,10 @@ def test_the_report_is_right_on_a_constructed_history(make_event, auditor) -> No
     assert report["eta_median_abs_error_s"] == pytest.approx(30)
     assert report["abandonment_rate"] == pytest.approx(2 / 7)
     assert report["wait_s"] == {"p50": 180, "p90": 300, "p99": 300}
+
+
+@pytest.mark.parametrize("event_param", ["%00", "\x00", "a" * 100, "bad slug"])
+def test_an_odd_event_filter_is_a_validation_error(auditor, event_param) -> None:
+    response = auditor.get("/api/v1/audit/records/", {"event": event_param})
+    assert response.status_code == 400
+    assert response.json()["error"] == "validation_error"

@@ -1,5 +1,6 @@
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.test import Client
 
 from events.models import EventControl
@@ -9,11 +10,29 @@ from tests.queueing.helpers import fans_join
 pytestmark = pytest.mark.django_db
 
 
+def steering_staff(username: str):
+    user = get_user_model().objects.create_user(username, password="pw", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="change_event"))
+    return user
+
+
 @pytest.fixture
 def staff() -> Client:
     client = Client()
-    client.force_login(get_user_model().objects.create_user("ann", password="pw", is_staff=True))
+    client.force_login(steering_staff("ann"))
     return client
+
+
+def test_staff_without_change_rights_may_look_but_not_steer(make_event) -> None:
+    event = make_event()
+    onlooker = Client()
+    onlooker.force_login(get_user_model().objects.create_user("viv", password="pw", is_staff=True))
+    assert onlooker.get(f"/dashboard/events/{event.slug}/").status_code == 200
+    onlooker.post(
+        f"/dashboard/events/{event.slug}/control", {"action": "close", "confirmed": "yes"}
+    )
+    event.refresh_from_db()
+    assert event.control == EventControl.RUNNING
 
 
 def test_the_dashboard_is_for_staff_only(make_event) -> None:

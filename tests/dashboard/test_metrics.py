@@ -20,3 +20,12 @@ def test_metrics_are_prometheus_text_with_event_figures_and_latencies(make_event
     assert 'waitingroom_expirations_total{event="gig"} 0.0' in text
     assert "waitingroom_join_seconds_bucket" in text
     assert "waitingroom_status_seconds_count" in text
+
+
+def test_metrics_are_not_for_the_public(db, settings) -> None:
+    assert Client(REMOTE_ADDR="8.8.8.8").get("/metrics").status_code == 403
+    assert Client(REMOTE_ADDR="10.1.2.3").get("/metrics").status_code == 200
+    settings.WR_METRICS_TOKEN = "scrape-me"
+    assert Client().get("/metrics").status_code == 403
+    authorized = Client().get("/metrics", headers={"authorization": "Bearer scrape-me"})
+    assert authorized.status_code == 200

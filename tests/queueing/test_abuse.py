@@ -63,3 +63,12 @@ def test_the_client_address_behind_trusted_proxies(settings, hops, forwarded, ex
     settings.WR_TRUSTED_PROXY_COUNT = hops
     request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=forwarded)
     assert client_ip(request) == expected
+
+
+def test_ipv6_clients_are_limited_per_slash_64() -> None:
+    from queueing.abuse import rate_key_for_ip
+
+    assert rate_key_for_ip("2001:db8:1:2:aaaa::1") == rate_key_for_ip("2001:db8:1:2:ffff::9")
+    assert rate_key_for_ip("2001:db8:1:3::1") != rate_key_for_ip("2001:db8:1:2::1")
+    assert rate_key_for_ip("::ffff:198.51.100.7") == "198.51.100.7"
+    assert rate_key_for_ip("198.51.100.7") == "198.51.100.7"

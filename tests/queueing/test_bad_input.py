@@ -128,3 +128,22 @@ def test_non_ascii_passes_and_tickets_are_judged_not_crashed(event) -> None:
     )
     assert_json_error(response, 400, "bad_request")
     assert_json_error(Client().get("/api/v1/tickets/%C3%A9.abc"), 400, "invalid_ticket")
+
+
+def test_a_non_ascii_proof_of_work_nonce_is_refused_not_crashed(make_event) -> None:
+    event = make_event(slug="pow", pow_difficulty=4)
+    challenge = Client().get(f"/api/v1/events/{event.slug}/challenge").json()["challenge"]
+    # A lone surrogate, as JSON escapes allow: not representable in UTF-8.
+    body = b'{"pow": {"challenge": "' + challenge.encode() + b'", "nonce": "\\ud800"}}'
+    response = Client().post(
+        f"/api/v1/events/{event.slug}/join", data=body, content_type="application/json"
+    )
+    assert_json_error(response, 400, "pow_invalid")
+
+
+def test_looking_at_the_waiting_page_does_not_join(event) -> None:
+    assert Client().get(f"/e/{event.slug}/").status_code == 200
+    assert Client().head(f"/e/{event.slug}/").status_code == 200
+    assert QueueEntry.objects.count() == 0
+    Client().post(f"/e/{event.slug}/")
+    assert QueueEntry.objects.count() == 1

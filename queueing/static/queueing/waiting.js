@@ -57,8 +57,11 @@
     }
     var r0 = checkpoints[lo][0], k0 = checkpoints[lo][1];
     if (k0 === key) return r0;
-    if (lo === checkpoints.length - 1) return r0 + 1;
+    // Past the last fan, or between two neighbours: we are not in this tier's line (any
+    // more, or not yet in this tick): ask the server.
+    if (lo === checkpoints.length - 1) return null;
     var r1 = checkpoints[lo + 1][0], k1 = checkpoints[lo + 1][1];
+    if (r1 - r0 === 1) return null;
     var guess = Math.round(r0 + (key - k0) / (k1 - k0) * (r1 - r0));
     return Math.min(r1 - 1, Math.max(r0 + 1, guess));
   }
@@ -99,6 +102,7 @@
     if (status === "waiting" && view.position) {
       if (view.state === "paused") text.textContent = S.paused;
       else if (view.position === 1) text.textContent = S.next;
+      else text.textContent = S.inLine;
       $("position").textContent = view.position;
       $("wait").textContent = waitText(view.eta);
       $("queue-length").textContent = view.queueLength;
@@ -120,6 +124,11 @@
     checking = true;
     fetch(cfg.ticketApi, { headers: { Accept: "application/json" }, credentials: "same-origin" })
       .then(function (response) {
+        if (!response.ok) {
+          // Busy or briefly unavailable: back off as told, keep the page and the place.
+          var wait = parseFloat(response.headers.get("Retry-After")) || 5;
+          throw { retry: Math.min(wait, cfg.pollAfter) * (1 + Math.random()) };
+        }
         var after = parseFloat(response.headers.get("X-Poll-After-Seconds")) || cfg.pollAfter;
         return response.json().then(function (body) { return { body: body, after: after }; });
       })
@@ -130,11 +139,15 @@
                  queueLength: r.body.queue_length, state: cfg.state });
         if (thenSchedule) schedulePoll(r.after);
       })
-      .catch(function () { checking = false; if (thenSchedule) schedulePoll(cfg.pollAfter); });
+      .catch(function (error) {
+        checking = false;
+        if (thenSchedule || !socketOpen()) schedulePoll((error && error.retry) || cfg.pollAfter);
+      });
   }
 
   function schedulePoll(seconds) {
     clearTimeout(pollTimer);
+    if (socketOpen()) return;  // the socket keeps the place alive
     pollTimer = setTimeout(function () { check(true); }, Math.max(1, seconds) * 1000);
   }
 
@@ -147,11 +160,17 @@
              eta: estimate(position, tick.throughput), state: tick.state });
   }
 
+  function socketOpen() { return socket !== null && socket.readyState === 1; }
+
   function connect() {
     if (!("WebSocket" in window)) { schedulePoll(cfg.pollAfter); return; }
     var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
     socket = new WebSocket(scheme + window.location.host + cfg.wsPath + "?ticket=" + encodeURIComponent(cfg.ticket));
-    socket.onopen = function () { clearTimeout(pollTimer); $("offline").hidden = true; };
+    socket.onopen = function () {
+      clearTimeout(pollTimer);
+      pollTimer = null;
+      $("offline").hidden = true;
+    };
     socket.onmessage = function (event) {
       var message = JSON.parse(event.data);
       if (message.type === "snapshot") {
