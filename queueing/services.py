@@ -174,6 +174,13 @@ def _quote_for_newcomer(
     return quote
 
 
+def _arrival_status(event: Event, *, started: bool) -> EntryStatus:
+    """On-sales with a start time gather a pre-queue until the line starts (the shuffle)."""
+    if event.starts_at is not None and not started:
+        return EntryStatus.PREQUEUE
+    return EntryStatus.WAITING
+
+
 def _line_started(event_id: int) -> bool:
     return Event.objects.filter(pk=event_id, started_at__isnull=False).exists()
 
@@ -192,18 +199,17 @@ def entry_join(
     if existing is not None:
         return JoinResult(view=entry_view(existing, now=now), created=False)
     layout = _layout_with_tier(event.id, tier.id)
-    status = (
-        EntryStatus.PREQUEUE if event.state_at(now) == EventState.PREQUEUE else EntryStatus.WAITING
-    )
+    status = _arrival_status(event, started=event.started_at is not None)
     quote = _quote_for_newcomer(event, layout, tier.id, status)
     try:
         with transaction.atomic():
             # Under the chain head's lock, order keys are drawn in commit order: no fan
             # can become visible to admission after someone who joined behind them.
             audit_chain_lock(event_id=event.id)
-            if status == EntryStatus.PREQUEUE and _line_started(event.id):
-                # The shuffle ran while this join waited for the lock: queue behind it.
-                status = EntryStatus.WAITING
+            # Decided again under the lock that the shuffle also takes: the boundary between
+            # the shuffled cohort and those queued behind it is the shuffle itself, not each
+            # request's clock reading (which could put a later arrival inside the cohort).
+            status = _arrival_status(event, started=_line_started(event.id))
             entry = QueueEntry.objects.create(
                 event=event,
                 tier=tier,
