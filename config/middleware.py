@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
+from django.db import DataError, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from config.api_errors import ApiError, error_response
@@ -68,6 +68,13 @@ class ApiErrorMiddleware:
             return error_response(exception)
         if not request.path.startswith("/api/"):
             return None
+        if isinstance(exception, DataError):
+            # A value the database cannot hold (out of range, NUL...): the input, not us.
+            logger.warning("unusable input on %s: %s", request.path, exception)
+            return JsonResponse(
+                {"error": "bad_request", "detail": "A value in the request is out of range."},
+                status=400,
+            )
         if isinstance(exception, (OperationalError, InterfaceError)):
             # PostgreSQL unreachable or the pool exhausted: nothing was acknowledged.
             logger.warning("database unavailable on %s: %s", request.path, exception)

@@ -21,12 +21,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api_errors import ApiError
 from config.api_schema import errors
 from dashboard.permissions import IsStaffOrAuditorReadOnly
 from dashboard.reports import event_report
 from events.codes import SLUG_RE
 from events.models import Event
+from events.selectors import event_by_slug
 from queueing.audit import audit_chain_verify
 from queueing.models import AuditAction, AuditRecord, QueueEntry
 from queueing.tickets import InvalidTicket, ticket_read
@@ -57,13 +57,15 @@ class RecordCursor(CursorPagination):
 def _parse_time(name: str, raw: str | None) -> datetime | None:
     if raw is None:
         return None
+    problem = {name: ["Use an ISO 8601 time, e.g. 2026-11-21T18:00:00Z."]}
     try:
         value = parse_datetime(raw)
-    except ValueError:
-        value = None
-    if value is None:
-        raise ValidationError({name: ["Use an ISO 8601 time, e.g. 2026-11-21T18:00:00Z."]})
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+        if value is None:
+            raise ValidationError(problem)
+        # In UTC: PostgreSQL refuses offsets beyond ±15:59 that Python accepts.
+        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    except (ValueError, OverflowError) as exc:
+        raise ValidationError(problem) from exc
 
 
 def _ticket_id(raw: str) -> uuid.UUID:
@@ -196,19 +198,12 @@ class AuditRecordsApi(APIView):
         return paginator.get_paginated_response([_row(r, slugs) for r in page or []])
 
 
-def _event(slug: str) -> Event:
-    event = Event.objects.filter(slug=slug).first()
-    if event is None:
-        raise ApiError(404, "event_not_found", "No on-sale with that slug.")
-    return event
-
-
 class AuditVerifyApi(APIView):
     permission_classes = [IsStaffOrAuditorReadOnly]
 
     @extend_schema(responses={200: VerdictSerializer, **errors(401, 403, 404)})
     def get(self, request: Request, slug: str) -> Response:
-        verdict = audit_chain_verify(event_id=_event(slug).id)
+        verdict = audit_chain_verify(event_id=event_by_slug(slug).id)
         return Response(
             {"ok": verdict.ok, "records": verdict.records, "first_bad_id": verdict.first_bad_id}
         )
@@ -219,4 +214,4 @@ class AuditReportApi(APIView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **errors(401, 403, 404)})
     def get(self, request: Request, slug: str) -> Response:
-        return Response(event_report(_event(slug)))
+        return Response(event_report(event_by_slug(slug)))

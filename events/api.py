@@ -15,11 +15,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api_errors import ApiError
 from config.api_schema import errors
 from events import services
 from events.codes import ACCESS_CODE_MAX_LENGTH
 from events.models import Event, Tier
+from events.selectors import event_by_slug
 from events.services import EDITABLE_FIELDS, TierSpec
 
 
@@ -157,13 +157,6 @@ def _validation_error(exc: DjangoValidationError) -> ValidationError:
     return ValidationError({"non_field_errors": exc.messages})
 
 
-def _event_by_slug(slug: str) -> Event:
-    event = Event.objects.filter(slug=slug).first()
-    if event is None:
-        raise ApiError(404, "event_not_found", "No on-sale with that slug.")
-    return event
-
-
 class EventListCreateApi(APIView):
     @extend_schema(
         operation_id="manage_events_list",
@@ -207,7 +200,7 @@ class EventDetailApi(APIView):
         responses={200: EventOutputSerializer, **errors(401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
-        return Response(event_output(_event_by_slug(slug)))
+        return Response(event_output(event_by_slug(slug)))
 
     @extend_schema(
         operation_id="manage_event_change",
@@ -215,7 +208,7 @@ class EventDetailApi(APIView):
         responses={200: EventOutputSerializer, **errors(400, 401, 403, 404)},
     )
     def patch(self, request: Request, slug: str) -> Response:
-        event = _event_by_slug(slug)
+        event = event_by_slug(slug)
         serializer = EventInputSerializer(event, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
@@ -238,5 +231,5 @@ class EventControlApi(APIView):
     @extend_schema(request=None, responses={200: EventOutputSerializer, **errors(401, 403, 404)})
     def post(self, request: Request, slug: str) -> Response:
         assert self.service is not None
-        event = self.service(event=_event_by_slug(slug), actor=_actor(request), now=timezone.now())
+        event = self.service(event=event_by_slug(slug), actor=_actor(request), now=timezone.now())
         return Response(event_output(event))

@@ -13,8 +13,7 @@ from django.utils import timezone
 
 from config.api_errors import ApiError
 from config.metrics import JOIN_SECONDS, STATUS_SECONDS, observed
-from events.codes import SLUG_RE
-from events.models import Event
+from events.selectors import event_by_slug
 from queueing.abuse import join_rate_check
 from queueing.http import json_api, json_body, optional_str
 from queueing.identity import identity_from_request, identity_remember
@@ -22,13 +21,6 @@ from queueing.pow import pow_challenge, pow_check
 from queueing.selectors import event_public_view
 from queueing.services import TicketView, entry_join, entry_leave, ticket_status
 from queueing.tickets import InvalidTicket, TicketRef, ticket_read
-
-
-def _event_or_404(slug: str) -> Event:
-    event = Event.objects.filter(slug=slug).first() if SLUG_RE.match(slug) else None
-    if event is None:
-        raise ApiError(404, "event_not_found", "No on-sale with that name.")
-    return event
 
 
 def _ticket_ref(ticket: str) -> TicketRef:
@@ -59,7 +51,7 @@ def _ticket_response(payload: dict[str, Any], view: TicketView, *, status: int) 
 @observed(JOIN_SECONDS)
 @json_api("POST")
 def join(request: HttpRequest, slug: str) -> HttpResponse:
-    event = _event_or_404(slug)
+    event = event_by_slug(slug)
     body = json_body(request)
     access_code = optional_str(body, "access_code", max_length=64)
     identity = identity_from_request(request)
@@ -96,7 +88,7 @@ def ticket(request: HttpRequest, ticket: str) -> HttpResponse:
 
 @json_api("GET")
 def challenge(request: HttpRequest, slug: str) -> HttpResponse:
-    event = _event_or_404(slug)
+    event = event_by_slug(slug)
     issued = pow_challenge(event)
     response = JsonResponse(
         {
@@ -112,7 +104,7 @@ def challenge(request: HttpRequest, slug: str) -> HttpResponse:
 
 @json_api("GET")
 def event_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    event = _event_or_404(slug)
+    event = event_by_slug(slug)
     now = timezone.now()
     view = event_public_view(event, now=now)
     return JsonResponse(

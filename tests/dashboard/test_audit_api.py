@@ -220,3 +220,14 @@ def test_an_odd_event_filter_is_a_validation_error(auditor, event_param) -> None
     response = auditor.get("/api/v1/audit/records/", {"event": event_param})
     assert response.status_code == 400
     assert response.json()["error"] == "validation_error"
+
+
+@pytest.mark.parametrize(
+    "since",
+    ["0919-09-04T04:27:07-16:57", "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"],
+)
+def test_times_postgresql_cannot_hold_are_validation_errors_not_500s(auditor, since) -> None:
+    response = auditor.get("/api/v1/audit/records/", {"since": since})
+    assert response.status_code in (200, 400)
+    if response.status_code == 400:
+        assert response.json()["error"] == "validation_error"
