@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
             field=models.PositiveSmallIntegerField(
                 default=0,
                 help_text="Proof of work asked of each join, in leading zero bits of a SHA-256 (0 = off; 16 takes a phone about a second, and a bot farm as many CPU-seconds).",
-                validators=[django.core.validators.MaxValueValidator(24)],
+                validators=[django.core.validators.MaxValueValidator(20)],
             ),
         ),
     ]
