@@ -77,7 +77,3 @@ def join_rate(scope: str, caller: str) -> str:
 def pow_used(challenge_id: str) -> str:
     """Set once a proof-of-work challenge was spent; expires with the challenge."""
     return f"{prefix()}:{{pow:{challenge_id}}}"
-
-
-def all_of_prefix_pattern() -> str:
-    return f"{prefix()}:*"

@@ -16,7 +16,7 @@ from queueing.hot_index import HotIndexUnavailable, IndexState, LineCounts
 from queueing.layout import EventLayout, event_layout
 from queueing.models import QueueEntry
 from queueing.positions import position_in_line
-from queueing.states import QUEUED, EntryStatus
+from queueing.states import EntryStatus
 from queueing.throughput import current_throughput
 
 logger = logging.getLogger(__name__)
@@ -34,10 +34,6 @@ def position_from_database(entry: QueueEntry, layout: EventLayout) -> int:
         status=EntryStatus.WAITING,
     ).count()
     return ahead + 1
-
-
-def queue_length_from_database(event_id: int) -> int:
-    return QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED).count()
 
 
 def current_counts(layout: EventLayout) -> LineCounts:

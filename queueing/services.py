@@ -209,7 +209,8 @@ def entry_join(
             # Decided again under the lock that the shuffle also takes: the boundary between
             # the shuffled cohort and those queued behind it is the shuffle itself, not each
             # request's clock reading (which could put a later arrival inside the cohort).
-            status = _arrival_status(event, started=_line_started(event.id))
+            if event.starts_at is not None:
+                status = _arrival_status(event, started=_line_started(event.id))
             entry = QueueEntry.objects.create(
                 event=event,
                 tier=tier,
