@@ -17,9 +17,10 @@ from events.selectors import event_by_slug
 from queueing.abuse import join_rate_check
 from queueing.http import json_api, json_body, optional_str
 from queueing.identity import identity_from_request, identity_remember
+from queueing.joining import entry_join
 from queueing.pow import pow_challenge, pow_check
 from queueing.selectors import event_public_view
-from queueing.services import TicketView, entry_join, entry_leave, ticket_status
+from queueing.services import TicketView, entry_leave, ticket_status
 from queueing.tickets import InvalidTicket, TicketRef, ticket_read
 
 

@@ -73,6 +73,7 @@ class AuditItem:
     action: AuditAction
     ticket_id: uuid.UUID | None = None
     data: dict[str, Any] | None = None
+    at: datetime | None = None  # when it happened, if not when the batch did
 
 
 def audit_chain_lock(*, event_id: int) -> None:
@@ -100,7 +101,7 @@ def audit_append_many(
         record = AuditRecord(
             event_id=event_id,
             seq=seq,
-            at=at,
+            at=item.at or at,
             ticket_id=item.ticket_id,
             action=item.action,
             actor=actor,

@@ -7,6 +7,7 @@ Redis error, so callers can degrade to PostgreSQL.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import secrets
 from collections.abc import Callable, Iterable, Sequence
@@ -16,8 +17,10 @@ from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
 
 import redis
+import redis.asyncio as aioredis
+from django.conf import settings
 from django_redis import get_redis_connection
-from redis.commands.core import Script
+from redis.commands.core import AsyncScript, Script
 
 from queueing import keys
 from queueing.layout import EventLayout
@@ -82,6 +85,34 @@ def _script(name: str) -> Script:
     return _client().register_script((_LUA_DIR / f"{name}.lua").read_text())
 
 
+# The event loop's own client, for the lean ASGI paths: one per process and event loop
+# (a redis.asyncio connection belongs to the loop that opened it).
+_async_clients: dict[int, aioredis.Redis] = {}
+
+
+def _async_client() -> aioredis.Redis:
+    loop = id(asyncio.get_running_loop())
+    client = _async_clients.get(loop)
+    if client is None:
+        timeout = settings.CACHES["default"]["OPTIONS"]["SOCKET_TIMEOUT"]
+        pool = aioredis.BlockingConnectionPool.from_url(
+            settings.REDIS_URL,
+            max_connections=settings.WR_ASYNC_REDIS_MAX_CONNECTIONS,
+            timeout=timeout,  # waiting for a free connection, then HotIndexUnavailable
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+        )
+        client = aioredis.Redis(connection_pool=pool)
+        _async_clients[loop] = client
+    return client
+
+
+@functools.cache
+def _async_script(name: str) -> AsyncScript:
+    # Each call passes its own loop's client; the one registered here only encodes the source.
+    return _async_client().register_script((_LUA_DIR / f"{name}.lua").read_text())
+
+
 def _run(name: str, *, keys: Sequence[str], args: Sequence[object]) -> Any:
     """Run a Lua script (EVALSHA, loading it again if Redis forgot it)."""
     return _script(name)(keys=keys, args=args, client=_client())
@@ -123,6 +154,48 @@ def _line_counts(state: int, raw_counts: Sequence[int]) -> LineCounts:
     )
 
 
+@dataclass(frozen=True)
+class LocateRequest:
+    """One entry to find (and refresh, optionally add) in an event's index."""
+
+    member: int
+    tier_id: int
+    heartbeat_deadline: float | None
+    add: Literal["tier", "pre"] | None = None
+    order_key: int | None = None
+
+
+def _locate_keys(layout: EventLayout, tier_id: int) -> list[str]:
+    event_id = layout.event_id
+    return [
+        keys.epoch(event_id),
+        keys.heartbeats(event_id),
+        keys.prequeue(event_id),
+        keys.tier_queue(event_id, tier_id),
+        *_tier_keys(layout),
+    ]
+
+
+def _locate_args(request: LocateRequest) -> list[object]:
+    deadline = request.heartbeat_deadline
+    return [
+        request.member,
+        "" if deadline is None else repr(deadline),
+        request.add or "",
+        "" if request.order_key is None else request.order_key,
+    ]
+
+
+def _placement(raw: Sequence[Any]) -> Placement:
+    state, where, rank, score, *raw_counts = raw
+    return Placement(
+        counts=_line_counts(state, raw_counts),
+        where=Where(where),
+        rank=int(rank) if where == Where.TIER else None,
+        order_key=int(float(score)) if score else None,
+    )
+
+
 @_unavailable_on_redis_error
 def locate(
     layout: EventLayout,
@@ -135,30 +208,38 @@ def locate(
 ) -> Placement:
     """Find an entry in its tier queue or the pre-queue, refresh its heartbeat if found,
     optionally add it first, and count the whole line, in one round trip."""
-    event_id = layout.event_id
-    raw = _run(
-        "locate",
-        keys=[
-            keys.epoch(event_id),
-            keys.heartbeats(event_id),
-            keys.prequeue(event_id),
-            keys.tier_queue(event_id, tier_id),
-            *_tier_keys(layout),
-        ],
-        args=[
-            member,
-            "" if heartbeat_deadline is None else repr(heartbeat_deadline),
-            add or "",
-            "" if order_key is None else order_key,
-        ],
+    (placement,) = locate_many(
+        layout,
+        [LocateRequest(member, tier_id, heartbeat_deadline, add=add, order_key=order_key)],
     )
-    state, where, rank, score, *raw_counts = raw
-    return Placement(
-        counts=_line_counts(state, raw_counts),
-        where=Where(where),
-        rank=int(rank) if where == Where.TIER else None,
-        order_key=int(float(score)) if score else None,
-    )
+    return placement
+
+
+@_unavailable_on_redis_error
+def locate_many(layout: EventLayout, requests: Sequence[LocateRequest]) -> list[Placement]:
+    """``locate`` for several entries of one event in one round trip (a batch of joins)."""
+    if len(requests) == 1:
+        request = requests[0]
+        raw = _run("locate", keys=_locate_keys(layout, request.tier_id), args=_locate_args(request))
+        return [_placement(raw)]
+    pipe = _client().pipeline(transaction=False)
+    script = _script("locate")
+    for request in requests:
+        script(keys=_locate_keys(layout, request.tier_id), args=_locate_args(request), client=pipe)
+    return [_placement(raw) for raw in pipe.execute()]
+
+
+async def locate_async(layout: EventLayout, request: LocateRequest) -> Placement:
+    """``locate`` for the event loop (the lean status path in queueing/hot_paths.py)."""
+    try:
+        raw = await _async_script("locate")(
+            keys=_locate_keys(layout, request.tier_id),
+            args=_locate_args(request),
+            client=_async_client(),
+        )
+    except redis.RedisError as exc:
+        raise HotIndexUnavailable(str(exc)) from exc
+    return _placement(raw)
 
 
 @_unavailable_on_redis_error
@@ -296,12 +377,22 @@ def write_throughput(event_id: int, *, lam: float, scv: float, measured: bool) -
     )
 
 
-@_unavailable_on_redis_error
-def read_throughput(event_id: int) -> tuple[float, float, bool] | None:
-    raw = _client().hgetall(keys.stats(event_id))
+def _throughput(raw: dict[bytes, bytes]) -> tuple[float, float, bool] | None:
     if not raw:
         return None
     return float(raw[b"lam"]), float(raw[b"scv"]), raw[b"measured"] == b"1"
+
+
+@_unavailable_on_redis_error
+def read_throughput(event_id: int) -> tuple[float, float, bool] | None:
+    return _throughput(_client().hgetall(keys.stats(event_id)))
+
+
+async def read_throughput_async(event_id: int) -> tuple[float, float, bool] | None:
+    try:
+        return _throughput(await _async_client().hgetall(keys.stats(event_id)))
+    except redis.RedisError as exc:
+        raise HotIndexUnavailable(str(exc)) from exc
 
 
 @_unavailable_on_redis_error

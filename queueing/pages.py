@@ -20,8 +20,9 @@ from config.api_errors import ApiError
 from events.models import Event
 from queueing.abuse import join_rate_check
 from queueing.identity import identity_from_request, identity_remember
+from queueing.joining import entry_join
 from queueing.pow import pow_check
-from queueing.services import TicketView, entry_join, ticket_status
+from queueing.services import TicketView, ticket_status
 from queueing.states import EntryStatus
 from queueing.tickets import InvalidTicket, ticket_read
 from queueing.wait_text import js_strings, wait_range_text

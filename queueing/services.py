@@ -1,4 +1,4 @@
-"""Changes to the line: join, leave, and rebuilding the hot index.
+"""Tickets' views, leaving the line, and rebuilding the hot index (joins: joining.py).
 
 Each change is committed to PostgreSQL with its audit record first; the hot index is updated
 after the commit. When that Redis write fails, the event is flagged so that the maintenance
@@ -12,22 +12,19 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from config.api_errors import ApiError
-from events.codes import is_well_formed_access_code, normalise_access_code
-from events.models import AccessCode, Event, EventControl, EventState, Tier
+from events.models import Event, EventControl
 from queueing import hot_index
-from queueing.audit import audit_append, audit_chain_lock
-from queueing.eta import Eta, estimate_wait
+from queueing.eta import Eta, Throughput, estimate_wait
 from queueing.hot_index import (
     HotIndexUnavailable,
     IndexedEntry,
     IndexState,
+    Placement,
     RebuildSuperseded,
     Where,
 )
@@ -41,14 +38,12 @@ from queueing.selectors import (
     position_from_database,
     request_rebuild,
 )
-from queueing.states import LIVE, QUEUED, EntryStatus
+from queueing.states import QUEUED, EntryStatus
 from queueing.throughput import current_throughput
 from queueing.tickets import TicketRef, ticket_issue
 from queueing.transitions import Moved, transition_audited
 
 logger = logging.getLogger(__name__)
-
-_LIVE_IDENTITY_CONSTRAINT = "one_live_entry_per_identity"
 
 
 @dataclass(frozen=True)
@@ -68,13 +63,8 @@ class TicketView:
     order_key: int | None = None
 
 
-@dataclass(frozen=True)
-class JoinResult:
-    view: TicketView
-    created: bool
-
-
-def _mark_index_dirty(event_id: int) -> None:
+def mark_index_dirty(event_id: int) -> None:
+    """The index missed a write: the maintenance task rebuilds it from PostgreSQL."""
     logger.warning("hot index of event %s is stale; flagged for rebuild", event_id)
     Event.objects.filter(pk=event_id).update(hot_index_dirty=True)
 
@@ -89,194 +79,48 @@ def index_forget(event_id: int, moved: Iterable[Moved | QueueEntry]) -> bool:
         for tier_id, members in by_tier.items():
             hot_index.remove(event_id, tier_id=tier_id, members=members)
     except HotIndexUnavailable:
-        _mark_index_dirty(event_id)
+        mark_index_dirty(event_id)
         return False
     return True
 
 
-def _undo_add_if_gone(entry: QueueEntry) -> None:
-    """A join adds itself to the index after its commit; if the fan left the line in between
-    (admitted by a fast admission run, say), that removal ran before the add and the add
-    must be taken back, or the index would show a ghost."""
-    moved = QueueEntry.objects.filter(pk=entry.pk).exclude(status__in=QUEUED).first()
-    if moved is not None:
-        index_forget(entry.event_id, [moved])
-
-
-def _refuse_join(state: EventState) -> None:
-    if state == EventState.SCHEDULED:
-        raise ApiError(409, "event_not_open", "The waiting room for this on-sale is not open yet.")
-    if state == EventState.CLOSED:
-        raise ApiError(409, "event_closed", "This on-sale has ended.")
-
-
-def tier_for_access_code(*, event: Event, access_code: str | None) -> Tier:
-    if access_code is None or access_code.strip() == "":
-        tier = Tier.objects.filter(event=event, is_default=True).first()
-        if tier is None:
-            raise ApiError(400, "invalid_access_code", "This on-sale needs an access code.")
-        return tier
-    code = normalise_access_code(access_code)
-    if not is_well_formed_access_code(code):
-        raise ApiError(400, "invalid_access_code", "That access code is not valid.")
-    found = AccessCode.objects.filter(event=event, code=code).select_related("tier").first()
-    if found is None:
-        raise ApiError(400, "invalid_access_code", "That access code is not valid.")
-    return found.tier
-
-
-def _live_entry(event_id: int, identity: str) -> QueueEntry | None:
-    return QueueEntry.objects.filter(event_id=event_id, identity=identity, status__in=LIVE).first()
-
-
-def _layout_with_tier(event_id: int, tier_id: int) -> EventLayout:
+def layout_with_tier(event_id: int, *tier_ids: int) -> EventLayout:
+    """The event's layout, read again if it does not know these tiers yet (just added)."""
     layout = event_layout(event_id)
-    if layout is None or layout.tier_index(tier_id) is None:
+    if layout is None or any(layout.tier_index(t) is None for t in tier_ids):
         layout = event_layout(event_id, fresh=True)
-    if layout is None or layout.tier_index(tier_id) is None:
+    if layout is None or any(layout.tier_index(t) is None for t in tier_ids):
         raise ApiError(404, "ticket_not_found", "No such ticket.")
     return layout
 
 
-def _queue_full(retry_after: int) -> ApiError:
-    return ApiError(
-        429,
-        "queue_full",
-        "The line is full. Please try again in a little while.",
-        headers={"Retry-After": str(retry_after)},
-    )
-
-
-def _quote_for_newcomer(
-    event: Event, layout: EventLayout, tier_id: int, status: EntryStatus
-) -> Eta | None:
-    """Refuse the join if the line is at its maximum or the predicted wait is too long;
-    otherwise the wait quoted to this fan (kept on the entry for the accuracy report)."""
-    if not event.max_queue_length and not event.max_wait_seconds and status != EntryStatus.WAITING:
-        return None
-    # Checked against the line as it is now: exact for sequential joins; concurrent joins
-    # racing past a limit can overshoot it by at most their number.
-    counts = current_counts(layout)
-    if event.max_queue_length and counts.queue_length >= event.max_queue_length:
-        raise _queue_full(settings.WR_QUEUE_FULL_RETRY_AFTER)
-    if status != EntryStatus.WAITING:
-        return None
-    index = layout.tier_index(tier_id) or 0
-    position = position_in_line(
-        layout,
-        tier_id=tier_id,
-        rank_in_tier=counts.tiers[index] if index < len(counts.tiers) else 0,
-        tier_counts=counts.tiers,
-    )
-    quote = estimate_wait(position, current_throughput(layout))
-    if event.max_wait_seconds and quote is not None and quote.p50 > event.max_wait_seconds:
-        raise _queue_full(max(1, min(3600, int(quote.p50 - event.max_wait_seconds))))
-    return quote
-
-
-def _arrival_status(event: Event, *, started: bool) -> EntryStatus:
-    """On-sales with a start time gather a pre-queue until the line starts (the shuffle)."""
-    if event.starts_at is not None and not started:
-        return EntryStatus.PREQUEUE
-    return EntryStatus.WAITING
-
-
-def _line_started(event_id: int) -> bool:
-    return Event.objects.filter(pk=event_id, started_at__isnull=False).exists()
-
-
-def _is_live_identity_conflict(exc: IntegrityError) -> bool:
-    diag = getattr(exc.__cause__, "diag", None)
-    return getattr(diag, "constraint_name", None) == _LIVE_IDENTITY_CONSTRAINT
-
-
-def entry_join(
-    *, event: Event, identity: str, access_code: str | None, now: datetime
-) -> JoinResult:
-    _refuse_join(event.state_at(now))
-    tier = tier_for_access_code(event=event, access_code=access_code)
-    existing = _live_entry(event.id, identity)
-    if existing is not None:
-        return JoinResult(view=entry_view(existing, now=now), created=False)
-    layout = _layout_with_tier(event.id, tier.id)
-    status = _arrival_status(event, started=event.started_at is not None)
-    quote = _quote_for_newcomer(event, layout, tier.id, status)
-    try:
-        with transaction.atomic():
-            # Under the chain head's lock, order keys are drawn in commit order: no fan
-            # can become visible to admission after someone who joined behind them.
-            audit_chain_lock(event_id=event.id)
-            # Decided again under the lock that the shuffle also takes: the boundary between
-            # the shuffled cohort and those queued behind it is the shuffle itself, not each
-            # request's clock reading (which could put a later arrival inside the cohort).
-            if event.starts_at is not None:
-                status = _arrival_status(event, started=_line_started(event.id))
-            entry = QueueEntry.objects.create(
-                event=event,
-                tier=tier,
-                identity=identity,
-                status=status,
-                joined_at=now,
-                status_changed_at=now,
-                quoted_p10=quote.p10 if quote else None,
-                quoted_p50=quote.p50 if quote else None,
-                quoted_p90=quote.p90 if quote else None,
-            )
-            audit_append(
-                event_id=event.id,
-                action=AuditAction.JOINED,
-                actor="fan",
-                at=now,
-                ticket_id=entry.public_id,
-                data={
-                    "tier": tier.name,
-                    "order_key": entry.order_key,
-                    "status": status,
-                    "quote": quote.as_dict() if quote else None,
-                },
-            )
-    except IntegrityError as exc:
-        if not _is_live_identity_conflict(exc):
-            raise
-        # A concurrent join of the same identity committed first: answer with its ticket.
-        existing = _live_entry(event.id, identity)
-        if existing is None:
-            raise ApiError(
-                409, "conflict", "Another request changed this ticket; please retry."
-            ) from exc
-        return JoinResult(view=entry_view(existing, now=now), created=False)
-    add: Literal["tier", "pre"] = "pre" if status == EntryStatus.PREQUEUE else "tier"
-    return JoinResult(view=entry_view(entry, now=now, layout=layout, add=add), created=True)
-
-
 def entry_view(
-    entry: QueueEntry,
-    *,
-    now: datetime,
-    layout: EventLayout | None = None,
-    add: Literal["tier", "pre"] | None = None,
+    entry: QueueEntry, *, now: datetime, layout: EventLayout | None = None
 ) -> TicketView:
-    """Describe an entry whose row is at hand, refreshing (or creating) its hot-index place."""
-    layout = layout or _layout_with_tier(entry.event_id, entry.tier_id)
-    status = EntryStatus(entry.status)
-    position: int | None = None
-    queue_length: int | None = None
-    if status in QUEUED:
+    """Describe an entry whose row is at hand, refreshing its heartbeat in the hot index."""
+    layout = layout or layout_with_tier(entry.event_id, entry.tier_id)
+    placement = None
+    if entry.status in QUEUED:
         try:
             placement = hot_index.locate(
                 layout,
                 member=entry.id,
                 tier_id=entry.tier_id,
                 heartbeat_deadline=now.timestamp() + layout.heartbeat_seconds,
-                add=add,
-                order_key=entry.order_key,
             )
         except HotIndexUnavailable:
             placement = None
-            if add is not None:
-                _mark_index_dirty(entry.event_id)
-        if add is not None and placement is not None:
-            _undo_add_if_gone(entry)
+    return entry_view_placed(entry, now=now, layout=layout, placement=placement)
+
+
+def entry_view_placed(
+    entry: QueueEntry, *, now: datetime, layout: EventLayout, placement: Placement | None
+) -> TicketView:
+    """Describe an entry from its row and where the hot index has it (None: no answer)."""
+    status = EntryStatus(entry.status)
+    position: int | None = None
+    queue_length: int | None = None
+    if status in QUEUED:
         if placement is not None and placement.counts.state is IndexState.MISSING:
             request_rebuild(entry.event_id)
         if (
@@ -306,6 +150,7 @@ def entry_view(
         status,
         position,
         queue_length,
+        throughput=current_throughput(layout) if position is not None else None,
         tier_id=entry.tier_id,
         order_key=entry.order_key if status in QUEUED else None,
         issued=issued,
@@ -319,11 +164,12 @@ def _view(
     position: int | None,
     queue_length: int,
     *,
+    throughput: Throughput | None,
     tier_id: int,
     order_key: int | None,
     issued: IssuedPass | None = None,
 ) -> TicketView:
-    eta = None if position is None else estimate_wait(position, current_throughput(layout))
+    eta = None if position is None else estimate_wait(position, throughput)
     return TicketView(
         ticket=ticket,
         event_slug=layout.slug,
@@ -340,10 +186,47 @@ def _view(
     )
 
 
+def hot_ticket_view(
+    *,
+    ref: TicketRef,
+    ticket: str,
+    layout: EventLayout,
+    placement: Placement,
+    throughput: Throughput | None,
+) -> TicketView | None:
+    """What the hot index alone can tell a fan in line (waiting or in the pre-queue); None
+    when it cannot answer (not there, being rebuilt): then the database must be read.
+    Pure, so that the lean ASGI status path and ``ticket_status`` share it."""
+    if placement.counts.state is not IndexState.READY:
+        return None
+    if placement.where is Where.TIER and placement.rank is not None:
+        position = position_in_line(
+            layout,
+            tier_id=ref.tier_id,
+            rank_in_tier=placement.rank,
+            tier_counts=placement.counts.tiers,
+        )
+        status = EntryStatus.WAITING
+    elif placement.where is Where.PREQUEUE:
+        position, status = None, EntryStatus.PREQUEUE
+    else:
+        return None
+    return _view(
+        ticket,
+        layout,
+        status,
+        position,
+        placement.counts.queue_length,
+        throughput=throughput,
+        tier_id=ref.tier_id,
+        order_key=placement.order_key,
+    )
+
+
 def ticket_status(*, ref: TicketRef, ticket: str, now: datetime) -> TicketView:
     """The hot path: answered from the hot index alone while the fan is in line there; the
     database is read only when the index cannot answer (admitted, ended, or being rebuilt)."""
-    layout = _layout_with_tier(ref.event_id, ref.tier_id)
+    layout = layout_with_tier(ref.event_id, ref.tier_id)
     try:
         placement = hot_index.locate(
             layout,
@@ -353,33 +236,16 @@ def ticket_status(*, ref: TicketRef, ticket: str, now: datetime) -> TicketView:
         )
     except HotIndexUnavailable:
         placement = None
-    if placement is not None and placement.counts.state is IndexState.READY:
-        if placement.where is Where.TIER and placement.rank is not None:
-            position = position_in_line(
-                layout,
-                tier_id=ref.tier_id,
-                rank_in_tier=placement.rank,
-                tier_counts=placement.counts.tiers,
-            )
-            return _view(
-                ticket,
-                layout,
-                EntryStatus.WAITING,
-                position,
-                placement.counts.queue_length,
-                tier_id=ref.tier_id,
-                order_key=placement.order_key,
-            )
-        if placement.where is Where.PREQUEUE:
-            return _view(
-                ticket,
-                layout,
-                EntryStatus.PREQUEUE,
-                None,
-                placement.counts.queue_length,
-                tier_id=ref.tier_id,
-                order_key=placement.order_key,
-            )
+    if placement is not None:
+        view = hot_ticket_view(
+            ref=ref,
+            ticket=ticket,
+            layout=layout,
+            placement=placement,
+            throughput=current_throughput(layout),
+        )
+        if view is not None:
+            return view
     entry = (
         QueueEntry.objects.filter(pk=ref.entry_id, event_id=ref.event_id)
         .select_related("tier")
@@ -477,10 +343,10 @@ def hot_index_rebuild(*, event_id: int, now: datetime | None = None) -> bool:
         hot_index.rebuild_abandon(handle)
     except BaseException:
         hot_index.rebuild_abandon(handle)
-        _mark_index_dirty(event_id)
+        mark_index_dirty(event_id)
         raise
     if not promoted:
-        _mark_index_dirty(event_id)
+        mark_index_dirty(event_id)
         return False
     logger.info("rebuilt hot index of event %s", event_id)
     return True
@@ -516,7 +382,7 @@ def index_heal_head(*, event_id: int) -> int:
     if ghosts:
         index_forget(event_id, ghosts)
     if unknown:
-        _mark_index_dirty(event_id)  # ids PostgreSQL has never seen: rebuild outright
+        mark_index_dirty(event_id)  # ids PostgreSQL has never seen: rebuild outright
     return len(ghosts)
 
 

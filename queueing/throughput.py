@@ -19,15 +19,14 @@ _cache: dict[int, tuple[float, Throughput | None]] = {}
 _lock = threading.Lock()
 
 
-def current_throughput(layout: EventLayout) -> Throughput | None:
-    now = time.monotonic()
+def _cached(layout: EventLayout) -> tuple[bool, Throughput | None]:
     cached = _cache.get(layout.event_id)
-    if cached is not None and cached[0] > now:
-        return cached[1]
-    try:
-        measured = hot_index.read_throughput(layout.event_id)
-    except HotIndexUnavailable:
-        measured = None
+    if cached is not None and cached[0] > time.monotonic():
+        return True, cached[1]
+    return False, None
+
+
+def _remember(layout: EventLayout, measured: tuple[float, float, bool] | None) -> Throughput | None:
     if measured is not None:
         lam, scv, was_measured = measured
         throughput: Throughput | None = Throughput(lam=lam, scv=scv, measured=was_measured)
@@ -36,8 +35,30 @@ def current_throughput(layout: EventLayout) -> Throughput | None:
     else:
         throughput = None
     with _lock:
-        _cache[layout.event_id] = (now + CACHE_SECONDS, throughput)
+        _cache[layout.event_id] = (time.monotonic() + CACHE_SECONDS, throughput)
     return throughput
+
+
+def current_throughput(layout: EventLayout) -> Throughput | None:
+    hit, throughput = _cached(layout)
+    if hit:
+        return throughput
+    try:
+        measured = hot_index.read_throughput(layout.event_id)
+    except HotIndexUnavailable:
+        measured = None
+    return _remember(layout, measured)
+
+
+async def current_throughput_async(layout: EventLayout) -> Throughput | None:
+    hit, throughput = _cached(layout)
+    if hit:
+        return throughput
+    try:
+        measured = await hot_index.read_throughput_async(layout.event_id)
+    except HotIndexUnavailable:
+        measured = None
+    return _remember(layout, measured)
 
 
 def throughput_cache_clear() -> None:

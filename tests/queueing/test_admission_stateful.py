@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from events.services import TierSpec, event_create, event_pause, event_resume
+from queueing.joining import entry_join
 from queueing.models import AuditRecord, QueueEntry
 from queueing.pass_services import pass_complete
 from queueing.passes import pass_issue
-from queueing.services import entry_join, entry_leave, ticket_status
+from queueing.services import entry_leave, ticket_status
 from queueing.states import EntryStatus
 from queueing.tickets import ticket_read
 from queueing.ticks import event_tick

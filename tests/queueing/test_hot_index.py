@@ -142,7 +142,8 @@ def test_readyz_reports_redis_down(db, redis_down) -> None:
 def test_a_join_whose_fan_was_admitted_before_it_reached_redis_leaves_no_ghost(
     make_event, redis_client
 ) -> None:
-    from queueing.services import entry_view
+    from queueing.joining import index_joined
+    from queueing.layout import event_layout
     from queueing.ticks import event_tick
 
     event = make_event(capacity=5, rate_per_minute=0)
@@ -153,7 +154,7 @@ def test_a_join_whose_fan_was_admitted_before_it_reached_redis_leaves_no_ghost(
     entry.refresh_from_db()
     assert entry.status == "admitted"
     entry.status = "waiting"  # the join's stale in-memory row
-    entry_view(entry, now=timezone.now(), add="tier")
+    index_joined(event_layout(event.id), [entry], add="tier")
     assert redis_client.zscore(keys.tier_queue(event.id, entry.tier_id), str(entry.id)) is None
     assert Client().get(f"/api/v1/tickets/{first}").json()["status"] == "admitted"
 
