@@ -236,9 +236,8 @@ def websocket_fanout(
                 str(i * per_client),
                 str(per_client),
                 str(hold),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
+                str(tickets.parent / f"ws-report-{i}.json"),
+            ]
         )
         for i in range(clients)
     ]
@@ -246,7 +245,9 @@ def websocket_fanout(
     while any(p.poll() is None for p in procs):
         peak = max(peak, server_rss_mib(web_pgid))
         time.sleep(1)
-    reports = [json.loads(p.stdout.read().strip().splitlines()[-1]) for p in procs]
+    reports = [
+        json.loads((tickets.parent / f"ws-report-{i}.json").read_text()) for i in range(clients)
+    ]
     by_tick: dict[str, list[float]] = {}
     for report in reports:
         for at, delays in report["delays"].items():

@@ -1,7 +1,9 @@
 """Opens many waiting-page sockets and records, for every tick, how long after its broadcast
-("at") each socket received it. Prints one JSON line: {"opened", "failed", "delays": {at: [s]}}.
+("at") each socket received it. Writes one JSON object to OUT_FILE:
+{"opened", "failed", "delays": {at: [s]}} (a file, not stdout: the report outgrows a pipe's
+buffer, and the parent reads it only after every client is done).
 
-Run: python bench/ws_clients.py WS_URL ORIGIN TICKETS_FILE FIRST COUNT SECONDS
+Run: python bench/ws_clients.py WS_URL ORIGIN TICKETS_FILE FIRST COUNT SECONDS OUT_FILE
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ async def watch(
         failed.append(1)
 
 
-async def main(url: str, origin: str, tickets: list[str], seconds: float) -> None:
+async def main(url: str, origin: str, tickets: list[str], seconds: float, out: str) -> None:
     delays: dict[float, list[float]] = defaultdict(list)
     opened: list[int] = []
     failed: list[int] = []
@@ -55,22 +57,20 @@ async def main(url: str, origin: str, tickets: list[str], seconds: float) -> Non
         )
         await asyncio.sleep(0.002)  # ramp up rather than stampede the handshakes
     await asyncio.gather(*tasks)
-    print(
-        json.dumps(
-            {
-                "opened": len(opened),
-                "failed": len(failed),
-                "delays": {str(at): d for at, d in delays.items()},
-            }
-        )
-    )
+    report = {
+        "opened": len(opened),
+        "failed": len(failed),
+        "delays": {str(at): d for at, d in delays.items()},
+    }
+    with open(out, "w") as handle:
+        json.dump(report, handle)
 
 
 if __name__ == "__main__":
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    ws_url, origin, path, first, count, seconds = sys.argv[1:7]
+    ws_url, origin, path, first, count, seconds, out_file = sys.argv[1:8]
     with open(path) as handle:
         lines = [line.strip() for line in handle if line.strip()]
     chosen = lines[int(first) : int(first) + int(count)]
-    asyncio.run(main(ws_url, origin, chosen, float(seconds)))
+    asyncio.run(main(ws_url, origin, chosen, float(seconds), out_file))

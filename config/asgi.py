@@ -12,6 +12,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from queueing.hot_paths import HotPaths  # noqa: E402
 from queueing.routing import websocket_urlpatterns  # noqa: E402
 
 if settings.WR_SERVE_STATIC:
@@ -22,7 +23,8 @@ if settings.WR_SERVE_STATIC:
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # Ticket status and joins take a lean path in front of Django (queueing/hot_paths.py).
+        "http": HotPaths(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
     }
 )

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 
 from django.conf import settings
 from django.db import DataError, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.security import SecurityMiddleware
+from django.test.signals import setting_changed
 
 from config.api_errors import ApiError, error_response
 
@@ -89,3 +93,42 @@ class ApiErrorMiddleware:
         return JsonResponse(
             {"error": "internal_error", "detail": "An unexpected error occurred."}, status=500
         )
+
+
+class _BareRequest(HttpRequest):
+    def __init__(self, *, secure: bool) -> None:
+        super().__init__()
+        self._secure = secure
+
+    def is_secure(self) -> bool:
+        return self._secure
+
+
+def _unused_get_response(request: HttpRequest) -> HttpResponse:
+    raise AssertionError("only the middleware's process_response is asked")
+
+
+@functools.cache
+def hot_path_headers(*, secure: bool) -> tuple[tuple[bytes, bytes], ...]:
+    """The headers Django's security middleware adds to a JSON answer, for the lean ASGI
+    paths that answer without passing through the middleware (queueing/hot_paths.py).
+
+    Asked of the middleware itself (once per process), so the two cannot drift apart. The
+    locale middleware's ``Content-Language`` is left out: these answers are not translated.
+    """
+    response = HttpResponse(content_type="application/json")
+    request = _BareRequest(secure=secure)
+    for middleware in (SecurityMiddleware, XFrameOptionsMiddleware):
+        response = middleware(_unused_get_response).process_response(request, response)
+    return tuple(
+        (name.lower().encode("latin-1"), value.encode("latin-1"))
+        for name, value in response.items()
+        if name.lower() != "content-type"
+    )
+
+
+def _forget_hot_path_headers(**kwargs: object) -> None:
+    hot_path_headers.cache_clear()
+
+
+setting_changed.connect(_forget_hot_path_headers)

@@ -5,19 +5,22 @@ Plain Django views rather than DRF: these are the hot paths and need none of DRF
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
-from config.api_errors import ApiError
+from config.api_errors import ApiError, error_response
 from config.metrics import JOIN_SECONDS, STATUS_SECONDS, observed
+from events.models import Event
 from events.selectors import event_by_slug
 from queueing.abuse import join_rate_check
 from queueing.http import json_api, json_body, optional_str
-from queueing.identity import identity_from_request, identity_remember
-from queueing.joining import entry_join
+from queueing.identity import Identity, identity_from_request, identity_remember
+from queueing.joining import JoinOutcome, JoinRequest, entry_join_many
 from queueing.pow import pow_challenge, pow_check
 from queueing.selectors import event_public_view
 from queueing.services import TicketView, entry_leave, ticket_status
@@ -49,23 +52,81 @@ def _ticket_response(payload: dict[str, Any], view: TicketView, *, status: int) 
     return response
 
 
-@observed(JOIN_SECONDS)
-@json_api("POST")
-def join(request: HttpRequest, slug: str) -> HttpResponse:
-    event = event_by_slug(slug)
+@dataclass(frozen=True)
+class PreparedJoin:
+    join: JoinRequest
+    identity: Identity
+
+
+def join_prepare(request: HttpRequest, event: Event) -> PreparedJoin:
+    """Everything about a join that is read from the request, checked before it queues."""
     body = json_body(request)
     access_code = optional_str(body, "access_code", max_length=64)
     identity = identity_from_request(request)
     join_rate_check(request=request, identity=identity.digest)
     pow_check(event=event, proof=body.get("pow"))
-    result = entry_join(
-        event=event, identity=identity.digest, access_code=access_code, now=timezone.now()
+    return PreparedJoin(
+        join=JoinRequest(
+            event=event, identity=identity.digest, access_code=access_code, now=timezone.now()
+        ),
+        identity=identity,
     )
-    response = _ticket_response(
-        _ticket_payload(result.view), result.view, status=201 if result.created else 200
-    )
+
+
+def join_response(outcome: JoinOutcome, identity: Identity) -> HttpResponse:
+    if isinstance(outcome, ApiError):
+        return error_response(outcome)
+    view = outcome.view
+    response = _ticket_response(_ticket_payload(view), view, status=201 if outcome.created else 200)
     identity_remember(response, identity)
     return response
+
+
+@observed(JOIN_SECONDS)
+@json_api("POST")
+def join(request: HttpRequest, slug: str) -> HttpResponse:
+    prepared = join_prepare(request, event_by_slug(slug))
+    (outcome,) = entry_join_many([prepared.join])
+    return join_response(outcome, prepared.identity)
+
+
+def join_batch(requests: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse]:
+    """The answers to many ``POST .../join`` (request, slug) at once, committed together
+    (group commit; see queueing/joining.py). Used by the lean path in queueing/hot_paths.py
+    from its batch thread; each request is checked exactly as ``join`` checks it."""
+    events: dict[str, Event | ApiError] = {}
+    answers: list[HttpResponse | PreparedJoin] = []
+    for request, slug in requests:
+        try:
+            if slug not in events:
+                try:
+                    events[slug] = event_by_slug(slug)
+                except ApiError as missing:
+                    events[slug] = missing
+            event = events[slug]
+            if isinstance(event, ApiError):
+                raise event
+            answers.append(join_prepare(request, event))
+        except ApiError as refusal:
+            answers.append(error_response(refusal))
+    prepared = [a for a in answers if isinstance(a, PreparedJoin)]
+    outcomes = iter(entry_join_many([p.join for p in prepared]))
+    return [
+        join_response(next(outcomes), answer.identity)
+        if isinstance(answer, PreparedJoin)
+        else answer
+        for answer in answers
+    ]
+
+
+def ticket_status_payload(view: TicketView) -> dict[str, Any]:
+    issued = view.issued_pass
+    return {
+        **_ticket_payload(view),
+        "pass": issued.token if issued else None,
+        "pass_expires_at": issued.expires_at.isoformat() if issued else None,
+        "redirect_url": issued.redirect_url if issued else None,
+    }
 
 
 @observed(STATUS_SECONDS)
@@ -77,14 +138,7 @@ def ticket(request: HttpRequest, ticket: str) -> HttpResponse:
         entry_leave(ref=ref, now=now)
         return HttpResponse(status=204)
     view = ticket_status(ref=ref, ticket=ticket, now=now)
-    issued = view.issued_pass
-    payload = {
-        **_ticket_payload(view),
-        "pass": issued.token if issued else None,
-        "pass_expires_at": issued.expires_at.isoformat() if issued else None,
-        "redirect_url": issued.redirect_url if issued else None,
-    }
-    return _ticket_response(payload, view, status=200)
+    return _ticket_response(ticket_status_payload(view), view, status=200)
 
 
 @json_api("GET")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import secrets
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -87,11 +88,13 @@ def _script(name: str) -> Script:
 
 # The event loop's own client, for the lean ASGI paths: one per process and event loop
 # (a redis.asyncio connection belongs to the loop that opened it).
-_async_clients: dict[int, aioredis.Redis] = {}
+_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _async_client() -> aioredis.Redis:
-    loop = id(asyncio.get_running_loop())
+    loop = asyncio.get_running_loop()
     client = _async_clients.get(loop)
     if client is None:
         timeout = settings.CACHES["default"]["OPTIONS"]["SOCKET_TIMEOUT"]

@@ -42,7 +42,7 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
     try:
         raw = request.body
     except RequestDataTooBig as exc:
-        raise ApiError(400, "bad_request", "The request body is too large.") from exc
+        raise body_too_large() from exc
     if not raw.strip():
         return {}
     try:
@@ -52,6 +52,10 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ApiError(400, "bad_request", "The request body must be a JSON object.")
     return body
+
+
+def body_too_large() -> ApiError:
+    return ApiError(400, "bad_request", "The request body is too large.")
 
 
 def optional_str(body: dict[str, Any], name: str, *, max_length: int) -> str | None:

@@ -78,6 +78,15 @@ def event_layout(event_id: int, *, fresh: bool = False) -> EventLayout | None:
     return layout
 
 
+def cached_layout(event_id: int) -> EventLayout | None:
+    """The layout if this process read it recently, without touching the database (for
+    the event loop); None when it must be read."""
+    cached = _cache.get(event_id)
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
+    return None
+
+
 def layout_cache_clear() -> None:
     with _lock:
         _cache.clear()

@@ -1,0 +1,269 @@
+"""The lean ASGI paths for the two requests a sale start is made of: ticket status and join.
+
+Django's ASGI handler costs far more per request than the work behind these two (see the
+measured limits in ARCHITECTURE.md), so they are answered here, in front of Django, by the
+same functions the Django views call:
+
+- ``GET /api/v1/tickets/{ticket}``: while the fan is in line in the hot index, the answer is
+  one async Lua call plus the pure view of ``queueing.services.hot_ticket_view``. Anything
+  else (a bad ticket, an admitted fan, an index being rebuilt, Redis down) goes to Django.
+- ``POST /api/v1/events/{slug}/join``: each request becomes a Django request and is checked
+  by ``api_fan.join_prepare``; the joins that arrive while one batch commits form the next
+  batch (``api_fan.join_batch``, one transaction), committed in a thread of its own.
+
+Requests these paths are not sure about (a Host Django would refuse, plain HTTP where HTTPS
+is required, a logged-in fan whose identity is their account) go to Django untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import DisallowedHost
+from django.core.handlers.asgi import ASGIRequest
+from django.db import close_old_connections
+from django.http import HttpRequest, HttpResponse
+
+from config.api_errors import error_response
+from config.metrics import JOIN_SECONDS, STATUS_SECONDS
+from config.middleware import ApiErrorMiddleware, hot_path_headers
+from queueing import hot_index
+from queueing.api_fan import join_batch, ticket_status_payload
+from queueing.hot_index import HotIndexUnavailable, LocateRequest
+from queueing.http import body_too_large
+from queueing.layout import EventLayout, cached_layout, event_layout
+from queueing.services import hot_ticket_view
+from queueing.throughput import current_throughput_async
+from queueing.tickets import InvalidTicket, ticket_read
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_STATUS_PATH = re.compile(r"^/api/v1/tickets/([^/]+)$")
+_JOIN_PATH = re.compile(r"^/api/v1/events/([^/]+)/join$")
+
+
+class HotPaths:
+    """ASGI app: the two hot requests here, everything else to ``django_app``."""
+
+    def __init__(self, django_app: ASGIApp) -> None:
+        self.django_app = django_app
+        self.joins = JoinBatcher()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not scope.get("root_path"):
+            method, path = scope["method"], scope["path"]
+            if method == "GET" and (match := _STATUS_PATH.match(path)):
+                if await self._status(scope, send, match[1]):
+                    return
+            elif method == "POST" and (match := _JOIN_PATH.match(path)):
+                if await self._join(scope, receive, send, match[1]):
+                    return
+        await self.django_app(scope, receive, send)
+
+    async def _status(self, scope: Scope, send: Send, ticket: str) -> bool:
+        """Answer a fan in line from the hot index; False: leave it to Django."""
+        started = time.perf_counter()
+        request = _django_request(scope, b"")
+        if request is None:
+            return False
+        try:
+            ref = ticket_read(ticket)
+        except InvalidTicket:
+            return False
+        layout = await _layout(ref.event_id)
+        if layout is None or layout.tier_index(ref.tier_id) is None:
+            return False
+        try:
+            placement = await hot_index.locate_async(
+                layout,
+                LocateRequest(
+                    member=ref.entry_id,
+                    tier_id=ref.tier_id,
+                    heartbeat_deadline=time.time() + layout.heartbeat_seconds,
+                ),
+            )
+        except HotIndexUnavailable:
+            return False
+        view = hot_ticket_view(
+            ref=ref,
+            ticket=ticket,
+            layout=layout,
+            placement=placement,
+            throughput=await current_throughput_async(layout),
+        )
+        if view is None:
+            return False
+        await _send_json(
+            send,
+            200,
+            ticket_status_payload(view),
+            secure=request.is_secure(),
+            extra=(
+                (b"x-poll-after-seconds", f"{view.poll_after_seconds:g}".encode()),
+                (b"cache-control", b"no-store"),
+            ),
+        )
+        STATUS_SECONDS.observe(time.perf_counter() - started)
+        return True
+
+    async def _join(self, scope: Scope, receive: Receive, send: Send, slug: str) -> bool:
+        started = time.perf_counter()
+        if _has_cookie(scope, settings.SESSION_COOKIE_NAME.encode()):
+            return False  # a logged-in fan joins as their account: Django knows who that is
+        if _django_request(scope, b"") is None:
+            return False
+        body = await _read_body(receive, limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        if body is None:
+            return True  # the client went away
+        request = _django_request(scope, body)
+        assert request is not None
+        if len(body) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            response: HttpResponse = error_response(body_too_large())
+        else:
+            response = await self.joins.submit(request, slug)
+        await _send_response(send, response, secure=request.is_secure())
+        JOIN_SECONDS.observe(time.perf_counter() - started)
+        return True
+
+
+class JoinBatcher:
+    """Group commit: one batch of joins commits in a thread of its own while the next one
+    gathers. A lone join goes at once; under load, batches grow by themselves to what
+    arrived during the last commit (at most ``WR_JOIN_BATCH_MAX``)."""
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[HttpRequest, str, asyncio.Future[HttpResponse]]] = []
+        self._draining = False
+        # One thread: batches of a process commit one after another, each under one lock
+        # of the chain head, rather than contending for it.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="join-batch")
+
+    async def submit(self, request: HttpRequest, slug: str) -> HttpResponse:
+        future: asyncio.Future[HttpResponse] = asyncio.get_running_loop().create_future()
+        self._pending.append((request, slug, future))
+        if not self._draining:
+            self._draining = True
+            asyncio.get_running_loop().create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._pending:
+                limit = settings.WR_JOIN_BATCH_MAX
+                batch, self._pending = self._pending[:limit], self._pending[limit:]
+                items = [(request, slug) for request, slug, _ in batch]
+                try:
+                    responses = await loop.run_in_executor(self._executor, _commit_batch, items)
+                except Exception as exc:  # noqa: BLE001  (the thread itself failed)
+                    for _, _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for (_, _, future), response in zip(batch, responses, strict=True):
+                    if not future.done():
+                        future.set_result(response)
+        finally:
+            self._draining = False
+
+
+def _commit_batch(items: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse]:
+    """In the batch thread: like one Django request, with its connection checks around it."""
+    close_old_connections()
+    try:
+        return join_batch(items)
+    except Exception as exc:  # noqa: BLE001  every fan of the batch gets the API's answer
+        # Nothing of a failed batch was acknowledged; the middleware's mapping says what
+        # the fans are told (503 while PostgreSQL is unreachable, never an HTML page).
+        request = items[0][0]
+        response = ApiErrorMiddleware(lambda r: HttpResponse()).process_exception(request, exc)
+        assert response is not None  # every /api/ exception gets an answer
+        return [response] * len(items)
+    finally:
+        close_old_connections()
+
+
+async def _layout(event_id: int) -> EventLayout | None:
+    layout = cached_layout(event_id)
+    if layout is None:
+        layout = await sync_to_async(event_layout)(event_id)
+    return layout
+
+
+def _django_request(scope: Scope, body: bytes) -> HttpRequest | None:
+    """The request as Django sees it; None if Django would not serve it as it is (a Host
+    it refuses, or plain HTTP where it redirects to HTTPS): then Django answers."""
+    request = ASGIRequest(scope, io.BytesIO(body))
+    try:
+        request.get_host()
+    except DisallowedHost:
+        return None
+    if settings.SECURE_SSL_REDIRECT and not request.is_secure():
+        return None
+    return request
+
+
+def _has_cookie(scope: Scope, name: bytes) -> bool:
+    return any(key == b"cookie" and name + b"=" in value for key, value in scope.get("headers", ()))
+
+
+async def _read_body(receive: Receive, *, limit: int) -> bytes | None:
+    """The whole body, or its first ``limit`` + 1 bytes; None if the client disconnected."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit or not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _send_json(
+    send: Send,
+    status: int,
+    payload: dict[str, Any],
+    *,
+    secure: bool,
+    extra: Sequence[tuple[bytes, bytes]] = (),
+) -> None:
+    body = json.dumps(payload).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *extra,
+        *hot_path_headers(secure=secure),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _send_response(send: Send, response: HttpResponse, *, secure: bool) -> None:
+    headers = [
+        (name.lower().encode("latin-1"), value.encode("latin-1"))
+        for name, value in response.items()
+    ]
+    headers += [
+        (b"set-cookie", cookie.output(header="").strip().encode("latin-1"))
+        for cookie in response.cookies.values()
+    ]
+    headers.append((b"content-length", str(len(response.content)).encode()))
+    headers += hot_path_headers(secure=secure)
+    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": response.content})

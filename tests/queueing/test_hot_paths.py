@@ -1,0 +1,261 @@
+"""The lean ASGI paths (queueing/hot_paths.py) answer exactly as Django would, and leave to
+Django every request they are not sure about."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from typing import Any
+
+import pytest
+from django.core.handlers.asgi import ASGIHandler
+from django.db import OperationalError
+from django.test import Client
+from django.utils import timezone
+
+from config.asgi import django_asgi_app
+from events.services import TierSpec
+from queueing import hot_paths
+from queueing.audit import audit_chain_verify
+from queueing.hot_paths import HotPaths
+from queueing.models import QueueEntry
+from tests.asgi import asgi_call, call
+from tests.conftest import join, new_fan
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# Headers that differ between two answers for reasons other than the path taken.
+_PER_ANSWER = {"date", "server", "content-length", "vary", "content-language", "set-cookie"}
+
+
+def _comparable(headers: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k not in _PER_ANSWER}
+
+
+@pytest.fixture
+def hot() -> HotPaths:
+    return HotPaths(django_asgi_app)
+
+
+def test_status_of_a_waiting_fan_is_answered_as_django_answers_it(make_event, hot) -> None:
+    event = make_event(capacity=0)
+    tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(3)]
+    path = f"/api/v1/tickets/{tickets[1]}"
+    lean = call(hot, "GET", path)
+    plain = call(django_asgi_app, "GET", path)
+    assert lean.status == plain.status == 200
+    assert lean.raw == plain.raw  # byte for byte
+    assert lean.body["position"] == 2
+    assert _comparable(lean.headers) == _comparable(plain.headers)
+    assert lean.headers["x-frame-options"] == "DENY"
+    assert lean.headers["x-content-type-options"] == "nosniff"
+
+
+def test_the_lean_status_path_really_answers_without_django(make_event, hot, monkeypatch):
+    event = make_event(capacity=0)
+    ticket = join(new_fan(), event.slug).json()["ticket"]
+
+    async def refuse(*args: Any) -> None:
+        raise AssertionError("went to Django")
+
+    lean_only = HotPaths(refuse)
+    assert call(lean_only, "GET", f"/api/v1/tickets/{ticket}").body["position"] == 1
+
+
+def test_a_prequeue_ticket_is_answered_on_the_lean_path(make_event) -> None:
+    event = make_event(
+        prequeue_opens_at=timezone.now() - timezone.timedelta(minutes=1),
+        starts_at=timezone.now() + timezone.timedelta(hours=1),
+    )
+    ticket = join(new_fan(), event.slug).json()["ticket"]
+
+    async def refuse(*args: Any) -> None:
+        raise AssertionError("went to Django")
+
+    reply = call(HotPaths(refuse), "GET", f"/api/v1/tickets/{ticket}")
+    assert reply.body["status"] == "prequeue"
+    assert reply.body["position"] is None
+    assert reply.raw == call(django_asgi_app, "GET", f"/api/v1/tickets/{ticket}").raw
+
+
+def test_what_the_hot_index_cannot_answer_goes_to_django(make_event, hot, redis_client) -> None:
+    from queueing.ticks import event_tick
+
+    event = make_event(capacity=1, rate_per_minute=0)
+    admitted, waiting = (join(new_fan(), event.slug).json()["ticket"] for _ in range(2))
+    event_tick(event_id=event.id, now=timezone.now())
+    reply = call(hot, "GET", f"/api/v1/tickets/{admitted}")
+    assert reply.status == 200
+    assert reply.body["status"] == "admitted"
+    assert reply.body["pass"]  # only Django's path issues passes
+    assert call(hot, "GET", "/api/v1/tickets/1-2-3.forged").body["error"] == "invalid_ticket"
+    # The index lost (Redis flushed): PostgreSQL answers, in degraded mode.
+    for key in redis_client.scan_iter(match="*"):
+        if b"wrtest" in key:
+            redis_client.delete(key)
+    reply = call(hot, "GET", f"/api/v1/tickets/{waiting}")
+    assert reply.status == 200
+    assert reply.body["position"] == 1
+
+
+def test_a_host_django_refuses_and_plain_http_under_https_go_to_django(
+    make_event, hot, settings
+) -> None:
+    event = make_event(capacity=0)
+    ticket = join(new_fan(), event.slug).json()["ticket"]
+    reply = call(hot, "GET", f"/api/v1/tickets/{ticket}", headers={"host": "evil.example"})
+    assert reply.status == 400
+    assert reply.body["error"] == "bad_request"
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_HSTS_SECONDS = 3600
+    hot = HotPaths(ASGIHandler())  # Django's middleware reads the setting when it loads
+    reply = call(hot, "POST", f"/api/v1/events/{event.slug}/join")
+    assert reply.status == 301
+    assert reply.headers["location"].startswith("https://")
+    assert QueueEntry.objects.count() == 1
+    secure = call(hot, "GET", f"/api/v1/tickets/{ticket}", scheme="https")
+    assert secure.status == 200
+    assert "strict-transport-security" in secure.headers
+
+
+def test_a_join_on_the_lean_path_sets_the_identity_cookie_and_is_idempotent(
+    make_event, hot
+) -> None:
+    event = make_event(capacity=0)
+    first = call(hot, "POST", f"/api/v1/events/{event.slug}/join", body=b"{}")
+    assert first.status == 201
+    assert first.headers["x-poll-after-seconds"]
+    assert first.headers["x-frame-options"] == "DENY"
+    cookie = first.headers["set-cookie"].split(";")[0]
+    assert cookie.startswith("wr_id=")
+    again = call(
+        hot, "POST", f"/api/v1/events/{event.slug}/join", body=b"{}", headers={"cookie": cookie}
+    )
+    assert again.status == 200
+    assert again.body["ticket"] == first.body["ticket"]
+    keyed = [
+        call(
+            hot,
+            "POST",
+            f"/api/v1/events/{event.slug}/join",
+            body=b"{}",
+            headers={"idempotency-key": "fan-7"},
+        )
+        for _ in range(2)
+    ]
+    assert [r.status for r in keyed] == [201, 200]
+    assert "set-cookie" not in keyed[0].headers
+
+
+def test_bad_joins_get_the_same_answers_on_both_paths(make_event, hot) -> None:
+    event = make_event(
+        capacity=0,
+        tiers=[TierSpec(name="Public"), TierSpec(name="Club", access_codes=["CLUB-1"])],
+    )
+    cases = [
+        ("/api/v1/events/no-such-sale/join", b"{}"),
+        (f"/api/v1/events/{event.slug}/join", b"[1"),
+        (f"/api/v1/events/{event.slug}/join", b"[]"),
+        (f"/api/v1/events/{event.slug}/join", b'{"access_code": "WRONG-CODE"}'),
+        (f"/api/v1/events/{event.slug}/join", b'{"access_code": 7}'),
+    ]
+    for path, body in cases:
+        headers = {"idempotency-key": "same-fan"}
+        lean = call(hot, "POST", path, body=body, headers=headers)
+        plain = call(django_asgi_app, "POST", path, body=body, headers=headers)
+        assert (lean.status, lean.body) == (plain.status, plain.body), (path, body)
+        assert lean.status in (400, 404)
+    assert QueueEntry.objects.count() == 0
+
+
+def test_an_oversized_join_body_is_refused(make_event, hot, settings) -> None:
+    event = make_event(capacity=0)
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    body = json.dumps({"access_code": "x" * 5000}).encode()
+    reply = call(hot, "POST", f"/api/v1/events/{event.slug}/join", body=body)
+    assert (reply.status, reply.body["error"]) == (400, "bad_request")
+    assert QueueEntry.objects.count() == 0
+
+
+def test_a_logged_in_fan_joins_through_django_as_their_account(make_event, hot) -> None:
+    from django.contrib.auth.models import User
+
+    event = make_event(capacity=0)
+    user = User.objects.create_user("fan", password="pw-for-a-fan-123")
+    browser = Client()
+    browser.force_login(user)
+    session = browser.cookies["sessionid"].value
+    replies = [
+        call(
+            hot,
+            "POST",
+            f"/api/v1/events/{event.slug}/join",
+            body=b"{}",
+            headers={"cookie": f"sessionid={session}"},
+        )
+        for _ in range(2)
+    ]
+    assert [r.status for r in replies] == [201, 200]
+    expected = hashlib.sha256(f"user:{user.pk}".encode()).hexdigest()
+    assert QueueEntry.objects.get().identity == expected
+    assert (
+        browser.post(
+            f"/api/v1/events/{event.slug}/join", data={}, content_type="application/json"
+        ).json()["ticket"]
+        == replies[0].body["ticket"]
+    )
+
+
+def test_concurrent_joins_commit_in_batches_in_arrival_order(make_event, monkeypatch) -> None:
+    event = make_event(capacity=0)
+    sizes: list[int] = []
+    real_join_batch = hot_paths.join_batch
+
+    def counting(items: Any) -> Any:
+        sizes.append(len(items))
+        return real_join_batch(items)
+
+    monkeypatch.setattr(hot_paths, "join_batch", counting)
+    hot = HotPaths(django_asgi_app)
+
+    async def burst() -> list[Any]:
+        return await asyncio.gather(
+            *(
+                asgi_call(
+                    hot,
+                    "POST",
+                    f"/api/v1/events/{event.slug}/join",
+                    body=b"{}",
+                    headers={"idempotency-key": f"fan-{i}"},
+                )
+                for i in range(60)
+            )
+        )
+
+    replies = asyncio.run(burst())
+    assert [r.status for r in replies] == [201] * 60
+    assert max(sizes) > 1  # joins that arrived during a commit shared the next one
+    assert sum(sizes) == 60
+    # Answered in arrival order: order keys and positions follow the order of the requests.
+    entries = {e.public_id: e for e in QueueEntry.objects.all()}
+    assert len(entries) == 60
+    positions = [r.body["position"] for r in replies]
+    assert positions == sorted(positions)
+    assert sorted(positions) == list(range(1, 61))
+    assert audit_chain_verify(event_id=event.id).ok
+
+
+def test_a_failed_batch_tells_every_fan_the_room_is_briefly_unavailable(
+    make_event, monkeypatch
+) -> None:
+    event = make_event(capacity=0)
+
+    def broken(items: Any) -> Any:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(hot_paths, "join_batch", broken)
+    reply = call(HotPaths(django_asgi_app), "POST", f"/api/v1/events/{event.slug}/join")
+    assert reply.status == 503
+    assert reply.body["error"] == "unavailable"
+    assert reply.headers["retry-after"] == "5"

@@ -1,0 +1,108 @@
+"""Group commit: a batch of joins gets exactly the answers the same joins one by one would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from config.api_errors import ApiError
+from queueing import joining
+from queueing.audit import audit_chain_verify
+from queueing.joining import JoinRequest, JoinResult, entry_join_many
+from queueing.models import AuditRecord, QueueEntry
+
+
+def _requests(event: Any, identities: list[str], **fields: Any) -> list[JoinRequest]:
+    return [
+        JoinRequest(event=event, identity=i, access_code=None, now=timezone.now(), **fields)
+        for i in identities
+    ]
+
+
+def test_a_batch_joins_in_order_under_one_chain_extension(make_event) -> None:
+    event = make_event(capacity=0)
+    outcomes = entry_join_many(_requests(event, [f"fan-{i}" for i in range(5)]))
+    assert all(isinstance(o, JoinResult) and o.created for o in outcomes)
+    assert [o.view.position for o in outcomes] == [1, 2, 3, 4, 5]
+    entries = list(QueueEntry.objects.order_by("order_key"))
+    assert [e.identity for e in entries] == [f"fan-{i}" for i in range(5)]
+    joined = AuditRecord.objects.filter(action="joined").order_by("seq")
+    assert [r.data["order_key"] for r in joined] == [e.order_key for e in entries]
+    assert audit_chain_verify(event_id=event.id).ok
+
+
+def test_the_same_fan_twice_in_a_batch_gets_one_ticket(make_event) -> None:
+    event = make_event(capacity=0)
+    first, _, again = entry_join_many(_requests(event, ["a", "b", "a"]))
+    assert isinstance(first, JoinResult) and isinstance(again, JoinResult)
+    assert (first.created, again.created) == (True, False)
+    assert again.view.ticket == first.view.ticket
+    assert QueueEntry.objects.count() == 2
+
+
+def test_a_full_line_refuses_the_rest_of_a_batch(make_event) -> None:
+    event = make_event(capacity=0, max_queue_length=3)
+    outcomes = entry_join_many(_requests(event, [f"fan-{i}" for i in range(5)]))
+    assert [isinstance(o, JoinResult) for o in outcomes] == [True, True, True, False, False]
+    refused = outcomes[3]
+    assert isinstance(refused, ApiError) and refused.status == 429
+    assert refused.code == "queue_full"
+    assert QueueEntry.objects.count() == 3
+
+
+def test_refusals_are_per_fan_and_per_event(make_event) -> None:
+    from events.services import event_close
+
+    open_sale = make_event(slug="open", capacity=0)
+    closed = make_event(slug="closed", capacity=0)
+    event_close(event=closed, actor="test", now=timezone.now())
+    closed.refresh_from_db()
+    now = timezone.now()
+    outcomes = entry_join_many(
+        [
+            JoinRequest(event=open_sale, identity="a", access_code=None, now=now),
+            JoinRequest(event=closed, identity="b", access_code=None, now=now),
+            JoinRequest(event=open_sale, identity="c", access_code="NOT-A-CODE", now=now),
+            JoinRequest(event=open_sale, identity="d", access_code=None, now=now),
+        ]
+    )
+    assert isinstance(outcomes[0], JoinResult) and isinstance(outcomes[3], JoinResult)
+    assert isinstance(outcomes[1], ApiError) and outcomes[1].code == "event_closed"
+    assert isinstance(outcomes[2], ApiError) and outcomes[2].code == "invalid_access_code"
+    assert [o.view.position for o in (outcomes[0], outcomes[3])] == [1, 2]
+
+
+def test_a_fan_who_raced_another_process_gets_that_ticket_and_the_batch_survives(
+    make_event, monkeypatch
+) -> None:
+    event = make_event(capacity=0)
+    (earlier,) = entry_join_many(_requests(event, ["racer"]))
+    assert isinstance(earlier, JoinResult)
+    # As if the other process committed between this batch's look-up and its insert.
+    real = joining._live_entries
+    calls = []
+
+    def blind_once(event_id: int, identities: set[str]) -> Any:
+        calls.append(identities)
+        return {} if len(calls) == 1 else real(event_id, identities)
+
+    monkeypatch.setattr(joining, "_live_entries", blind_once)
+    outcomes = entry_join_many(_requests(event, ["new-1", "racer", "new-2"]))
+    assert all(isinstance(o, JoinResult) for o in outcomes)
+    assert [o.created for o in outcomes] == [True, False, True]
+    assert outcomes[1].view.ticket == earlier.view.ticket
+    assert QueueEntry.objects.count() == 3
+    assert audit_chain_verify(event_id=event.id).ok
+
+
+@pytest.mark.parametrize("batch", [1, 7])
+def test_a_prequeue_batch_waits_for_the_shuffle(make_event, batch: int) -> None:
+    event = make_event(
+        prequeue_opens_at=timezone.now() - timezone.timedelta(minutes=1),
+        starts_at=timezone.now() + timezone.timedelta(hours=1),
+    )
+    outcomes = entry_join_many(_requests(event, [f"fan-{i}" for i in range(batch)]))
+    assert {o.view.status for o in outcomes} == {"prequeue"}
+    assert set(QueueEntry.objects.values_list("status", flat=True)) == {"prequeue"}
