@@ -21,10 +21,12 @@ if settings.WR_SERVE_STATIC:
     # Static files without a separate server; production puts a CDN in front.
     django_asgi_app = ASGIStaticFilesHandler(django_asgi_app)
 
-application = ProtocolTypeRouter(
-    {
-        # Ticket status and joins take a lean path in front of Django (queueing/hot_paths.py).
-        "http": HotPaths(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
-    }
+# Ticket status and joins take a lean path in front of everything (queueing/hot_paths.py).
+application = HotPaths(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi_app,
+            "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
+        }
+    )
 )

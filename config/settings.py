@@ -105,7 +105,7 @@ _REDIS_TIMEOUT = env_float("REDIS_SOCKET_TIMEOUT", 1.0, minimum=0.05)
 # Joins committed together by the lean join path (group commit), at most.
 WR_JOIN_BATCH_MAX = env_int("WR_JOIN_BATCH_MAX", 200, minimum=1)
 # The lean ASGI status path's own Redis connections, per web process.
-WR_ASYNC_REDIS_MAX_CONNECTIONS = env_int("WR_ASYNC_REDIS_MAX_CONNECTIONS", 100, minimum=1)
+WR_ASYNC_REDIS_MAX_CONNECTIONS = env_int("WR_ASYNC_REDIS_MAX_CONNECTIONS", 500, minimum=1)
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",

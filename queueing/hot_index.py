@@ -98,10 +98,11 @@ def _async_client() -> aioredis.Redis:
     client = _async_clients.get(loop)
     if client is None:
         timeout = settings.CACHES["default"]["OPTIONS"]["SOCKET_TIMEOUT"]
-        pool = aioredis.BlockingConnectionPool.from_url(
+        # Not a blocking pool: waiting for a free connection costs every call a lock; past
+        # the limit a call fails (HotIndexUnavailable) and that request goes to Django.
+        pool = aioredis.ConnectionPool.from_url(
             settings.REDIS_URL,
             max_connections=settings.WR_ASYNC_REDIS_MAX_CONNECTIONS,
-            timeout=timeout,  # waiting for a free connection, then HotIndexUnavailable
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
         )

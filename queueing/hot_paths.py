@@ -18,6 +18,7 @@ is required, a logged-in fan whose identity is their account) go to Django untou
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import json
 import re
@@ -32,6 +33,7 @@ from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
 from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse
+from django.test.signals import setting_changed
 
 from config.api_errors import error_response
 from config.metrics import JOIN_SECONDS, STATUS_SECONDS
@@ -56,10 +58,11 @@ _JOIN_PATH = re.compile(r"^/api/v1/events/([^/]+)/join$")
 
 
 class HotPaths:
-    """ASGI app: the two hot requests here, everything else to ``django_app``."""
+    """ASGI app: the two hot requests here, everything else (and every request these paths
+    are not sure about) to ``inner``, the project's Django and Channels application."""
 
-    def __init__(self, django_app: ASGIApp) -> None:
-        self.django_app = django_app
+    def __init__(self, inner: ASGIApp) -> None:
+        self.inner = inner
         self.joins = JoinBatcher()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -71,13 +74,13 @@ class HotPaths:
             elif method == "POST" and (match := _JOIN_PATH.match(path)):
                 if await self._join(scope, receive, send, match[1]):
                     return
-        await self.django_app(scope, receive, send)
+        await self.inner(scope, receive, send)
 
     async def _status(self, scope: Scope, send: Send, ticket: str) -> bool:
         """Answer a fan in line from the hot index; False: leave it to Django."""
         started = time.perf_counter()
-        request = _django_request(scope, b"")
-        if request is None:
+        secure = _served_securely(scope)
+        if secure is None:
             return False
         try:
             ref = ticket_read(ticket)
@@ -110,7 +113,7 @@ class HotPaths:
             send,
             200,
             ticket_status_payload(view),
-            secure=request.is_secure(),
+            secure=secure,
             extra=(
                 (b"x-poll-after-seconds", f"{view.poll_after_seconds:g}".encode()),
                 (b"cache-control", b"no-store"),
@@ -201,6 +204,59 @@ async def _layout(event_id: int) -> EventLayout | None:
     if layout is None:
         layout = await sync_to_async(event_layout)(event_id)
     return layout
+
+
+def _served_securely(scope: Scope) -> bool | None:
+    """Whether Django would serve this request over HTTPS (True), over HTTP (False), or not
+    at all here (None: a Host it refuses, or HTTP where it redirects to HTTPS).
+
+    Asked of Django's own request object, remembered per combination of the headers its
+    answer depends on: the status path is too hot to build a request object every time."""
+    wanted = _routing_headers()
+    headers = [(name, value) for name, value in scope.get("headers", ()) if name in wanted]
+    return _served_securely_for(
+        scope.get("scheme", "http"),
+        tuple(value for _, value in headers),
+        tuple(name for name, _ in headers),
+        scope.get("server"),
+    )
+
+
+@functools.cache
+def _routing_headers() -> frozenset[bytes]:
+    """The headers Django's get_host() and is_secure() read (as ASGI names)."""
+    names = {b"host", b"x-forwarded-host", b"x-forwarded-port"}
+    if settings.SECURE_PROXY_SSL_HEADER:
+        meta_name = settings.SECURE_PROXY_SSL_HEADER[0].removeprefix("HTTP_")
+        names.add(meta_name.lower().replace("_", "-").encode("latin-1"))
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=512)
+def _served_securely_for(
+    scheme: str,
+    values: tuple[bytes, ...],
+    names: tuple[bytes, ...],
+    server: tuple[str, int] | None,
+) -> bool | None:
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/",
+        "scheme": scheme,
+        "server": server,
+        "headers": list(zip(names, values, strict=True)),
+    }
+    request = _django_request(scope, b"")
+    return None if request is None else request.is_secure()
+
+
+def _forget_served_securely(**kwargs: object) -> None:
+    _routing_headers.cache_clear()
+    _served_securely_for.cache_clear()
+
+
+setting_changed.connect(_forget_served_securely)
 
 
 def _django_request(scope: Scope, body: bytes) -> HttpRequest | None:
