@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db import connection
 
+from queueing.bulk_insert import insert_rows
 from queueing.models import GENESIS_HASH, AuditAction, AuditChainHead, AuditRecord
 
 
@@ -66,6 +67,19 @@ def record_hash(record: AuditRecord) -> str:
     )
 
 
+_RECORD_FIELDS = (
+    "event_id",
+    "seq",
+    "at",
+    "ticket_id",
+    "action",
+    "actor",
+    "data",
+    "prev_hash",
+    "hash",
+)
+
+
 @dataclass(frozen=True)
 class AuditItem:
     """One record to append; several can share one lock of the chain head."""
@@ -111,7 +125,11 @@ def audit_append_many(
         record.hash = record_hash(record)
         prev_hash = record.hash
         records.append(record)
-    AuditRecord.objects.bulk_create(records)
+    insert_rows(
+        AuditRecord,
+        _RECORD_FIELDS,
+        [[getattr(record, name) for name in _RECORD_FIELDS] for record in records],
+    )
     AuditChainHead.objects.filter(event_id=event_id).update(seq=seq, last_hash=prev_hash)
     return records
 

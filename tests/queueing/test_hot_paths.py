@@ -119,9 +119,7 @@ def test_a_host_django_refuses_and_plain_http_under_https_go_to_django(
     assert "strict-transport-security" in secure.headers
     # Behind a TLS proxy: secure as Django's own request object says.
     settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    proxied = call(
-        hot, "GET", f"/api/v1/tickets/{ticket}", headers={"x-forwarded-proto": "https"}
-    )
+    proxied = call(hot, "GET", f"/api/v1/tickets/{ticket}", headers={"x-forwarded-proto": "https"})
     assert proxied.status == 200
     assert "strict-transport-security" in proxied.headers
     assert call(hot, "GET", f"/api/v1/tickets/{ticket}").status == 301

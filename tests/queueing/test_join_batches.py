@@ -106,3 +106,37 @@ def test_a_prequeue_batch_waits_for_the_shuffle(make_event, batch: int) -> None:
     outcomes = entry_join_many(_requests(event, [f"fan-{i}" for i in range(batch)]))
     assert {o.view.status for o in outcomes} == {"prequeue"}
     assert set(QueueEntry.objects.values_list("status", flat=True)) == {"prequeue"}
+
+
+def test_a_new_entry_is_given_every_column_a_fresh_row_needs() -> None:
+    """The join path inserts rows itself (queueing/bulk_insert.py): a column added to
+    QueueEntry must be added there too, or be nullable / have a database default."""
+    from queueing.joining import _NEW_ENTRY_FIELDS
+
+    left_out = {
+        field.name
+        for field in QueueEntry._meta.concrete_fields
+        if field.name not in _NEW_ENTRY_FIELDS and not field.primary_key
+    }
+    assert all(
+        QueueEntry._meta.get_field(name).null or QueueEntry._meta.get_field(name).has_db_default()
+        for name in left_out
+    ), left_out
+    assert {f.name for f in QueueEntry._meta.concrete_fields if f.has_default()} <= set(
+        _NEW_ENTRY_FIELDS
+    )
+
+
+def test_many_rows_keep_their_order_and_values(make_event) -> None:
+    event = make_event(capacity=0)
+    outcomes = entry_join_many(_requests(event, [f"fan-{i}" for i in range(40)]))
+    entries = QueueEntry.objects.order_by("order_key")
+    assert [e.identity for e in entries] == [f"fan-{i}" for i in range(40)]
+    by_ticket = {o.view.ticket: o for o in outcomes if isinstance(o, JoinResult)}
+    assert len(by_ticket) == 40
+    first = entries[0]
+    assert first.quoted_p50 is not None and first.joined_at == first.status_changed_at
+    record = AuditRecord.objects.get(ticket_id=first.public_id)
+    assert record.data["order_key"] == first.order_key
+    assert record.data["quote"]["p50"] == first.quoted_p50
+    assert audit_chain_verify(event_id=event.id).ok

@@ -1,0 +1,59 @@
+"""Inserting many rows with one statement whose text does not grow with the rows.
+
+``bulk_create`` writes ``VALUES (...), (...), ...``: a statement as long as the batch, which
+psycopg parses anew on every call (its statement cache only keeps short ones), and each value
+goes through the ORM. On the join path, under the audit chain's lock, that cost several times
+the database's own work (measured in docs/benchmarks.md). Here every column is sent as one
+array and the rows come out of ``unnest``: the statement is the same for every batch size.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection, models
+
+
+@functools.cache
+def _statement(
+    model: type[models.Model], fields: tuple[str, ...], returning: tuple[str, ...]
+) -> str:
+    meta = model._meta
+    quote = connection.ops.quote_name
+    columns = [meta.get_field(name) for name in fields]
+    aliases = [f"c{i}" for i in range(len(columns))]
+    arrays = ", ".join(f"%s::{field.db_type(connection)}[]" for field in columns)
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in columns)}) "
+        f"SELECT {', '.join(aliases)} FROM ("
+        f"SELECT * FROM unnest({arrays}) WITH ORDINALITY AS given({', '.join(aliases)}, n) "
+        # In the order given, so that defaults drawn from sequences follow it.
+        "ORDER BY n) AS ordered"
+    )
+    if returning:
+        sql += " RETURNING " + ", ".join(quote(meta.get_field(name).column) for name in returning)
+    return sql
+
+
+def insert_rows(
+    model: type[models.Model],
+    fields: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    returning: Sequence[str] = (),
+) -> list[tuple[Any, ...]]:
+    """Insert ``rows`` (values in the order of ``fields``) into ``model``'s table, in order;
+    the ``returning`` columns of each inserted row, in the same order."""
+    if not rows:
+        return []
+    meta = model._meta
+    columns = [meta.get_field(name) for name in fields]
+    params = [
+        [field.get_db_prep_save(row[index], connection) for row in rows]
+        for index, field in enumerate(columns)
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(_statement(model, tuple(fields), tuple(returning)), params)
+        return [tuple(row) for row in cursor.fetchall()] if returning else []
