@@ -90,9 +90,10 @@ class AuditItem:
     at: datetime | None = None  # when it happened, if not when the batch did
 
 
-def audit_chain_lock(*, event_id: int) -> None:
-    """Take the chain head's lock early in a transaction (released at commit)."""
-    AuditChainHead.objects.select_for_update().filter(event_id=event_id).exists()
+def audit_chain_lock(*, event_id: int) -> AuditChainHead:
+    """Take the chain head's lock early in a transaction (released at commit); the head, to
+    hand to ``audit_append_many`` in the same transaction rather than read it again."""
+    return AuditChainHead.objects.select_for_update().get(event_id=event_id)
 
 
 def audit_chain_start(*, event_id: int) -> None:
@@ -100,14 +101,19 @@ def audit_chain_start(*, event_id: int) -> None:
 
 
 def audit_append_many(
-    *, event_id: int, actor: str, at: datetime, items: Iterable[AuditItem]
+    *,
+    event_id: int,
+    actor: str,
+    at: datetime,
+    items: Iterable[AuditItem],
+    locked_head: AuditChainHead | None = None,
 ) -> list[AuditRecord]:
     if not connection.in_atomic_block:
         raise RuntimeError("audit records must be written in the transaction of the change")
     items = list(items)
     if not items:
         return []
-    head = AuditChainHead.objects.select_for_update().get(event_id=event_id)
+    head = locked_head or AuditChainHead.objects.select_for_update().get(event_id=event_id)
     records = []
     prev_hash, seq = head.last_hash, head.seq
     for item in items:
@@ -131,6 +137,7 @@ def audit_append_many(
         [[getattr(record, name) for name in _RECORD_FIELDS] for record in records],
     )
     AuditChainHead.objects.filter(event_id=event_id).update(seq=seq, last_hash=prev_hash)
+    head.seq, head.last_hash = seq, prev_hash
     return records
 
 

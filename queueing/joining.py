@@ -243,7 +243,7 @@ def _commit(
     with transaction.atomic():
         # Under the chain head's lock, order keys are drawn in commit order: no fan can
         # become visible to admission after someone who joined behind them.
-        audit_chain_lock(event_id=event.id)
+        head = audit_chain_lock(event_id=event.id)
         # Decided again under the lock that the shuffle also takes: the boundary between the
         # shuffled cohort and those queued behind it is the shuffle itself, not each
         # request's clock reading (which could put a later arrival inside the cohort).
@@ -256,6 +256,7 @@ def _commit(
             event_id=event.id,
             actor="fan",
             at=admitted[0][1].request.now,
+            locked_head=head,
             items=[
                 AuditItem(
                     action=AuditAction.JOINED,
