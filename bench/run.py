@@ -223,7 +223,7 @@ def websocket_fanout(
     """`sockets` waiting-page sockets over four client processes; ticks come from beat."""
     clients = 4
     per_client = sockets // clients
-    hold = 25 + per_client * 0.002  # the ramp-up, then 25 s of ticks
+    hold = 20  # seconds of ticks once every socket of a client is open
     ws_url = base.replace("http://", "ws://") + f"/ws/events/{slug}/"
     procs = [
         subprocess.Popen(
@@ -248,12 +248,15 @@ def websocket_fanout(
     reports = [
         json.loads((tickets.parent / f"ws-report-{i}.json").read_text()) for i in range(clients)
     ]
+    # Ticks broadcast once every client had all its sockets open.
+    start = max(report["measured_from"] for report in reports)
     by_tick: dict[str, list[float]] = {}
     for report in reports:
         for at, delays in report["delays"].items():
-            by_tick.setdefault(at, []).extend(delays)
+            if float(at) >= start:
+                by_tick.setdefault(at, []).extend(delays)
     opened = sum(r["opened"] for r in reports)
-    # Ticks that every open socket saw (not the ones during the ramp-up).
+    # Ticks that every open socket saw (a socket that missed one shows up as fewer ticks).
     full = [d for d in by_tick.values() if len(d) >= opened]
     every = [x for d in full for x in d]
     last = [max(d) for d in full]
@@ -262,6 +265,7 @@ def websocket_fanout(
         "opened": opened,
         "failed": sum(r["failed"] for r in reports),
         "server_rss_mib_peak": round(peak),
+        "ticks_measured": len(by_tick),
         "ticks_seen_by_all": len(full),
         "delay_p50_ms": round(percentile(every, 50) * 1000) if every else None,
         "delay_p99_ms": round(percentile(every, 99) * 1000) if every else None,
@@ -283,6 +287,12 @@ def machine() -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="under two minutes, smaller")
+    parser.add_argument(
+        "--websockets-only",
+        type=int,
+        metavar="SOCKETS",
+        help="only the WebSocket fan-out, with this many sockets (for profiling it)",
+    )
     parser.add_argument("--web-workers", type=int, default=2)
     # Offered a little above the target, by many paced clients (each sends every ~190 ms):
     # a hey worker whose answer is late skips a beat, so offering exactly 1,000/s from few
@@ -365,6 +375,16 @@ def main() -> None:
         reference = f"http://127.0.0.1:{ref_port}/"
         wait_until(lambda: _up(reference), timeout=20, what="the reference app")
 
+        if options.websockets_only:
+            sockets = options.websockets_only
+            tickets = logdir / "tickets.txt"
+            bulk_line(large, sockets)
+            assert hot_index_rebuild(event_id=large.pk)
+            write_tickets(large.pk, tickets, limit=sockets)
+            print(f"3. WebSocket fan-out: {sockets:,} sockets", flush=True)
+            report = websocket_fanout(base, "large", tickets, sockets, stack.procs["web"].pid)
+            print(json.dumps(report, indent=2))
+            return
         print(f"1. join burst: {join_seconds} s at {options.join_rate:g}/s", flush=True)
         results["joins"] = hey(
             f"{base}/api/v1/events/joins/join",
