@@ -451,7 +451,9 @@ def main() -> None:
     report = render(results)
     print(report)
     if not quick:
-        (ROOT / "docs" / "benchmarks.md").write_text(report)
+        # The table, then what was learnt from it (hand-written, kept across runs).
+        notes = (ROOT / "docs" / "benchmarks-notes.md").read_text()
+        (ROOT / "docs" / "benchmarks.md").write_text(report + "\n" + notes)
 
 
 def _up(url: str) -> bool:

@@ -95,6 +95,14 @@ class ApiErrorMiddleware:
         )
 
 
+def api_exception_response(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """What the API answers for an exception raised while serving ``request`` (under /api/),
+    for code that serves requests outside the middleware (the lean join path's batches)."""
+    response = ApiErrorMiddleware(_unused_get_response).process_exception(request, exception)
+    assert response is not None, "every exception under /api/ has an answer"
+    return response
+
+
 class _BareRequest(HttpRequest):
     def __init__(self, *, secure: bool) -> None:
         super().__init__()

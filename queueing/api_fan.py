@@ -13,14 +13,15 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
-from config.api_errors import ApiError, error_response
+from config.api_errors import ApiError
 from config.metrics import JOIN_SECONDS, STATUS_SECONDS, observed
+from config.middleware import api_exception_response
 from events.models import Event
 from events.selectors import event_by_slug
 from queueing.abuse import join_rate_check
 from queueing.http import json_api, json_body, optional_str
 from queueing.identity import Identity, identity_from_request, identity_remember
-from queueing.joining import JoinOutcome, JoinRequest, entry_join_many
+from queueing.joining import JoinOutcome, JoinRequest, JoinResult, entry_join_many
 from queueing.pow import pow_challenge, pow_check
 from queueing.selectors import event_public_view
 from queueing.services import TicketView, entry_leave, ticket_status
@@ -73,9 +74,9 @@ def join_prepare(request: HttpRequest, event: Event) -> PreparedJoin:
     )
 
 
-def join_response(outcome: JoinOutcome, identity: Identity) -> HttpResponse:
-    if isinstance(outcome, ApiError):
-        return error_response(outcome)
+def join_response(request: HttpRequest, outcome: JoinOutcome, identity: Identity) -> HttpResponse:
+    if not isinstance(outcome, JoinResult):
+        return api_exception_response(request, outcome)
     view = outcome.view
     response = _ticket_response(_ticket_payload(view), view, status=201 if outcome.created else 200)
     identity_remember(response, identity)
@@ -87,7 +88,7 @@ def join_response(outcome: JoinOutcome, identity: Identity) -> HttpResponse:
 def join(request: HttpRequest, slug: str) -> HttpResponse:
     prepared = join_prepare(request, event_by_slug(slug))
     (outcome,) = entry_join_many([prepared.join])
-    return join_response(outcome, prepared.identity)
+    return join_response(request, outcome, prepared.identity)
 
 
 def join_batch(requests: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse]:
@@ -107,15 +108,19 @@ def join_batch(requests: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse
             if isinstance(event, ApiError):
                 raise event
             answers.append(join_prepare(request, event))
-        except ApiError as refusal:
-            answers.append(error_response(refusal))
-    prepared = [a for a in answers if isinstance(a, PreparedJoin)]
-    outcomes = iter(entry_join_many([p.join for p in prepared]))
+        except Exception as failure:  # noqa: BLE001  this fan's answer, not the batch's
+            answers.append(api_exception_response(request, failure))
+    waiting = [
+        (request, answer)
+        for (request, _), answer in zip(requests, answers, strict=True)
+        if isinstance(answer, PreparedJoin)
+    ]
+    outcomes = iter(entry_join_many([prepared.join for _, prepared in waiting]))
     return [
-        join_response(next(outcomes), answer.identity)
+        join_response(request, next(outcomes), answer.identity)
         if isinstance(answer, PreparedJoin)
         else answer
-        for answer in answers
+        for (request, _), answer in zip(requests, answers, strict=True)
     ]
 
 

@@ -10,10 +10,13 @@ array and the rows come out of ``unnest``: the statement is the same for every b
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection, models
+
+_SIZE = re.compile(r"\(.*\)")
 
 
 @functools.cache
@@ -24,7 +27,9 @@ def _statement(
     quote = connection.ops.quote_name
     columns = [meta.get_field(name) for name in fields]
     aliases = [f"c{i}" for i in range(len(columns))]
-    arrays = ", ".join(f"%s::{field.db_type(connection)}[]" for field in columns)
+    # Arrays of the unsized type ("varchar", not "varchar(64)"): an explicit cast to a
+    # sized type would cut a long value short, the column's own check refuses it.
+    arrays = ", ".join(f"%s::{_SIZE.sub('', field.db_type(connection))}[]" for field in columns)
     sql = (
         f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in columns)}) "
         f"SELECT {', '.join(aliases)} FROM ("

@@ -31,13 +31,13 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 from django.http import HttpRequest, HttpResponse
 from django.test.signals import setting_changed
 
 from config.api_errors import error_response
 from config.metrics import JOIN_SECONDS, STATUS_SECONDS
-from config.middleware import ApiErrorMiddleware, hot_path_headers
+from config.middleware import api_exception_response, hot_path_headers
 from queueing import hot_index
 from queueing.api_fan import join_batch, ticket_status_payload
 from queueing.hot_index import HotIndexUnavailable, LocateRequest
@@ -86,7 +86,10 @@ class HotPaths:
             ref = ticket_read(ticket)
         except InvalidTicket:
             return False
-        layout = await _layout(ref.event_id)
+        try:
+            layout = await _layout(ref.event_id)
+        except DatabaseError:
+            return False  # Django answers (503 while PostgreSQL is unreachable)
         if layout is None or layout.tier_index(ref.tier_id) is None:
             return False
         try:
@@ -136,7 +139,10 @@ class HotPaths:
         if len(body) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             response: HttpResponse = error_response(body_too_large())
         else:
-            response = await self.joins.submit(request, slug)
+            try:
+                response = await self.joins.submit(request, slug)
+            except Exception as exc:  # noqa: BLE001  (the batch thread itself failed)
+                response = api_exception_response(request, exc)
         await _send_response(send, response, secure=request.is_secure())
         JOIN_SECONDS.observe(time.perf_counter() - started)
         return True
@@ -192,12 +198,10 @@ def _commit_batch(items: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse
     try:
         return join_batch(items)
     except Exception as exc:  # noqa: BLE001  every fan of the batch gets the API's answer
-        # Nothing of a failed batch was acknowledged; the middleware's mapping says what
-        # the fans are told (503 while PostgreSQL is unreachable, never an HTML page).
-        request = items[0][0]
-        response = ApiErrorMiddleware(lambda r: HttpResponse()).process_exception(request, exc)
-        assert response is not None  # every /api/ exception gets an answer
-        return [response] * len(items)
+        # join_batch answers each fan's own failures; what reaches here failed before any
+        # join of the batch committed. The middleware's mapping says what fans are told
+        # (503 while PostgreSQL is unreachable, never an HTML page).
+        return [api_exception_response(request, exc) for request, _ in items]
     finally:
         close_old_connections()
 
@@ -205,8 +209,18 @@ def _commit_batch(items: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse
 async def _layout(event_id: int) -> EventLayout | None:
     layout = cached_layout(event_id)
     if layout is None:
-        layout = await sync_to_async(event_layout)(event_id)
+        layout = await sync_to_async(_read_layout)(event_id)
     return layout
+
+
+def _read_layout(event_id: int) -> EventLayout | None:
+    # As around a Django request: a connection that broke (PostgreSQL restarted) is not
+    # kept in this thread for the next read.
+    close_old_connections()
+    try:
+        return event_layout(event_id)
+    finally:
+        close_old_connections()
 
 
 def _served_securely(scope: Scope) -> bool | None:
@@ -221,7 +235,7 @@ def _served_securely(scope: Scope) -> bool | None:
         scope.get("scheme", "http"),
         tuple(value for _, value in headers),
         tuple(name for name, _ in headers),
-        scope.get("server"),
+        tuple(server) if (server := scope.get("server")) else None,  # a list, for some servers
     )
 
 

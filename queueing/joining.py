@@ -11,13 +11,14 @@ rules.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 
 from config.api_errors import ApiError
 from events.codes import is_well_formed_access_code, normalise_access_code
@@ -35,12 +36,15 @@ from queueing.services import (
     TicketView,
     entry_view,
     entry_view_placed,
+    entry_view_unplaced,
     index_forget,
     layout_with_tier,
     mark_index_dirty,
 )
 from queueing.states import LIVE, QUEUED, EntryStatus
 from queueing.throughput import current_throughput
+
+logger = logging.getLogger(__name__)
 
 _LIVE_IDENTITY_CONSTRAINT = "one_live_entry_per_identity"
 
@@ -59,7 +63,9 @@ class JoinResult:
     created: bool
 
 
-JoinOutcome = JoinResult | ApiError
+# A ticket, a refusal (ApiError), or an unexpected failure of this fan's join (nothing of it
+# was committed; the API maps it as for any request: 503 while PostgreSQL is unreachable).
+JoinOutcome = JoinResult | Exception
 
 
 def entry_join(
@@ -68,7 +74,7 @@ def entry_join(
     (outcome,) = entry_join_many(
         [JoinRequest(event=event, identity=identity, access_code=access_code, now=now)]
     )
-    if isinstance(outcome, ApiError):
+    if not isinstance(outcome, JoinResult):
         raise outcome
     return outcome
 
@@ -84,10 +90,19 @@ def entry_join_many(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
         group: list[JoinOutcome]
         try:
             group = _join_one_event([requests[i] for i in indexes])
-        except ApiError as refusal:  # about the on-sale itself: every join of it is refused
-            group = [refusal] * len(indexes)
+        except Exception as failure:  # noqa: BLE001
+            # Raised before this on-sale's joins committed (after it, nothing raises): a
+            # refusal of the on-sale itself, or PostgreSQL gone. Other on-sales' joins in
+            # the batch keep their answers.
+            group = [failure] * len(indexes)
         for index, outcome in zip(indexes, group, strict=True):
             outcomes[index] = outcome
+    return _all_answered(outcomes)
+
+
+def _all_answered(outcomes: list[JoinOutcome | None]) -> list[JoinOutcome]:
+    # Answers are matched to requests by position: a missing one would shift them all.
+    assert all(outcome is not None for outcome in outcomes), "a join was left unanswered"
     return [outcome for outcome in outcomes if outcome is not None]
 
 
@@ -130,7 +145,7 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
             assert isinstance(tier, Tier)
             newcomers[request.identity] = (index, _Newcomer(request=request, tier=tier))
     if not newcomers:
-        return [o for o in outcomes if o is not None]
+        return _all_answered(outcomes)
 
     layout = layout_with_tier(event.id, *{n.tier.id for _, n in newcomers.values()})
     status = _arrival_status(event, started=event.started_at is not None)
@@ -144,7 +159,7 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
             _after_identity_conflict(admitted, outcomes)
         else:
             _answer_newcomers(layout, status, admitted, outcomes)
-    return [o for o in outcomes if o is not None]
+    return _all_answered(outcomes)
 
 
 def _after_identity_conflict(
@@ -157,7 +172,10 @@ def _after_identity_conflict(
         request = newcomer.request
         outcome: JoinOutcome
         if len(admitted) > 1:
-            outcome = _join_one_event([request])[0]
+            try:
+                outcome = _join_one_event([request])[0]
+            except Exception as failure:  # noqa: BLE001  this fan's alone (see entry_join_many)
+                outcome = failure
         else:
             existing = _live_entries(request.event.id, {request.identity}).get(request.identity)
             outcome = (
@@ -348,7 +366,13 @@ def _answer_newcomers(
     )
     for (index, newcomer), entry, placement in zip(admitted, entries, placements, strict=True):
         now = newcomer.request.now
-        view = entry_view_placed(entry, now=now, layout=layout, placement=placement)
+        try:
+            view = entry_view_placed(entry, now=now, layout=layout, placement=placement)
+        except (DatabaseError, HotIndexUnavailable):
+            # Committed: the fan must get their ticket even if describing it failed; their
+            # first status poll gives the position.
+            logger.warning("join of entry %s committed; answering without its position", entry.id)
+            view = entry_view_unplaced(entry, layout=layout, placement=placement)
         outcomes[index] = JoinResult(view=view, created=True)
         for repeat in newcomer.repeats:
             outcomes[repeat] = JoinResult(view=view, created=False)
@@ -376,10 +400,22 @@ def index_joined(
             )
         )
     except HotIndexUnavailable:
-        mark_index_dirty(layout.event_id)
+        _flag_stale(layout.event_id)
         return [None] * len(entries)
-    _undo_adds_if_gone(layout.event_id, entries)
+    try:
+        _undo_adds_if_gone(layout.event_id, entries)
+    except DatabaseError:
+        # PostgreSQL went away after the commit: the joins stand; a ghost this check would
+        # have removed is taken out at the front of the line by the next tick's heal.
+        logger.warning("could not check the joins just indexed for event %s", layout.event_id)
     return placements
+
+
+def _flag_stale(event_id: int) -> None:
+    try:
+        mark_index_dirty(event_id)
+    except DatabaseError:
+        logger.warning("could not flag the index of event %s as stale", event_id)
 
 
 def _undo_adds_if_gone(event_id: int, entries: Sequence[QueueEntry]) -> None:

@@ -157,6 +157,24 @@ def entry_view_placed(
     )
 
 
+def entry_view_unplaced(
+    entry: QueueEntry, *, layout: EventLayout, placement: Placement | None
+) -> TicketView:
+    """An entry described without any further read (what a join can still answer when
+    PostgreSQL or Redis failed right after its commit): its ticket and status."""
+    counts = placement.counts if placement is not None else None
+    return _view(
+        ticket_issue(TicketRef(entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id)),
+        layout,
+        EntryStatus(entry.status),
+        None,
+        counts.queue_length if counts is not None and counts.state is IndexState.READY else 0,
+        throughput=None,
+        tier_id=entry.tier_id,
+        order_key=entry.order_key,
+    )
+
+
 def _view(
     ticket: str,
     layout: EventLayout,

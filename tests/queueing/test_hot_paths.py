@@ -265,3 +265,85 @@ def test_a_failed_batch_tells_every_fan_the_room_is_briefly_unavailable(
     assert reply.status == 503
     assert reply.body["error"] == "unavailable"
     assert reply.headers["retry-after"] == "5"
+
+
+def test_one_fans_unexpected_failure_is_theirs_alone(make_event, monkeypatch) -> None:
+    from queueing import api_fan
+
+    event = make_event(capacity=0)
+    real = api_fan.identity_from_request
+
+    def fragile(request: Any) -> Any:
+        if request.headers.get("X-Break") == "yes":
+            raise RuntimeError("a bug for this request only")
+        return real(request)
+
+    monkeypatch.setattr(api_fan, "identity_from_request", fragile)
+    hot = HotPaths(django_asgi_app)
+    path = f"/api/v1/events/{event.slug}/join"
+
+    async def together() -> list[Any]:
+        return await asyncio.gather(
+            asgi_call(hot, "POST", path, body=b"{}", headers={"idempotency-key": "ok-1"}),
+            asgi_call(hot, "POST", path, body=b"{}", headers={"x-break": "yes"}),
+            asgi_call(hot, "POST", path, body=b"{}", headers={"idempotency-key": "ok-2"}),
+        )
+
+    replies = asyncio.run(together())
+    assert [r.status for r in replies] == [201, 500, 201]
+    assert replies[1].body["error"] == "internal_error"
+    assert QueueEntry.objects.count() == 2
+
+
+def test_a_server_that_names_itself_with_a_list_is_served(make_event, hot) -> None:
+    event = make_event(capacity=0)
+    ticket = join(new_fan(), event.slug).json()["ticket"]
+
+    async def as_daphne_would() -> Any:
+        replies: list[Any] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            replies.append(message)
+
+        scope = {
+            "type": "http",
+            "method": "GET",
+            "scheme": "http",
+            "path": f"/api/v1/tickets/{ticket}",
+            "root_path": "",
+            "query_string": b"",
+            "headers": [(b"host", b"testserver")],
+            "server": ["testserver", 80],
+            "client": ["127.0.0.1", 5000],
+        }
+        await hot(scope, receive, send)
+        return replies[0]
+
+    assert asyncio.run(as_daphne_would())["status"] == 200
+
+
+def test_status_goes_to_django_when_the_layout_cannot_be_read(make_event, monkeypatch) -> None:
+    from django.db import OperationalError
+
+    from queueing.layout import layout_cache_clear
+
+    event = make_event(capacity=0)
+    ticket = join(new_fan(), event.slug).json()["ticket"]
+    layout_cache_clear()
+
+    def unreachable(event_id: int) -> Any:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(hot_paths, "_read_layout", unreachable)
+    went_to_django = []
+
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        went_to_django.append(scope["path"])
+        await django_asgi_app(scope, receive, send)
+
+    reply = call(HotPaths(inner), "GET", f"/api/v1/tickets/{ticket}")
+    assert went_to_django
+    assert reply.status == 200

@@ -140,3 +140,65 @@ def test_many_rows_keep_their_order_and_values(make_event) -> None:
     assert record.data["order_key"] == first.order_key
     assert record.data["quote"]["p50"] == first.quoted_p50
     assert audit_chain_verify(event_id=event.id).ok
+
+
+def test_a_failure_before_one_sales_commit_leaves_the_other_sales_joins_standing(
+    make_event, monkeypatch
+) -> None:
+    from django.db import OperationalError
+
+    first = make_event(slug="first", capacity=0)
+    second = make_event(slug="second", capacity=0)
+    real_commit = joining._commit
+
+    def failing_for_second(event: Any, *args: Any) -> Any:
+        if event.id == second.id:
+            raise OperationalError("connection lost")
+        return real_commit(event, *args)
+
+    monkeypatch.setattr(joining, "_commit", failing_for_second)
+    now = timezone.now()
+    outcomes = entry_join_many(
+        [
+            JoinRequest(event=first, identity="a", access_code=None, now=now),
+            JoinRequest(event=second, identity="b", access_code=None, now=now),
+        ]
+    )
+    assert isinstance(outcomes[0], JoinResult) and outcomes[0].created
+    assert isinstance(outcomes[1], OperationalError)
+    assert list(QueueEntry.objects.values_list("identity", flat=True)) == ["a"]
+
+
+def test_a_committed_join_is_answered_with_its_ticket_even_if_describing_it_fails(
+    make_event, monkeypatch
+) -> None:
+    from django.db import OperationalError
+
+    event = make_event(capacity=0)
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise OperationalError("server closed the connection")
+
+    monkeypatch.setattr(joining, "entry_view_placed", unreachable)
+    monkeypatch.setattr(joining, "_undo_adds_if_gone", unreachable)
+    outcomes = entry_join_many(_requests(event, ["a", "b"]))
+    assert all(isinstance(o, JoinResult) and o.created for o in outcomes)
+    assert [o.view.position for o in outcomes] == [None, None]
+    assert {o.view.status for o in outcomes} == {"waiting"}
+    assert QueueEntry.objects.count() == 2
+
+
+def test_a_value_too_long_for_its_column_is_refused_not_cut(make_event) -> None:
+    from django.db import DataError, transaction
+
+    from queueing.bulk_insert import insert_rows
+
+    event = make_event(capacity=0)
+    tier = event.tiers.get()
+    now = timezone.now()
+    with pytest.raises(DataError), transaction.atomic():
+        insert_rows(
+            QueueEntry,
+            ("event", "tier", "identity", "status", "joined_at", "status_changed_at"),
+            [[event.id, tier.id, "x" * 65, "waiting", now, now]],
+        )
