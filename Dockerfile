@@ -7,4 +7,4 @@ RUN pip install -r requirements.txt
 COPY . .
 RUN DJANGO_DEBUG=1 python manage.py collectstatic --noinput -v0
 EXPOSE 8000
-CMD ["gunicorn", "config.asgi:application", "-k", "uvicorn_worker.UvicornWorker", "-w", "4", "-b", "0.0.0.0:8000"]
+CMD ["gunicorn", "config.asgi:application", "-k", "config.workers.UvicornWorker", "-w", "4", "-b", "0.0.0.0:8000"]

@@ -13,15 +13,17 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.db import DatabaseError
 from django.utils import timezone
 
 from config.api_errors import ApiError
 from queueing import hot_index
 from queueing.hot_index import HotIndexUnavailable
-from queueing.layout import EventLayout, event_layout
+from queueing.layout import EventLayout
 from queueing.live import event_group, ticket_group
 from queueing.services import TicketView, ticket_status
 from queueing.states import EntryStatus
+from queueing.status_async import event_layout_async, hot_ticket_status
 from queueing.tickets import InvalidTicket, TicketRef, ticket_read
 from queueing.watchers import watchers
 
@@ -47,9 +49,9 @@ def snapshot_message(
     }
 
 
-def _last_tick(event_id: int) -> str | None:
+async def _last_tick(event_id: int) -> str | None:
     try:
-        return hot_index.last_tick(event_id)
+        return await hot_index.last_tick_async(event_id)
     except HotIndexUnavailable:
         return None
 
@@ -68,7 +70,10 @@ class LineConsumer(AsyncWebsocketConsumer):
         except InvalidTicket:
             await self._refuse(CLOSE_BAD_TICKET)
             return
-        layout = await database_sync_to_async(event_layout)(ref.event_id)
+        try:
+            layout = await event_layout_async(ref.event_id)
+        except DatabaseError:
+            layout = None
         if layout is None or layout.slug != slug or layout.tier_index(ref.tier_id) is None:
             await self._refuse(CLOSE_BAD_TICKET)
             return
@@ -86,15 +91,19 @@ class LineConsumer(AsyncWebsocketConsumer):
 
     async def _send_personal(self, *, snapshot: bool) -> None:
         assert self.ref is not None and self.layout is not None
-        try:
-            view = await database_sync_to_async(ticket_status)(
-                ref=self.ref, ticket=self.ticket, now=timezone.now()
-            )
-        except ApiError:
-            await self.close(code=CLOSE_TICKET_GONE)
-            return
+        # From the hot index on the event loop while the fan is in line there (a page
+        # connecting is as hot as a status poll when a sale starts); else from the database.
+        view = await hot_ticket_status(self.ref, self.ticket) if snapshot else None
+        if view is None:
+            try:
+                view = await database_sync_to_async(ticket_status)(
+                    ref=self.ref, ticket=self.ticket, now=timezone.now()
+                )
+            except ApiError:
+                await self.close(code=CLOSE_TICKET_GONE)
+                return
         if snapshot:
-            last = await database_sync_to_async(_last_tick)(self.ref.event_id)
+            last = await _last_tick(self.ref.event_id)
             await self.send(text_data=json.dumps(snapshot_message(view, self.layout, last)))
         elif view.status == EntryStatus.ADMITTED and view.issued_pass is not None:
             await self.send(

@@ -344,6 +344,14 @@ def last_tick(event_id: int) -> str | None:
     return raw.decode() if raw is not None else None
 
 
+async def last_tick_async(event_id: int) -> str | None:
+    try:
+        raw = await _async_client().get(keys.last_tick(event_id))
+    except redis.RedisError as exc:
+        raise HotIndexUnavailable(str(exc)) from exc
+    return raw.decode() if raw is not None else None
+
+
 @_unavailable_on_redis_error
 def refresh_heartbeats(event_id: int, members: Sequence[int], *, deadline: float) -> None:
     """Push the deadline of fans watching over a WebSocket; XX: never revive an expired one."""

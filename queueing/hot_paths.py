@@ -27,24 +27,19 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
-from django.db import DatabaseError, close_old_connections
+from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse
 from django.test.signals import setting_changed
 
 from config.api_errors import error_response
 from config.metrics import JOIN_SECONDS, STATUS_SECONDS
 from config.middleware import api_exception_response, hot_path_headers
-from queueing import hot_index
 from queueing.api_fan import join_batch, ticket_status_payload
-from queueing.hot_index import HotIndexUnavailable, LocateRequest
 from queueing.http import body_too_large
-from queueing.layout import EventLayout, cached_layout, event_layout
-from queueing.services import hot_ticket_view
-from queueing.throughput import current_throughput_async
+from queueing.status_async import hot_ticket_status
 from queueing.tickets import InvalidTicket, ticket_read
 
 Scope = MutableMapping[str, Any]
@@ -86,30 +81,7 @@ class HotPaths:
             ref = ticket_read(ticket)
         except InvalidTicket:
             return False
-        try:
-            layout = await _layout(ref.event_id)
-        except DatabaseError:
-            return False  # Django answers (503 while PostgreSQL is unreachable)
-        if layout is None or layout.tier_index(ref.tier_id) is None:
-            return False
-        try:
-            placement = await hot_index.locate_async(
-                layout,
-                LocateRequest(
-                    member=ref.entry_id,
-                    tier_id=ref.tier_id,
-                    heartbeat_deadline=time.time() + layout.heartbeat_seconds,
-                ),
-            )
-        except HotIndexUnavailable:
-            return False
-        view = hot_ticket_view(
-            ref=ref,
-            ticket=ticket,
-            layout=layout,
-            placement=placement,
-            throughput=await current_throughput_async(layout),
-        )
+        view = await hot_ticket_status(ref, ticket)
         if view is None:
             return False
         await _send_json(
@@ -202,23 +174,6 @@ def _commit_batch(items: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse
         # join of the batch committed. The middleware's mapping says what fans are told
         # (503 while PostgreSQL is unreachable, never an HTML page).
         return [api_exception_response(request, exc) for request, _ in items]
-    finally:
-        close_old_connections()
-
-
-async def _layout(event_id: int) -> EventLayout | None:
-    layout = cached_layout(event_id)
-    if layout is None:
-        layout = await sync_to_async(_read_layout)(event_id)
-    return layout
-
-
-def _read_layout(event_id: int) -> EventLayout | None:
-    # As around a Django request: a connection that broke (PostgreSQL restarted) is not
-    # kept in this thread for the next read.
-    close_old_connections()
-    try:
-        return event_layout(event_id)
     finally:
         close_old_connections()
 

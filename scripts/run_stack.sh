@@ -18,7 +18,7 @@ stop() {
 trap stop INT TERM EXIT
 
 "$BIN/gunicorn" config.asgi:application \
-  -k uvicorn_worker.UvicornWorker -w "${WEB_CONCURRENCY:-4}" \
+  -k config.workers.UvicornWorker -w "${WEB_CONCURRENCY:-4}" \
   -b "${BIND:-127.0.0.1:8000}" --graceful-timeout 5 --no-control-socket &
 pids+=($!)
 "$BIN/celery" -A config worker -l info -c "${WORKER_CONCURRENCY:-2}" --without-gossip &

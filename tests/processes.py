@@ -87,7 +87,7 @@ class Stack:
                 str(BIN / "gunicorn"),
                 "config.asgi:application",
                 "-k",
-                "uvicorn_worker.UvicornWorker",
+                "config.workers.UvicornWorker",
                 "-w",
                 str(workers),
                 "-b",

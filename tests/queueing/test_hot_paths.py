@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from config.asgi import django_asgi_app
 from events.services import TierSpec
-from queueing import hot_paths
+from queueing import hot_paths, status_async
 from queueing.audit import audit_chain_verify
 from queueing.hot_paths import HotPaths
 from queueing.models import QueueEntry
@@ -337,7 +337,7 @@ def test_status_goes_to_django_when_the_layout_cannot_be_read(make_event, monkey
     def unreachable(event_id: int) -> Any:
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(hot_paths, "_read_layout", unreachable)
+    monkeypatch.setattr(status_async, "_read_layout", unreachable)
     went_to_django = []
 
     async def inner(scope: Any, receive: Any, send: Any) -> None:
