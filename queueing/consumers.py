@@ -1,8 +1,9 @@
 """The waiting page's WebSocket: relay only.
 
-Connect: verify the ticket (signature, no database), join the event's and the ticket's groups,
-accept, then send one personal snapshot. Afterwards the socket only relays the event's tick
-(already serialized once for everyone) and, for an admitted fan, where to go.
+Connect: verify the ticket (signature, no database), join the ticket's group, accept, then
+send one personal snapshot. Afterwards the socket only relays the event's tick (serialized once
+for everyone, handed over by this process's fan-out: queueing/tick_fanout.py) and, for an
+admitted fan, where to go.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from config.api_errors import ApiError
 from queueing import hot_index
 from queueing.hot_index import HotIndexUnavailable
 from queueing.layout import EventLayout
-from queueing.live import event_group, ticket_group
+from queueing.live import ticket_group
 from queueing.services import TicketView, ticket_status
 from queueing.states import EntryStatus
 from queueing.status_async import event_layout_async, hot_ticket_status
+from queueing.tick_fanout import TickRelay, tick_relay_close, tick_relay_open
 from queueing.tickets import InvalidTicket, TicketRef, ticket_read
 from queueing.watchers import watchers
 
@@ -60,6 +62,7 @@ class LineConsumer(AsyncWebsocketConsumer):
     ref: TicketRef | None = None
     ticket: str = ""
     layout: EventLayout | None = None
+    ticks: TickRelay | None = None  # this page's share of the event's ticks (tick_fanout.py)
 
     async def connect(self) -> None:
         slug = self.scope["url_route"]["kwargs"]["slug"]
@@ -78,9 +81,9 @@ class LineConsumer(AsyncWebsocketConsumer):
             await self._refuse(CLOSE_BAD_TICKET)
             return
         self.ref, self.layout = ref, layout
-        await self.channel_layer.group_add(event_group(ref.event_id), self.channel_name)
         await self.channel_layer.group_add(ticket_group(ref.entry_id), self.channel_name)
         await self.accept()
+        self.ticks = await tick_relay_open(ref.event_id, self._send_text)
         watchers.add(ref.event_id, ref.entry_id, layout.heartbeat_seconds)
         await self._send_personal(snapshot=True)
 
@@ -116,24 +119,15 @@ class LineConsumer(AsyncWebsocketConsumer):
         if self.ref is None:
             return
         watchers.remove(self.ref.event_id, self.ref.entry_id)
-        await self.channel_layer.group_discard(event_group(self.ref.event_id), self.channel_name)
+        if self.ticks is not None:
+            tick_relay_close(self.ref.event_id, self.ticks)
         await self.channel_layer.group_discard(ticket_group(self.ref.entry_id), self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Pages have nothing to say; whatever arrives is ignored."""
 
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        # Channels closes stale database connections before every message, in the sync
-        # thread: for a tick sent to every open page each second, that hop cost more than
-        # the send itself (10,000 pages fell seconds behind in the benchmark). Ticks touch
-        # no database; everything else takes the usual way.
-        if message["type"] == "line.tick":
-            await self.line_tick(message)
-        else:
-            await super().dispatch(message)
-
-    async def line_tick(self, message: dict[str, Any]) -> None:
-        await self.send(text_data=message["text"])
+    async def _send_text(self, text: str) -> None:
+        await self.send(text_data=text)
 
     async def ticket_admitted(self, message: dict[str, Any]) -> None:
         await self._send_personal(snapshot=False)

@@ -1,0 +1,81 @@
+"""One subscription per event and process; every page gets each tick once; a slow page
+skips ticks instead of holding the others up."""
+
+from __future__ import annotations
+
+import asyncio
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+from queueing.live import event_group
+from queueing.tick_fanout import tick_relay_close, tick_relay_open
+
+
+def _tick(text: str) -> dict[str, str]:
+    return {"type": "line.tick", "text": text}
+
+
+def test_every_page_gets_each_tick_and_a_stuck_page_holds_nobody_up() -> None:
+    async def scenario() -> None:
+        layer = get_channel_layer()
+        fast: list[str] = []
+        stuck_started = asyncio.Event()
+        release = asyncio.Event()
+        slow: list[str] = []
+
+        async def fast_send(text: str) -> None:
+            fast.append(text)
+
+        async def stuck_send(text: str) -> None:
+            slow.append(text)
+            stuck_started.set()
+            await release.wait()  # a socket whose buffer is full
+
+        relays = [
+            await tick_relay_open(987_654, fast_send),
+            await tick_relay_open(987_654, stuck_send),
+        ]
+        await layer.group_send(event_group(987_654), _tick("t1"))
+        await asyncio.wait_for(stuck_started.wait(), 5)
+        for text in ("t2", "t3", "t4"):
+            await layer.group_send(event_group(987_654), _tick(text))
+        for _ in range(100):
+            if fast[-1:] == ["t4"]:
+                break
+            await asyncio.sleep(0.02)
+        # Not held up by the stuck page (ticks sent back to back may be coalesced: a page
+        # only ever needs the newest).
+        assert fast[0] == "t1" and fast[-1] == "t4"
+        release.set()
+        for _ in range(100):
+            if slow[-1:] == ["t4"]:
+                break
+            await asyncio.sleep(0.02)
+        assert slow == ["t1", "t4"]  # only the newest once it could take one
+        for relay in relays:
+            tick_relay_close(987_654, relay)
+
+    async_to_sync(scenario)()
+
+
+def test_a_closed_page_gets_nothing_more() -> None:
+    async def scenario() -> None:
+        layer = get_channel_layer()
+        got: list[str] = []
+
+        async def send(text: str) -> None:
+            got.append(text)
+
+        relay = await tick_relay_open(987_655, send)
+        await layer.group_send(event_group(987_655), _tick("before"))
+        for _ in range(100):
+            if got:
+                break
+            await asyncio.sleep(0.02)
+        tick_relay_close(987_655, relay)
+        await layer.group_send(event_group(987_655), _tick("after"))
+        await asyncio.sleep(0.3)
+        assert got == ["before"]
+
+    async_to_sync(scenario)()
