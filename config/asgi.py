@@ -36,3 +36,6 @@ application = HotPaths(
 # keep it out of the cyclic collector's full passes, which would otherwise walk it all and
 # stall every request of this worker (seen as the status path's p99 in the benchmark).
 gc.freeze()
+# And collect the young generation less often: a worker holding thousands of sockets creates
+# objects by the hundred thousand, and each full pass over them stalled every socket's tick.
+gc.set_threshold(50_000, 20, 100)
