@@ -24,6 +24,8 @@ logger = logging.getLogger(__name__)
 
 Send = Callable[[str], Awaitable[None]]
 
+RESUBSCRIBE_SECONDS = 1.0
+
 
 class TickRelay:
     """One page's latest tick and the task that sends it."""
@@ -65,23 +67,30 @@ class EventFanout:
     async def _receive(self) -> None:
         layer = get_channel_layer()
         assert layer is not None
-        try:
-            channel = await layer.new_channel()
-            await layer.group_add(event_group(self.event_id), channel)
-        finally:
-            self.subscribed.set()
-        try:
-            while True:
-                message: dict[str, Any] = await layer.receive(channel)
-                if message.get("type") == "line.tick":
-                    for relay in list(self.relays):
-                        relay.offer(message["text"])
-        except asyncio.CancelledError:
-            await layer.group_discard(event_group(self.event_id), channel)
-            raise
-        except Exception:
-            # Pages fall back to polling when ticks stop; the next page to join resubscribes.
-            logger.warning("tick subscription of event %s ended", self.event_id, exc_info=True)
+        while True:
+            channel = None
+            try:
+                try:
+                    channel = await layer.new_channel()
+                    await layer.group_add(event_group(self.event_id), channel)
+                finally:
+                    self.subscribed.set()
+                while True:
+                    message: dict[str, Any] = await layer.receive(channel)
+                    if message.get("type") == "line.tick":
+                        for relay in list(self.relays):
+                            relay.offer(message["text"])
+            except asyncio.CancelledError:
+                if channel is not None:
+                    await layer.group_discard(event_group(self.event_id), channel)
+                raise
+            except Exception:
+                # Redis went away: pages poll meanwhile (they notice missing ticks), and
+                # this subscribes again once it is back.
+                logger.warning(
+                    "tick subscription of event %s lost; retrying", self.event_id, exc_info=True
+                )
+                await asyncio.sleep(RESUBSCRIBE_SECONDS)
 
 
 _fanouts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, EventFanout]] = (

@@ -79,3 +79,36 @@ def test_a_closed_page_gets_nothing_more() -> None:
         assert got == ["before"]
 
     async_to_sync(scenario)()
+
+
+def test_ticks_resume_after_the_subscription_is_lost(monkeypatch) -> None:
+    from queueing import tick_fanout
+
+    monkeypatch.setattr(tick_fanout, "RESUBSCRIBE_SECONDS", 0.05)
+
+    async def scenario() -> None:
+        layer = get_channel_layer()
+        real_receive = layer.receive
+        failures = [ConnectionError("Redis went away")]
+
+        async def flaky_receive(channel: str) -> dict[str, str]:
+            if failures:
+                raise failures.pop()
+            return await real_receive(channel)
+
+        monkeypatch.setattr(layer, "receive", flaky_receive)
+        got: list[str] = []
+
+        async def send(text: str) -> None:
+            got.append(text)
+
+        relay = await tick_relay_open(987_656, send)
+        for attempt in range(100):
+            await layer.group_send(event_group(987_656), _tick(f"t{attempt}"))
+            await asyncio.sleep(0.05)
+            if got:
+                break
+        assert got, "no tick after the subscription came back"
+        tick_relay_close(987_656, relay)
+
+    async_to_sync(scenario)()
