@@ -80,6 +80,11 @@ _RECORD_FIELDS = (
 )
 
 
+_MOVE_HEAD = (
+    f"UPDATE {AuditChainHead._meta.db_table} SET seq = %s, last_hash = %s WHERE event_id = %s"
+)
+
+
 @dataclass(frozen=True)
 class AuditItem:
     """One record to append; several can share one lock of the chain head."""
@@ -131,12 +136,13 @@ def audit_append_many(
         record.hash = record_hash(record)
         prev_hash = record.hash
         records.append(record)
+    # The records and the head's move in one round trip: this runs under the head's lock.
     insert_rows(
         AuditRecord,
         _RECORD_FIELDS,
         [[getattr(record, name) for name in _RECORD_FIELDS] for record in records],
+        then=(_MOVE_HEAD, (seq, prev_hash, event_id)),
     )
-    AuditChainHead.objects.filter(event_id=event_id).update(seq=seq, last_hash=prev_hash)
     head.seq, head.last_hash = seq, prev_hash
     return records
 

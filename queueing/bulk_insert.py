@@ -48,9 +48,11 @@ def insert_rows(
     rows: Sequence[Sequence[Any]],
     *,
     returning: Sequence[str] = (),
+    then: tuple[str, Sequence[Any]] | None = None,
 ) -> list[tuple[Any, ...]]:
     """Insert ``rows`` (values in the order of ``fields``) into ``model``'s table, in order;
-    the ``returning`` columns of each inserted row, in the same order."""
+    the ``returning`` columns of each inserted row, in the same order. ``then``: a statement
+    and its parameters to run after the insert in the same round trip (without returning)."""
     if not rows:
         return []
     meta = model._meta
@@ -59,6 +61,12 @@ def insert_rows(
         [field.get_db_prep_save(row[index], connection) for row in rows]
         for index, field in enumerate(columns)
     ]
+    sql = _statement(model, tuple(fields), tuple(returning))
+    arguments: list[Any] = list(params)
+    if then is not None:
+        assert not returning, "a statement after the insert returns nothing of it"
+        sql = f"WITH inserted AS ({sql}) {then[0]}"
+        arguments += then[1]
     with connection.cursor() as cursor:
-        cursor.execute(_statement(model, tuple(fields), tuple(returning)), params)
+        cursor.execute(sql, arguments)
         return [tuple(row) for row in cursor.fetchall()] if returning else []

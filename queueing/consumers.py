@@ -31,6 +31,7 @@ from queueing.watchers import watchers
 
 CLOSE_BAD_TICKET = 4401
 CLOSE_TICKET_GONE = 4404
+CLOSE_TRY_AGAIN = 1013  # the page polls, then reconnects
 
 
 def snapshot_message(
@@ -63,6 +64,7 @@ class LineConsumer(AsyncWebsocketConsumer):
     ticket: str = ""
     layout: EventLayout | None = None
     ticks: TickRelay | None = None  # this page's share of the event's ticks (tick_fanout.py)
+    left: bool = False
 
     async def connect(self) -> None:
         slug = self.scope["url_route"]["kwargs"]["slug"]
@@ -76,23 +78,32 @@ class LineConsumer(AsyncWebsocketConsumer):
         try:
             layout = await event_layout_async(ref.event_id)
         except DatabaseError:
-            layout = None
+            # Not the ticket's fault: the page keeps its place by polling, and reconnects.
+            await self._refuse(CLOSE_TRY_AGAIN)
+            return
         if layout is None or layout.slug != slug or layout.tier_index(ref.tier_id) is None:
             await self._refuse(CLOSE_BAD_TICKET)
             return
         self.ref, self.layout = ref, layout
         await self.channel_layer.group_add(ticket_group(ref.entry_id), self.channel_name)
         await self.accept()
-        self.ticks = await tick_relay_open(ref.event_id, self._send_text)
         watchers.add(ref.event_id, ref.entry_id, layout.heartbeat_seconds)
-        await self._send_personal(snapshot=True)
+        try:
+            if await self._send_personal(snapshot=True):
+                # Ticks only after the snapshot: a page places itself from its order key.
+                self.ticks = await tick_relay_open(ref.event_id, self._send_text)
+        except BaseException:
+            # The page went away mid-connect, or Redis did: no disconnect will tidy up.
+            self._leave()
+            raise
 
     async def _refuse(self, code: int) -> None:
         # Accept first: a close before the handshake would reach the page as a bare HTTP 403.
         await self.accept()
         await self.close(code=code)
 
-    async def _send_personal(self, *, snapshot: bool) -> None:
+    async def _send_personal(self, *, snapshot: bool) -> bool:
+        """False if the ticket is gone (the socket is being closed)."""
         assert self.ref is not None and self.layout is not None
         # From the hot index on the event loop while the fan is in line there (a page
         # connecting is as hot as a status poll when a sale starts); else from the database.
@@ -104,7 +115,7 @@ class LineConsumer(AsyncWebsocketConsumer):
                 )
             except ApiError:
                 await self.close(code=CLOSE_TICKET_GONE)
-                return
+                return False
         if snapshot:
             last = await _last_tick(self.ref.event_id)
             await self.send(text_data=json.dumps(snapshot_message(view, self.layout, last)))
@@ -114,14 +125,22 @@ class LineConsumer(AsyncWebsocketConsumer):
                     {"type": "admitted", "redirect_url": view.issued_pass.redirect_url}
                 )
             )
+        return True
 
     async def disconnect(self, code: int) -> None:
         if self.ref is None:
             return
+        self._leave()
+        await self.channel_layer.group_discard(ticket_group(self.ref.entry_id), self.channel_name)
+
+    def _leave(self) -> None:
+        """Stop keeping the ticket alive and relaying ticks (once, whoever asks first)."""
+        if self.ref is None or self.left:
+            return
+        self.left = True
         watchers.remove(self.ref.event_id, self.ref.entry_id)
         if self.ticks is not None:
             tick_relay_close(self.ref.event_id, self.ticks)
-        await self.channel_layer.group_discard(ticket_group(self.ref.entry_id), self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Pages have nothing to say; whatever arrives is ignored."""

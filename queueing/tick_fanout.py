@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 Send = Callable[[str], Awaitable[None]]
 
 RESUBSCRIBE_SECONDS = 1.0
+SUBSCRIBE_TIMEOUT_SECONDS = 5.0
 
 
 class TickRelay:
@@ -61,36 +62,53 @@ class EventFanout:
     def __init__(self, event_id: int) -> None:
         self.event_id = event_id
         self.relays: set[TickRelay] = set()
-        self.subscribed = asyncio.Event()  # set once subscribed (or failed to)
+        self.subscribed = asyncio.Event()  # set once subscribed, or once that failed
         self._task = asyncio.get_running_loop().create_task(self._receive())
+
+    @property
+    def ended(self) -> bool:
+        """Could not subscribe (or was torn down): a new page needs a new fan-out."""
+        return self._task.done()
+
+    def stop(self) -> None:
+        self._task.cancel()
 
     async def _receive(self) -> None:
         layer = get_channel_layer()
         assert layer is not None
-        while True:
-            channel = None
-            try:
+        group = event_group(self.event_id)
+        try:
+            channel = await layer.new_channel()
+            await layer.group_add(group, channel)
+        except Exception:
+            # The pages waiting for this are refused (their sockets close and they poll);
+            # the next page to connect tries again.
+            logger.warning(
+                "could not subscribe to the ticks of event %s", self.event_id, exc_info=True
+            )
+            return
+        finally:
+            self.subscribed.set()
+        try:
+            while True:
                 try:
-                    channel = await layer.new_channel()
-                    await layer.group_add(event_group(self.event_id), channel)
-                finally:
-                    self.subscribed.set()
-                while True:
                     message: dict[str, Any] = await layer.receive(channel)
-                    if message.get("type") == "line.tick":
-                        for relay in list(self.relays):
-                            relay.offer(message["text"])
-            except asyncio.CancelledError:
-                if channel is not None:
-                    await layer.group_discard(event_group(self.event_id), channel)
-                raise
-            except Exception:
-                # Redis went away: pages poll meanwhile (they notice missing ticks), and
-                # this subscribes again once it is back.
-                logger.warning(
-                    "tick subscription of event %s lost; retrying", self.event_id, exc_info=True
-                )
-                await asyncio.sleep(RESUBSCRIBE_SECONDS)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    # The layer reconnects to Redis by itself; keep the same channel.
+                    logger.warning("ticks of event %s interrupted", self.event_id, exc_info=True)
+                    await asyncio.sleep(RESUBSCRIBE_SECONDS)
+                    continue
+                text = message.get("text")
+                if message.get("type") == "line.tick" and isinstance(text, str):
+                    for relay in list(self.relays):
+                        relay.offer(text)
+        finally:
+            try:
+                await layer.group_discard(group, channel)
+            except Exception:  # noqa: BLE001  leaving anyway; Redis drops it with the socket
+                logger.info("could not unsubscribe from the ticks of event %s", self.event_id)
 
 
 _fanouts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, EventFanout]] = (
@@ -100,19 +118,32 @@ _fanouts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, EventFa
 
 async def tick_relay_open(event_id: int, send: Send) -> TickRelay:
     """Start relaying the event's ticks to a page (from the next tick broadcast after this
-    returns); ``tick_relay_close`` when it leaves."""
+    returns); ``tick_relay_close`` when it leaves. Raises ConnectionError when the ticks
+    cannot be subscribed to (Redis unreachable): the page then polls."""
     by_event = _fanouts.setdefault(asyncio.get_running_loop(), {})
     fanout = by_event.get(event_id)
-    if fanout is None or fanout._task.done():
+    if fanout is None or fanout.ended:
         fanout = by_event[event_id] = EventFanout(event_id)
     relay = TickRelay(send)
     fanout.relays.add(relay)
-    await fanout.subscribed.wait()
+    try:
+        await asyncio.wait_for(fanout.subscribed.wait(), SUBSCRIBE_TIMEOUT_SECONDS)
+        if fanout.ended:
+            raise ConnectionError(f"could not subscribe to the ticks of event {event_id}")
+    except BaseException:
+        tick_relay_close(event_id, relay)
+        raise
     return relay
 
 
 def tick_relay_close(event_id: int, relay: TickRelay) -> None:
+    """Stop a page's relay; the event's subscription ends with its last page."""
     relay.close()
-    fanout = _fanouts.get(asyncio.get_running_loop(), {}).get(event_id)
-    if fanout is not None:
-        fanout.relays.discard(relay)
+    by_event = _fanouts.get(asyncio.get_running_loop(), {})
+    fanout = by_event.get(event_id)
+    if fanout is None:
+        return
+    fanout.relays.discard(relay)
+    if not fanout.relays:
+        fanout.stop()
+        del by_event[event_id]

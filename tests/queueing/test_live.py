@@ -172,3 +172,79 @@ def test_messages_per_tick_stay_constant_from_10_to_10000_fans(make_event, setti
     assert big_size < 5 * small_size
     payload = json.loads(json.dumps({"n": big_size}))
     assert payload["n"] < 8_000
+
+
+def test_a_database_outage_at_connect_asks_the_page_to_try_again(make_event, monkeypatch) -> None:
+    from django.db import OperationalError
+
+    from queueing import status_async
+    from queueing.layout import layout_cache_clear
+
+    event = make_event(capacity=0)
+    (ticket,) = fans_join(event.slug, 1)
+    layout_cache_clear()
+
+    def unreachable(event_id: int) -> None:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(status_async, "_read_layout", unreachable)
+
+    async def scenario() -> None:
+        ws = socket(event.slug, ticket)
+        connected, _ = await ws.connect()
+        assert connected
+        closed = await ws.receive_output(timeout=5)
+        assert closed == {"type": "websocket.close", "code": 1013}
+
+    asyncio.run(scenario())
+
+
+def test_a_page_that_cannot_get_ticks_is_closed_and_leaves_nothing_behind(
+    make_event, monkeypatch
+) -> None:
+    from queueing import consumers
+    from queueing.watchers import watchers
+
+    event = make_event(capacity=0)
+    (ticket,) = fans_join(event.slug, 1)
+
+    async def no_ticks(event_id: int, send: object) -> None:
+        raise ConnectionError("Redis unreachable")
+
+    monkeypatch.setattr(consumers, "tick_relay_open", no_ticks)
+
+    async def scenario() -> None:
+        ws = socket(event.slug, ticket)
+        connected, _ = await ws.connect()
+        assert connected
+        assert (await ws.receive_json_from(timeout=5))["type"] == "snapshot"
+        with pytest.raises(ConnectionError):
+            await ws.wait(timeout=5)
+        assert watchers.snapshot() == []  # nobody keeps this ticket alive any more
+
+    asyncio.run(scenario())
+
+
+def test_the_last_page_to_leave_ends_the_events_subscription(make_event) -> None:
+    from queueing import tick_fanout
+
+    event = make_event(capacity=0)
+    tickets = fans_join(event.slug, 2)
+
+    async def scenario() -> None:
+        pages = [socket(event.slug, t) for t in tickets]
+        for page in pages:
+            assert (await page.connect())[0]
+            assert (await page.receive_json_from(timeout=5))["type"] == "snapshot"
+        fanouts = tick_fanout._fanouts[asyncio.get_running_loop()]
+        for _ in range(100):  # each page opens its relay just after its snapshot
+            if event.id in fanouts and len(fanouts[event.id].relays) == 2:
+                break
+            await asyncio.sleep(0.02)
+        assert len(fanouts[event.id].relays) == 2
+        await pages[0].disconnect()
+        assert len(fanouts[event.id].relays) == 1
+        await pages[1].disconnect()
+        assert event.id not in fanouts
+
+    asyncio.run(scenario())
