@@ -126,14 +126,20 @@ def _upgrade_request(url: str, origin: str) -> tuple[str, int, bytes]:
     return parts.hostname or "127.0.0.1", parts.port or 80, request.encode()
 
 
-async def watch(url: str, origin: str, run: Run, seconds: float) -> None:
+# Past ~28,000 sockets one source address runs out of ephemeral ports: each block of
+# sockets connects from an address of its own (all of 127.0.0.0/8 is loopback).
+SOCKETS_PER_SOURCE_ADDRESS = 20_000
+
+
+async def watch(url: str, origin: str, run: Run, seconds: float, index: int) -> None:
     host, port, request = _upgrade_request(url, origin)
     loop = asyncio.get_running_loop()
     opened: asyncio.Future[None] = loop.create_future()
     transport = None
+    source = f"127.0.0.{1 + index // SOCKETS_PER_SOURCE_ADDRESS}"
     try:
         transport, _ = await loop.create_connection(
-            lambda: PageSocket(run, request, opened), host, port
+            lambda: PageSocket(run, request, opened), host, port, local_addr=(source, 0)
         )
         await asyncio.wait_for(opened, timeout=120)
         run.opened += 1
@@ -149,11 +155,14 @@ async def watch(url: str, origin: str, run: Run, seconds: float) -> None:
     transport.close()
 
 
-async def main(url: str, origin: str, tickets: list[str], seconds: float, out: str) -> None:
+async def main(
+    url: str, origin: str, tickets: list[str], first: int, seconds: float, out: str
+) -> None:
     run = Run(len(tickets))
     tasks = []
-    for ticket in tickets:
-        tasks.append(asyncio.create_task(watch(f"{url}?ticket={ticket}", origin, run, seconds)))
+    for index, ticket in enumerate(tickets, start=first):
+        page = f"{url}?ticket={ticket}"
+        tasks.append(asyncio.create_task(watch(page, origin, run, seconds, index)))
         await asyncio.sleep(0.002)  # ramp up rather than stampede the handshakes
     await asyncio.gather(*tasks)
     report = {
@@ -176,4 +185,4 @@ if __name__ == "__main__":
     with open(path) as handle:
         lines = [line.strip() for line in handle if line.strip()]
     chosen = lines[int(first) : int(first) + int(count)]
-    asyncio.run(main(ws_url, origin, chosen, float(seconds), out_file))
+    asyncio.run(main(ws_url, origin, chosen, int(first), float(seconds), out_file))
