@@ -226,11 +226,24 @@ def locate_many(layout: EventLayout, requests: Sequence[LocateRequest]) -> list[
         request = requests[0]
         raw = _run("locate", keys=_locate_keys(layout, request.tier_id), args=_locate_args(request))
         return [_placement(raw)]
-    pipe = _client().pipeline(transaction=False)
     script = _script("locate")
-    for request in requests:
-        script(keys=_locate_keys(layout, request.tier_id), args=_locate_args(request), client=pipe)
-    return [_placement(raw) for raw in pipe.execute()]
+    calls = [(_locate_keys(layout, r.tier_id), _locate_args(r)) for r in requests]
+
+    def send_all() -> list[Any]:
+        # EVALSHA directly: a pipeline of Script calls asks SCRIPT EXISTS first, every time.
+        pipe = _client().pipeline(transaction=False)
+        for call_keys, call_args in calls:
+            pipe.evalsha(script.sha, len(call_keys), *call_keys, *call_args)
+        return pipe.execute()
+
+    try:
+        results = send_all()
+    except redis.exceptions.NoScriptError:
+        # Redis forgot its scripts (restarted): load it, then again. Adding is idempotent
+        # (ZADD NX), so calls that ran before the error may safely run twice.
+        script.sha = _client().script_load(script.script)
+        results = send_all()
+    return [_placement(raw) for raw in results]
 
 
 async def locate_async(layout: EventLayout, request: LocateRequest) -> Placement:

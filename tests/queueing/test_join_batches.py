@@ -202,3 +202,14 @@ def test_a_value_too_long_for_its_column_is_refused_not_cut(make_event) -> None:
             ("event", "tier", "identity", "status", "joined_at", "status_changed_at"),
             [[event.id, tier.id, "x" * 65, "waiting", now, now]],
         )
+
+
+def test_a_batch_is_indexed_even_after_redis_forgot_its_scripts(make_event, redis_client) -> None:
+    from queueing import keys
+
+    event = make_event(capacity=0)
+    redis_client.script_flush()
+    outcomes = entry_join_many(_requests(event, [f"fan-{i}" for i in range(3)]))
+    assert [o.view.position for o in outcomes] == [1, 2, 3]
+    tier = event.tiers.get()
+    assert redis_client.zcard(keys.tier_queue(event.id, tier.id)) == 3
