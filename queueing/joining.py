@@ -15,7 +15,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
@@ -23,11 +22,10 @@ from django.db import DatabaseError, IntegrityError, transaction
 from config.api_errors import ApiError
 from events.codes import is_well_formed_access_code, normalise_access_code
 from events.models import AccessCode, Event, EventState, Tier
-from queueing import hot_index
 from queueing.audit import AuditItem, audit_append_many, audit_chain_lock
 from queueing.bulk_insert import insert_rows
 from queueing.eta import Eta, Throughput, estimate_wait
-from queueing.hot_index import HotIndexUnavailable, LineCounts, LocateRequest, Placement
+from queueing.hot_index import HotIndexUnavailable, LineCounts
 from queueing.layout import EventLayout
 from queueing.models import AuditAction, QueueEntry
 from queueing.positions import position_in_line
@@ -37,11 +35,10 @@ from queueing.services import (
     entry_view,
     entry_view_placed,
     entry_view_unplaced,
-    index_forget,
+    index_add,
     layout_with_tier,
-    mark_index_dirty,
 )
-from queueing.states import LIVE, QUEUED, EntryStatus
+from queueing.states import LIVE, EntryStatus
 from queueing.throughput import current_throughput
 
 logger = logging.getLogger(__name__)
@@ -361,8 +358,11 @@ def _answer_newcomers(
     outcomes: list[JoinOutcome | None],
 ) -> None:
     entries = [newcomer.entry for _, newcomer in admitted if newcomer.entry is not None]
-    placements = index_joined(
-        layout, entries, add="pre" if status == EntryStatus.PREQUEUE else "tier"
+    placements = index_add(
+        layout,
+        entries,
+        add="pre" if status == EntryStatus.PREQUEUE else "tier",
+        heartbeat_deadline=max(e.joined_at for e in entries).timestamp() + layout.heartbeat_seconds,
     )
     for (index, newcomer), entry, placement in zip(admitted, entries, placements, strict=True):
         now = newcomer.request.now
@@ -376,59 +376,6 @@ def _answer_newcomers(
         outcomes[index] = JoinResult(view=view, created=True)
         for repeat in newcomer.repeats:
             outcomes[repeat] = JoinResult(view=view, created=False)
-
-
-def index_joined(
-    layout: EventLayout, entries: Sequence[QueueEntry], *, add: Literal["tier", "pre"]
-) -> list[Placement | None]:
-    """Add committed joins to the hot index in one round trip; where each now stands
-    (None for all when Redis could not be written: the index is then flagged stale)."""
-    try:
-        placements: list[Placement | None] = list(
-            hot_index.locate_many(
-                layout,
-                [
-                    LocateRequest(
-                        member=entry.id,
-                        tier_id=entry.tier_id,
-                        heartbeat_deadline=entry.joined_at.timestamp() + layout.heartbeat_seconds,
-                        add=add,
-                        order_key=entry.order_key,
-                    )
-                    for entry in entries
-                ],
-            )
-        )
-    except HotIndexUnavailable:
-        _flag_stale(layout.event_id)
-        return [None] * len(entries)
-    try:
-        _undo_adds_if_gone(layout.event_id, entries)
-    except DatabaseError:
-        # PostgreSQL went away after the commit: the joins stand; a ghost this check would
-        # have removed is taken out at the front of the line by the next tick's heal.
-        logger.warning("could not check the joins just indexed for event %s", layout.event_id)
-    return placements
-
-
-def _flag_stale(event_id: int) -> None:
-    try:
-        mark_index_dirty(event_id)
-    except DatabaseError:
-        logger.warning("could not flag the index of event %s as stale", event_id)
-
-
-def _undo_adds_if_gone(event_id: int, entries: Sequence[QueueEntry]) -> None:
-    """Joins add themselves to the index after their commit; a fan who left the line in
-    between (admitted by a fast admission run, say) had that removal run before the add,
-    which must be taken back, or the index would show a ghost."""
-    moved = list(
-        QueueEntry.objects.filter(pk__in=[entry.pk for entry in entries])
-        .exclude(status__in=QUEUED)
-        .only("id", "tier_id")
-    )
-    if moved:
-        index_forget(event_id, moved)
 
 
 def _refusal(state: EventState) -> ApiError | None:

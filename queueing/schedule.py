@@ -9,12 +9,10 @@ from datetime import datetime
 from django.db import connection, transaction
 
 from events.models import Event, EventState
-from queueing import hot_index
 from queueing.audit import audit_append, audit_chain_lock
-from queueing.hot_index import HotIndexUnavailable
 from queueing.layout import event_layout
 from queueing.models import AuditAction, QueueEntry
-from queueing.services import hot_index_rebuild, index_forget
+from queueing.services import hot_index_rebuild, index_add, index_forget
 from queueing.shuffle import shuffled_order
 from queueing.states import QUEUED, EntryStatus
 from queueing.transitions import Moved, transition_audited
@@ -120,18 +118,9 @@ def _index_move_to_tiers(event_id: int, moved: list[Moved], now: datetime) -> No
     layout = event_layout(event_id)
     if layout is None or not index_forget(event_id, moved):
         return
-    try:
-        for m in moved:
-            hot_index.locate(
-                layout,
-                member=m.id,
-                tier_id=m.tier_id,
-                add="tier",
-                order_key=m.order_key,
-                heartbeat_deadline=now.timestamp() + layout.heartbeat_seconds,
-            )
-    except HotIndexUnavailable:
-        Event.objects.filter(pk=event_id).update(hot_index_dirty=True)
+    index_add(
+        layout, moved, add="tier", heartbeat_deadline=now.timestamp() + layout.heartbeat_seconds
+    )
 
 
 def line_revoke_closed(*, event_id: int, now: datetime, batch: int = 1000) -> int:

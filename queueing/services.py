@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal, Protocol
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
 from config.api_errors import ApiError
@@ -24,6 +26,7 @@ from queueing.hot_index import (
     HotIndexUnavailable,
     IndexedEntry,
     IndexState,
+    LocateRequest,
     Placement,
     RebuildSuperseded,
     Where,
@@ -82,6 +85,71 @@ def index_forget(event_id: int, moved: Iterable[Moved | QueueEntry]) -> bool:
         mark_index_dirty(event_id)
         return False
     return True
+
+
+class IndexedRow(Protocol):
+    id: int
+    tier_id: int
+    order_key: int
+
+
+# Entries added per pipeline: one round trip each, bounded in size.
+INDEX_ADD_CHUNK = 1000
+
+
+def index_add(
+    layout: EventLayout,
+    entries: Sequence[IndexedRow],
+    *,
+    add: Literal["tier", "pre"],
+    heartbeat_deadline: float,
+) -> list[Placement | None]:
+    """Add committed entries to the hot index (a pipeline per thousand); where each now
+    stands, or None for all when Redis could not be written (the index is flagged stale).
+
+    The add runs after the commit: a fan who left the line in between (admitted by a fast
+    admission run, say) had that removal run before the add, which is taken back here, or
+    the index would show a ghost.
+    """
+    placements: list[Placement | None] = []
+    try:
+        for start in range(0, len(entries), INDEX_ADD_CHUNK):
+            placements += hot_index.locate_many(
+                layout,
+                [
+                    LocateRequest(
+                        member=entry.id,
+                        tier_id=entry.tier_id,
+                        heartbeat_deadline=heartbeat_deadline,
+                        add=add,
+                        order_key=entry.order_key,
+                    )
+                    for entry in entries[start : start + INDEX_ADD_CHUNK]
+                ],
+            )
+    except HotIndexUnavailable:
+        _flag_stale(layout.event_id)
+        return [None] * len(entries)
+    try:
+        gone = list(
+            QueueEntry.objects.filter(pk__in=[entry.id for entry in entries])
+            .exclude(status__in=QUEUED)
+            .only("id", "tier_id")
+        )
+        if gone:
+            index_forget(layout.event_id, gone)
+    except DatabaseError:
+        # PostgreSQL went away after the commit: the entries stand; a ghost this check
+        # would have removed is taken out at the front of the line by the next tick's heal.
+        logger.warning("could not check the entries just indexed for event %s", layout.event_id)
+    return placements
+
+
+def _flag_stale(event_id: int) -> None:
+    try:
+        mark_index_dirty(event_id)
+    except DatabaseError:
+        logger.warning("could not flag the index of event %s as stale", event_id)
 
 
 def layout_with_tier(event_id: int, *tier_ids: int) -> EventLayout:

@@ -1,5 +1,7 @@
 """The hot index is derived from PostgreSQL: it is rebuilt exactly, even while fans move."""
 
+import time
+
 import pytest
 import redis
 from django.test import Client
@@ -142,8 +144,8 @@ def test_readyz_reports_redis_down(db, redis_down) -> None:
 def test_a_join_whose_fan_was_admitted_before_it_reached_redis_leaves_no_ghost(
     make_event, redis_client
 ) -> None:
-    from queueing.joining import index_joined
     from queueing.layout import event_layout
+    from queueing.services import index_add
     from queueing.ticks import event_tick
 
     event = make_event(capacity=5, rate_per_minute=0)
@@ -154,7 +156,7 @@ def test_a_join_whose_fan_was_admitted_before_it_reached_redis_leaves_no_ghost(
     entry.refresh_from_db()
     assert entry.status == "admitted"
     entry.status = "waiting"  # the join's stale in-memory row
-    index_joined(event_layout(event.id), [entry], add="tier")
+    index_add(event_layout(event.id), [entry], add="tier", heartbeat_deadline=time.time() + 60)
     assert redis_client.zscore(keys.tier_queue(event.id, entry.tier_id), str(entry.id)) is None
     assert Client().get(f"/api/v1/tickets/{first}").json()["status"] == "admitted"
 

@@ -8,10 +8,23 @@ import pytest
 from django.utils import timezone
 
 from config.api_errors import ApiError
-from queueing import joining
+from queueing import joining, services
 from queueing.audit import audit_chain_verify
 from queueing.joining import JoinRequest, JoinResult, entry_join_many
 from queueing.models import AuditRecord, QueueEntry
+
+
+class _UnreachableManager:
+    """A manager whose every query fails as an unreachable PostgreSQL would."""
+
+    def __getattr__(self, name: str) -> Any:
+        from django.db import OperationalError
+
+        raise OperationalError("server closed the connection")
+
+
+class _UnreachableModel:
+    objects = _UnreachableManager()
 
 
 def _requests(event: Any, identities: list[str], **fields: Any) -> list[JoinRequest]:
@@ -180,7 +193,7 @@ def test_a_committed_join_is_answered_with_its_ticket_even_if_describing_it_fail
         raise OperationalError("server closed the connection")
 
     monkeypatch.setattr(joining, "entry_view_placed", unreachable)
-    monkeypatch.setattr(joining, "_undo_adds_if_gone", unreachable)
+    monkeypatch.setattr(services, "QueueEntry", _UnreachableModel)
     outcomes = entry_join_many(_requests(event, ["a", "b"]))
     assert all(isinstance(o, JoinResult) and o.created for o in outcomes)
     assert [o.view.position for o in outcomes] == [None, None]

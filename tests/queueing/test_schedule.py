@@ -106,3 +106,44 @@ def test_after_ends_at_the_line_is_revoked(make_event) -> None:
     tickets = fans_join(event.slug, 2)
     event_tick(event_id=event.id, now=now + timedelta(minutes=2))
     assert statuses(tickets) == ["revoked", "revoked"]
+
+
+def test_a_pre_queue_join_committed_after_the_start_queues_behind_the_cohort(
+    make_event, redis_client
+) -> None:
+    from queueing import hot_index, keys
+    from queueing.layout import event_layout
+    from queueing.schedule import line_admit_stragglers
+
+    starts = timezone.now() + timedelta(minutes=5)
+    event = make_event(
+        starts_at=starts,
+        shuffle_at_start=False,
+        capacity=0,
+        rate_per_minute=0,
+        heartbeat_seconds=3600,
+    )
+    cohort = fans_join(event.slug, 3)
+    event_pause(event=event, actor="staff:x", now=starts)
+    event_tick(event_id=event.id, now=starts + timedelta(seconds=1))
+    # A join decided "pre-queue" before the start but committed after it.
+    late = fans_join(event.slug, 2)
+    QueueEntry.objects.filter(pk__in=[entry_of(t).pk for t in late]).update(status="prequeue")
+    layout = event_layout(event.id)
+    for ticket in late:
+        entry = entry_of(ticket)
+        redis_client.zrem(keys.tier_queue(event.id, entry.tier_id), str(entry.pk))
+        hot_index.locate(
+            layout,
+            member=entry.pk,
+            tier_id=entry.tier_id,
+            heartbeat_deadline=None,
+            add="pre",
+            order_key=entry.order_key,
+        )
+    assert line_admit_stragglers(event_id=event.id, now=starts + timedelta(seconds=2)) == 2
+    assert set(statuses(late)) == {"waiting"}
+    assert redis_client.zcard(keys.prequeue(event.id)) == 0
+    tier_id = entry_of(late[0]).tier_id
+    assert redis_client.zcard(keys.tier_queue(event.id, tier_id)) == 5  # indexed in their tier
+    assert [poll(t)["position"] for t in cohort + late] == [1, 2, 3, 4, 5]
