@@ -101,13 +101,13 @@ class HotPaths:
         started = time.perf_counter()
         if _has_cookie(scope, settings.SESSION_COOKIE_NAME.encode()):
             return False  # a logged-in fan joins as their account: Django knows who that is
-        if _django_request(scope, b"") is None:
+        secure = _served_securely(scope)
+        if secure is None:
             return False
         body = await _read_body(receive, limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         if body is None:
             return True  # the client went away
-        request = _django_request(scope, body)
-        assert request is not None
+        request = ASGIRequest(scope, io.BytesIO(body))
         if len(body) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             response: HttpResponse = error_response(body_too_large())
         else:
@@ -115,7 +115,7 @@ class HotPaths:
                 response = await self.joins.submit(request, slug)
             except Exception as exc:  # noqa: BLE001  (the batch thread itself failed)
                 response = api_exception_response(request, exc)
-        await _send_response(send, response, secure=request.is_secure())
+        await _send_response(send, response, secure=secure)
         JOIN_SECONDS.observe(time.perf_counter() - started)
         return True
 
@@ -219,8 +219,14 @@ def _served_securely_for(
         "server": server,
         "headers": list(zip(names, values, strict=True)),
     }
-    request = _django_request(scope, b"")
-    return None if request is None else request.is_secure()
+    request = ASGIRequest(scope, io.BytesIO(b""))
+    try:
+        request.get_host()
+    except DisallowedHost:
+        return None
+    if settings.SECURE_SSL_REDIRECT and not request.is_secure():
+        return None
+    return request.is_secure()
 
 
 def _forget_served_securely(**kwargs: object) -> None:
@@ -229,19 +235,6 @@ def _forget_served_securely(**kwargs: object) -> None:
 
 
 setting_changed.connect(_forget_served_securely)
-
-
-def _django_request(scope: Scope, body: bytes) -> HttpRequest | None:
-    """The request as Django sees it; None if Django would not serve it as it is (a Host
-    it refuses, or plain HTTP where it redirects to HTTPS): then Django answers."""
-    request = ASGIRequest(scope, io.BytesIO(body))
-    try:
-        request.get_host()
-    except DisallowedHost:
-        return None
-    if settings.SECURE_SSL_REDIRECT and not request.is_secure():
-        return None
-    return request
 
 
 def _has_cookie(scope: Scope, name: bytes) -> bool:

@@ -197,13 +197,7 @@ def entry_view_placed(
             and placement.where is not Where.NOWHERE
         ):
             queue_length = placement.counts.queue_length
-            if placement.where is Where.TIER and placement.rank is not None:
-                position = position_in_line(
-                    layout,
-                    tier_id=entry.tier_id,
-                    rank_in_tier=placement.rank,
-                    tier_counts=placement.counts.tiers,
-                )
+            position = _position_in_tier_queue(layout, entry.tier_id, placement)
         elif status == EntryStatus.WAITING:
             position = position_from_database(entry, layout)
     if queue_length is None:
@@ -272,6 +266,15 @@ def _view(
     )
 
 
+def _position_in_tier_queue(layout: EventLayout, tier_id: int, placement: Placement) -> int | None:
+    """The fan's place in the whole line, when the index found them in their tier's queue."""
+    if placement.where is not Where.TIER or placement.rank is None:
+        return None
+    return position_in_line(
+        layout, tier_id=tier_id, rank_in_tier=placement.rank, tier_counts=placement.counts.tiers
+    )
+
+
 def hot_ticket_view(
     *,
     ref: TicketRef,
@@ -285,13 +288,8 @@ def hot_ticket_view(
     Pure, so that the lean ASGI status path and ``ticket_status`` share it."""
     if placement.counts.state is not IndexState.READY:
         return None
-    if placement.where is Where.TIER and placement.rank is not None:
-        position = position_in_line(
-            layout,
-            tier_id=ref.tier_id,
-            rank_in_tier=placement.rank,
-            tier_counts=placement.counts.tiers,
-        )
+    position = _position_in_tier_queue(layout, ref.tier_id, placement)
+    if position is not None:
         status = EntryStatus.WAITING
     elif placement.where is Where.PREQUEUE:
         position, status = None, EntryStatus.PREQUEUE
