@@ -141,7 +141,7 @@ def wrk(
 
 def write_tickets(event_id: int, path: Path, limit: int = 2000) -> None:
     from queueing.models import QueueEntry
-    from queueing.tickets import TicketRef, ticket_issue
+    from queueing.rules.tickets import TicketRef, ticket_issue
 
     rows = QueueEntry.objects.filter(event_id=event_id, status="waiting").values_list(
         "id", "tier_id"
@@ -175,8 +175,8 @@ def bulk_line(event: Any, count: int) -> None:
 def index_bytes_per_entry(event_id: int, count: int) -> float:
     import redis
 
-    from queueing import keys
-    from queueing.layout import event_layout
+    from queueing.hot import keys
+    from queueing.line.layouts import event_layout
 
     client = redis.Redis.from_url(ENV["REDIS_URL"])
     layout = event_layout(event_id, fresh=True)
@@ -194,7 +194,7 @@ def admission_tick_ms(event_id: int, runs: int = 5) -> float:
     a fixed batch."""
     from django.utils import timezone
 
-    from queueing.admission import ManualAdmission, admission_run
+    from queueing.line.admission import ManualAdmission, admission_run
 
     batch = ManualAdmission(count=100, actor="bench")
     times = []
@@ -316,7 +316,7 @@ def main() -> None:
 
     from events.models import Event
     from events.services import event_create, event_pause
-    from queueing.services import hot_index_rebuild
+    from queueing.line.rebuild import hot_index_rebuild
     from tests.processes import Stack, free_port, wait_until
 
     def new_event(slug: str, **fields: Any) -> Event:

@@ -1,4 +1,7 @@
-"""One error type for the API and the handlers that render it as ``{"error", "detail"}``."""
+"""The edge's errors: the one place where the queue's refusals (``queueing/rules/errors.py``)
+become the contract's status codes, and the handlers that render every error as
+``{"error", "detail"}`` (Django views, DRF, and the lean ASGI paths through
+``config.middleware.api_exception_response``)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_default_handler
+
+from queueing.rules.errors import ErrorCode, QueueError
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +41,34 @@ class ApiError(Exception):
         return {"error": self.code, "detail": self.detail, **self.extra}
 
 
-def error_response(error: ApiError) -> JsonResponse:
+# The contract's status for each of the queue's refusals (docs/api.md).
+STATUS_FOR_CODE: dict[ErrorCode, int] = {
+    ErrorCode.BAD_REQUEST: 400,
+    ErrorCode.INVALID_ACCESS_CODE: 400,
+    ErrorCode.INVALID_TICKET: 400,
+    ErrorCode.POW_INVALID: 400,
+    ErrorCode.POW_REQUIRED: 400,
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.EVENT_NOT_FOUND: 404,
+    ErrorCode.TICKET_NOT_FOUND: 404,
+    ErrorCode.CONFLICT: 409,
+    ErrorCode.EVENT_CLOSED: 409,
+    ErrorCode.EVENT_NOT_OPEN: 409,
+    ErrorCode.QUEUE_FULL: 429,
+    ErrorCode.RATE_LIMITED: 429,
+}
+
+
+def api_error(error: QueueError | ApiError) -> ApiError:
+    """The API's answer to a refusal of the queue (an ApiError stays as it is)."""
+    if isinstance(error, ApiError):
+        return error
+    headers = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
+    return ApiError(STATUS_FOR_CODE[error.code], error.code.value, error.detail, headers=headers)
+
+
+def error_response(error: QueueError | ApiError) -> JsonResponse:
+    error = api_error(error)
     response = JsonResponse(error.body(), status=error.status)
     for name, value in error.headers.items():
         response[name] = value
@@ -65,8 +97,9 @@ def _flatten(detail: Any) -> str:
 
 
 def drf_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if isinstance(exc, ApiError):
-        return Response(exc.body(), status=exc.status, headers=exc.headers)
+    if isinstance(exc, (ApiError, QueueError)):
+        error = api_error(exc)
+        return Response(error.body(), status=error.status, headers=error.headers)
     if isinstance(exc, Http404):
         return Response({"error": "not_found", "detail": "Not found."}, status=404)
     response = drf_default_handler(exc, context)

@@ -13,8 +13,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from queueing.hot_paths import HotPaths  # noqa: E402
-from queueing.routing import websocket_urlpatterns  # noqa: E402
+from queueing.web.hot_paths import HotPaths  # noqa: E402
+from queueing.web.routing import websocket_urlpatterns  # noqa: E402
 
 if settings.WR_SERVE_STATIC:
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from queueing import hot_index
-from queueing.hot_index import HotIndexUnavailable
+from queueing.hot import health
+from queueing.hot.client import HotIndexUnavailable
 
 
 def healthz(request: HttpRequest) -> HttpResponse:
@@ -21,7 +21,7 @@ def readyz(request: HttpRequest) -> HttpResponse:
     except DatabaseError:
         problems.append("postgresql unreachable")
     try:
-        hot_index.ping()
+        health.ping()
     except HotIndexUnavailable:
         problems.append("redis unreachable")
     if problems:

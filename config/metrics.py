@@ -24,9 +24,9 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from events.models import Event, EventControl
-from queueing.layout import event_layout
-from queueing.selectors import current_counts
-from queueing.states import EntryStatus
+from queueing.line.layouts import event_layout
+from queueing.line.reads import current_counts
+from queueing.rules.states import EntryStatus
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5)
 _REGISTRY = CollectorRegistry(auto_describe=True)

@@ -14,6 +14,7 @@ from django.middleware.security import SecurityMiddleware
 from django.test.signals import setting_changed
 
 from config.api_errors import ApiError, error_response
+from queueing.rules.errors import QueueError
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ class ApiErrorMiddleware:
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if isinstance(exception, ApiError):
+        if isinstance(exception, (ApiError, QueueError)):
             return error_response(exception)
         if not request.path.startswith("/api/"):
             return None

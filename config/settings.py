@@ -260,6 +260,8 @@ WR_LAYOUT_CACHE_SECONDS = env_float("WR_LAYOUT_CACHE_SECONDS", 2.0, minimum=0.0)
 WR_REBUILD_BATCH = env_int("WR_REBUILD_BATCH", 5000, minimum=100)
 # How long a rebuild may hold its per-event lock before another process may take over.
 WR_REBUILD_LOCK_SECONDS = env_int("WR_REBUILD_LOCK_SECONDS", 300, minimum=10)
+# A lost index found by a fan's poll is sent for rebuilding at most once per this many seconds.
+WR_REBUILD_REQUEST_SECONDS = env_int("WR_REBUILD_REQUEST_SECONDS", 5, minimum=1)
 # Retry-After (seconds) on 429 queue_full.
 WR_QUEUE_FULL_RETRY_AFTER = env_int("WR_QUEUE_FULL_RETRY_AFTER", 30, minimum=1)
 # Most fans admitted by one admission run of one event.

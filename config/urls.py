@@ -5,7 +5,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from config.health import healthz, readyz
 from config.metrics import metrics_view
-from queueing import api_fan, api_passes, demo_shop, pages
+from queueing.web import api_fan, api_passes, demo_shop, pages
 
 api_v1 = [
     path("events/<str:slug>/join", api_fan.join, name="api-join"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -27,9 +28,9 @@ from dashboard.reports import event_report
 from events.codes import SLUG_RE
 from events.models import Event
 from events.selectors import event_by_slug
-from queueing.audit import audit_chain_verify
 from queueing.models import AuditAction, AuditRecord, QueueEntry
-from queueing.tickets import InvalidTicket, ticket_read
+from queueing.records.audit import audit_chain_verify
+from queueing.rules.tickets import InvalidTicket, ticket_read
 
 CSV_COLUMNS = ["id", "at", "event", "ticket_id", "action", "actor", "data", "hash", "prev_hash"]
 
@@ -162,8 +163,6 @@ class _Echo:
 
 
 def _csv_stream(records: QuerySet[AuditRecord], slugs: dict[int, str]) -> Iterator[str]:
-    import json
-
     writer = csv.writer(_Echo())
     yield writer.writerow(CSV_COLUMNS)
     for record in records.order_by("id").iterator(chunk_size=2000):

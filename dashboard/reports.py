@@ -16,7 +16,7 @@ from dashboard.fairness import (
 )
 from events.models import Event
 from queueing.models import AuditAction, AuditRecord, QueueEntry
-from queueing.states import EntryStatus
+from queueing.rules.states import EntryStatus
 
 
 @dataclass(frozen=True)

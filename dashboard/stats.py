@@ -10,11 +10,11 @@ from django.db.models.functions import TruncMinute
 
 from dashboard.charts import bars_svg, line_svg
 from events.models import Event
-from queueing import hot_index
-from queueing.hot_index import HotIndexUnavailable
+from queueing.hot import stats
+from queueing.hot.client import HotIndexUnavailable
+from queueing.line.reads import event_public_view
 from queueing.models import QueueEntry
-from queueing.selectors import event_public_view
-from queueing.states import EntryStatus
+from queueing.rules.states import EntryStatus
 
 MINUTES = 60
 
@@ -53,7 +53,7 @@ def event_figures(event: Event, *, now: datetime) -> dict[str, Any]:
     arrivals = _per_minute("joined_at", event, hour_ago)
     admissions = _per_minute("admitted_at", event, hour_ago)
     try:
-        waiting = hot_index.line_samples(event.id, minutes)
+        waiting = stats.line_samples(event.id, minutes)
     except HotIndexUnavailable:
         waiting = [None] * len(minutes)
     return {

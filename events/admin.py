@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from events import services
 from events.models import AccessCode, Event, Tier
-from queueing.admission import ManualAdmission, admission_run
+from queueing.line.admission import ManualAdmission, admission_run
 
 
 class TierInline(admin.TabularInline):

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from config.api_errors import ApiError
 from events.codes import SLUG_RE
 from events.models import Event
+from queueing.rules.errors import EventNotFound
 
 
 def event_by_slug(slug: str) -> Event:
     """The on-sale, or the API's 404. The slug is checked first: PostgreSQL refuses NUL."""
     event = Event.objects.filter(slug=slug).first() if SLUG_RE.match(slug) else None
     if event is None:
-        raise ApiError(404, "event_not_found", "No on-sale with that slug.")
+        raise EventNotFound()
     return event

@@ -12,10 +12,10 @@ from django.db.models import ProtectedError
 
 from events.codes import is_well_formed_access_code, normalise_access_code
 from events.models import AccessCode, Event, EventControl, Tier
-from queueing import hot_index
-from queueing.audit import audit_append, audit_chain_start
-from queueing.hot_index import HotIndexUnavailable
+from queueing.hot import epoch
+from queueing.hot.client import HotIndexUnavailable
 from queueing.models import AuditAction
+from queueing.records.audit import audit_append, audit_chain_start
 
 EDITABLE_FIELDS = (
     "name",
@@ -110,7 +110,7 @@ def _apply_tiers(event: Event, specs: list[TierSpec]) -> None:
 def _after_commit_mark_ready(event_id: int) -> None:
     def mark() -> None:
         try:
-            hot_index.mark_new_event_ready(event_id)
+            epoch.mark_new_event_ready(event_id)
         except HotIndexUnavailable:
             pass  # the maintenance task builds it when Redis is back
 

@@ -6,14 +6,14 @@ from typing import Any
 
 from django.core import checks
 
-from queueing import hot_index
-from queueing.hot_index import HotIndexUnavailable
+from queueing.hot import health
+from queueing.hot.client import HotIndexUnavailable
 
 
 @checks.register("redis")
 def redis_eviction_policy(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     try:
-        policy = hot_index.eviction_policy()
+        policy = health.eviction_policy()
     except HotIndexUnavailable as exc:
         return [
             checks.Warning(

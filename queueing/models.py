@@ -8,7 +8,7 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.expressions import Func, Value
 
-from queueing.states import LIVE, QUEUED, TERMINAL, WAS_ADMITTED, EntryStatus
+from queueing.rules.states import LIVE, QUEUED, TERMINAL, WAS_ADMITTED, EntryStatus
 
 ORDER_KEY_SEQUENCE = "queueing_order_key_seq"
 

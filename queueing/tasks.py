@@ -5,8 +5,9 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
-from queueing import services, ticks
-from queueing.admission import admission_run
+from queueing import ticks
+from queueing.line import rebuild
+from queueing.line.admission import admission_run
 
 
 @shared_task(ignore_result=True)
@@ -22,9 +23,9 @@ def admission_for_event(event_id: int) -> None:
 
 @shared_task(ignore_result=True)
 def hot_index_maintain() -> list[int]:
-    return services.hot_index_maintain()
+    return rebuild.hot_index_maintain()
 
 
 @shared_task(ignore_result=True)
 def hot_index_rebuild(event_id: int) -> bool:
-    return services.hot_index_rebuild(event_id=event_id)
+    return rebuild.hot_index_rebuild(event_id=event_id)

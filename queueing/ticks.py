@@ -9,13 +9,13 @@ from datetime import datetime
 from django.db.models import Exists, OuterRef, Q
 
 from events.models import Event, EventControl, EventState
-from queueing.abandonment import queued_expire_unseen, sessions_expire
-from queueing.admission import AdmissionOutcome, admission_run
-from queueing.live import broadcast_tick
+from queueing.line.admission import AdmissionOutcome, admission_run
+from queueing.line.expiry import queued_expire_unseen, sessions_expire
+from queueing.line.index_sync import index_heal_head
+from queueing.line.schedule import line_admit_stragglers, line_revoke_closed, line_start
+from queueing.live.ticks import broadcast_tick
 from queueing.models import QueueEntry
-from queueing.schedule import line_admit_stragglers, line_revoke_closed, line_start
-from queueing.services import index_heal_head
-from queueing.states import LIVE
+from queueing.rules.states import LIVE
 
 logger = logging.getLogger(__name__)
 

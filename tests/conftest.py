@@ -11,8 +11,8 @@ from django_redis import get_redis_connection
 
 from events.models import Event
 from events.services import TierSpec, event_create
-from queueing.layout import layout_cache_clear
-from queueing.throughput import throughput_cache_clear
+from queueing.line.layouts import layout_cache_clear
+from queueing.line.throughput import throughput_cache_clear
 
 
 @pytest.fixture(autouse=True)

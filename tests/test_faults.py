@@ -13,12 +13,12 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from queueing import keys
-from queueing.admission import ADMISSION_LOCK_NAMESPACE
-from queueing.audit import audit_chain_verify
+from queueing.hot import keys
+from queueing.line.admission import ADMISSION_LOCK_NAMESPACE
+from queueing.line.rebuild import hot_index_rebuild
 from queueing.models import AuditRecord, QueueEntry
-from queueing.services import hot_index_rebuild
-from queueing.shuffle import shuffled_order
+from queueing.records.audit import audit_chain_verify
+from queueing.rules.shuffle import shuffled_order
 from tests.faults import RedisServer, TcpProxy, kill_process_group
 from tests.http import request
 from tests.processes import running_stack, wait_until

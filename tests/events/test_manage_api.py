@@ -4,8 +4,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from events.models import Event, EventControl
-from queueing.audit import audit_chain_verify
 from queueing.models import AuditRecord
+from queueing.records.audit import audit_chain_verify
 from tests.conftest import join, new_fan
 
 pytestmark = pytest.mark.django_db

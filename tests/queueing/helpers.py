@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.test import Client
 
 from queueing.models import QueueEntry
-from queueing.tickets import ticket_read
+from queueing.rules.tickets import ticket_read
 from tests.conftest import join, new_fan
 
 

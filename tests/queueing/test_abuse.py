@@ -4,8 +4,8 @@ import pytest
 from django.db import connection
 from django.test import Client, RequestFactory, override_settings
 
-from queueing.abuse import client_ip
 from queueing.models import QueueEntry
+from queueing.web.abuse import client_ip
 from tests.conftest import join
 
 pytestmark = pytest.mark.django_db
@@ -66,7 +66,7 @@ def test_the_client_address_behind_trusted_proxies(settings, hops, forwarded, ex
 
 
 def test_ipv6_clients_are_limited_per_slash_64() -> None:
-    from queueing.abuse import rate_key_for_ip
+    from queueing.web.abuse import rate_key_for_ip
 
     assert rate_key_for_ip("2001:db8:1:2:aaaa::1") == rate_key_for_ip("2001:db8:1:2:ffff::9")
     assert rate_key_for_ip("2001:db8:1:3::1") != rate_key_for_ip("2001:db8:1:2::1")

@@ -4,10 +4,10 @@ import pytest
 from django.utils import timezone
 
 from events.services import TierSpec, event_pause, event_resume
-from queueing import keys
-from queueing.admission import admission_run
+from queueing.hot import keys
+from queueing.line.admission import admission_run
 from queueing.models import AuditRecord, QueueEntry
-from queueing.states import EntryStatus
+from queueing.rules.states import EntryStatus
 from queueing.ticks import event_tick
 from tests.conftest import join, new_fan
 from tests.queueing.helpers import entry_of, fans_join, poll, statuses
@@ -225,7 +225,7 @@ def test_no_token_debt_builds_up_while_the_rate_is_off(make_event) -> None:
 
 
 def test_a_healthy_overlapping_run_does_not_force_a_rebuild(make_event, monkeypatch) -> None:
-    from queueing import admission
+    from queueing.line import admission
 
     event = make_event(capacity=0, rate_per_minute=0)
     fans_join(event.slug, 4)

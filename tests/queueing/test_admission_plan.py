@@ -1,14 +1,14 @@
 from datetime import UTC, datetime, timedelta
 
-from queueing.admission_plan import (
+from queueing.rules.admission_plan import (
     TierDemand,
     TokenBucket,
     batch_size,
     bucket_refill,
     split_batch,
 )
-from queueing.layout import EventLayout, TierLayout
-from queueing.positions import position_in_line
+from queueing.rules.layout import EventLayout, TierLayout
+from queueing.rules.positions import position_in_line
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

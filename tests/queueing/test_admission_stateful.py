@@ -14,13 +14,15 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from events.services import TierSpec, event_create, event_pause, event_resume
-from queueing.joining import entry_join
+from queueing.hot import epoch
+from queueing.line.joining import entry_join
+from queueing.line.leaving import entry_leave
+from queueing.line.sessions import pass_complete
+from queueing.line.status import ticket_poll
 from queueing.models import AuditRecord, QueueEntry
-from queueing.pass_services import pass_complete
-from queueing.passes import pass_issue
-from queueing.services import entry_leave, ticket_status
-from queueing.states import EntryStatus
-from queueing.tickets import ticket_read
+from queueing.passes.signing import pass_issue
+from queueing.rules.states import EntryStatus
+from queueing.rules.tickets import ticket_read
 from queueing.ticks import event_tick
 
 pytestmark = pytest.mark.django_db
@@ -48,9 +50,7 @@ class LineMachine(RuleBasedStateMachine):
                 TierSpec("General", priority=9, share=1),
             ],
         )
-        from queueing import hot_index
-
-        hot_index.mark_new_event_ready(self.event.id)
+        epoch.mark_new_event_ready(self.event.id)
         self.tickets: list[str] = []
         self.paused = False
 
@@ -96,7 +96,7 @@ class LineMachine(RuleBasedStateMachine):
     def everyone_polls(self) -> None:
         for ticket in self.tickets:
             try:
-                ticket_status(ref=ticket_read(ticket), ticket=ticket, now=self.now)
+                ticket_poll(ref=ticket_read(ticket), ticket=ticket, now=self.now)
             except Exception as error:
                 raise AssertionError(f"status failed: {error}") from error
 

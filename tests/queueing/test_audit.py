@@ -5,8 +5,8 @@ from django.db import connection
 from django.utils import timezone
 
 from events.services import event_pause, event_resume, event_update
-from queueing.audit import audit_chain_verify, record_hash
 from queueing.models import GENESIS_HASH, AuditRecord
+from queueing.records.audit import audit_chain_verify, record_hash
 from tests.conftest import join, new_fan
 
 pytestmark = pytest.mark.django_db
@@ -88,7 +88,7 @@ def test_truncating_the_end_of_the_chain_is_caught(event) -> None:
 def test_verification_during_a_live_sale_is_not_a_false_alarm(make_event, monkeypatch) -> None:
     import threading
 
-    from queueing import audit
+    from queueing.records import audit
 
     event = make_event(slug="live")
     for _ in range(3):

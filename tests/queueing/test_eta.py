@@ -2,12 +2,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from queueing.eta import (
-    Throughput,
-    configured_pace,
-    estimate_wait,
-    measure_throughput,
-)
+from queueing.rules.eta import Throughput, configured_pace, estimate_wait, measure_throughput
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 

@@ -7,11 +7,13 @@ import redis
 from django.test import Client
 from django.utils import timezone
 
-from queueing import hot_index, keys, services
-from queueing.hot_index import IndexedEntry, IndexState
-from queueing.layout import event_layout
+from queueing.hot import client, epoch, keys, line_index
+from queueing.hot.epoch import IndexedEntry
+from queueing.hot.line_index import IndexState
+from queueing.line import rebuild
+from queueing.line.layouts import event_layout
 from queueing.models import QueueEntry
-from queueing.tickets import ticket_read
+from queueing.rules.tickets import ticket_read
 from tests.conftest import join, new_fan
 from tests.processes import free_port
 
@@ -29,7 +31,7 @@ def wipe_event(redis_client, event_id: int) -> None:
 
 
 def test_a_new_event_has_a_ready_empty_index(event) -> None:
-    assert hot_index.epoch_states([event.id]) == {event.id: IndexState.READY}
+    assert epoch.epoch_states([event.id]) == {event.id: IndexState.READY}
 
 
 def test_positions_are_served_from_postgresql_while_the_index_is_lost(event, redis_client) -> None:
@@ -43,8 +45,8 @@ def test_a_rebuild_restores_every_position_and_new_joins_go_behind(event, redis_
     new_fan().delete(f"/api/v1/tickets/{tickets[2]}")
     before = positions(tickets)
     wipe_event(redis_client, event.id)
-    assert services.hot_index_maintain() == [event.id]
-    assert hot_index.epoch_states([event.id]) == {event.id: IndexState.READY}
+    assert rebuild.hot_index_maintain() == [event.id]
+    assert epoch.epoch_states([event.id]) == {event.id: IndexState.READY}
     assert positions(tickets) == before
     assert join(new_fan(), event.slug).json()["position"] == 6
 
@@ -52,7 +54,7 @@ def test_a_rebuild_restores_every_position_and_new_joins_go_behind(event, redis_
 def test_the_maintenance_task_rebuilds_events_flagged_stale(event) -> None:
     tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(3)]
     event.__class__.objects.filter(pk=event.pk).update(hot_index_dirty=True)
-    assert services.hot_index_maintain() == [event.id]
+    assert rebuild.hot_index_maintain() == [event.id]
     event.refresh_from_db()
     assert not event.hot_index_dirty
     assert positions(tickets) == [1, 2, 3]
@@ -62,20 +64,18 @@ def test_entries_that_leave_during_a_rebuild_are_not_loaded_back(event) -> None:
     tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(3)]
     layout = event_layout(event.id)
     rows = list(QueueEntry.objects.order_by("id").values_list("id", "tier_id", "order_key"))
-    handle = hot_index.rebuild_begin(
-        event.id, tier_ids=[t.id for t in layout.tiers], lock_seconds=30
-    )
+    handle = epoch.rebuild_begin(event.id, tier_ids=[t.id for t in layout.tiers], lock_seconds=30)
     # The rebuild has read all three rows as waiting; now the second fan leaves...
     new_fan().delete(f"/api/v1/tickets/{tickets[1]}")
     # ...and a new fan joins while the rebuild is still loading.
     late = join(new_fan(), event.slug).json()["ticket"]
-    hot_index.rebuild_load(
+    epoch.rebuild_load(
         handle,
         [IndexedEntry(member=i, tier_id=t, order_key=k) for i, t, k in rows],
         heartbeat_deadline=timezone.now().timestamp() + 60,
     )
-    assert hot_index.rebuild_finish(handle)
-    counts = hot_index.line_counts(layout)
+    assert epoch.rebuild_finish(handle)
+    counts = line_index.line_counts(layout)
     assert counts.queue_length == 3
     assert positions([tickets[0], tickets[2], late]) == [1, 2, 3]
 
@@ -83,27 +83,25 @@ def test_entries_that_leave_during_a_rebuild_are_not_loaded_back(event) -> None:
 def test_a_rebuild_is_abandoned_if_redis_is_flushed_again_meanwhile(event, redis_client) -> None:
     join(new_fan(), event.slug)
     layout = event_layout(event.id)
-    handle = hot_index.rebuild_begin(
-        event.id, tier_ids=[t.id for t in layout.tiers], lock_seconds=30
-    )
+    handle = epoch.rebuild_begin(event.id, tier_ids=[t.id for t in layout.tiers], lock_seconds=30)
     wipe_event(redis_client, event.id)
-    with pytest.raises(hot_index.RebuildSuperseded):
-        hot_index.rebuild_load(
+    with pytest.raises(epoch.RebuildSuperseded):
+        epoch.rebuild_load(
             handle,
             [IndexedEntry(member=1, tier_id=layout.tiers[0].id, order_key=1)],
             heartbeat_deadline=0.0,
         )
-    assert not hot_index.rebuild_finish(handle)
+    assert not epoch.rebuild_finish(handle)
 
 
 def test_only_one_rebuild_runs_at_a_time(event) -> None:
     layout = event_layout(event.id)
     tier_ids = [t.id for t in layout.tiers]
-    first = hot_index.rebuild_begin(event.id, tier_ids=tier_ids, lock_seconds=30)
+    first = epoch.rebuild_begin(event.id, tier_ids=tier_ids, lock_seconds=30)
     assert first is not None
-    assert hot_index.rebuild_begin(event.id, tier_ids=tier_ids, lock_seconds=30) is None
-    assert not services.hot_index_rebuild(event_id=event.id)
-    hot_index.rebuild_finish(first)
+    assert epoch.rebuild_begin(event.id, tier_ids=tier_ids, lock_seconds=30) is None
+    assert not rebuild.hot_index_rebuild(event_id=event.id)
+    epoch.rebuild_finish(first)
 
 
 def test_status_reads_refresh_the_heartbeat(event, redis_client) -> None:
@@ -120,7 +118,7 @@ def redis_down(monkeypatch):
     # Built the way django-redis builds its clients: from a pool (no retries, short timeouts).
     pool = redis.ConnectionPool(port=free_port(), socket_connect_timeout=0.2, socket_timeout=0.2)
     dead = redis.Redis(connection_pool=pool)
-    monkeypatch.setattr(hot_index, "_client", lambda: dead)
+    monkeypatch.setattr(client, "get_redis_connection", lambda alias: dead)
 
 
 def test_joins_and_status_work_from_postgresql_while_redis_is_down(event, redis_down) -> None:
@@ -144,8 +142,8 @@ def test_readyz_reports_redis_down(db, redis_down) -> None:
 def test_a_join_whose_fan_was_admitted_before_it_reached_redis_leaves_no_ghost(
     make_event, redis_client
 ) -> None:
-    from queueing.layout import event_layout
-    from queueing.services import index_add
+    from queueing.line.index_sync import index_add
+    from queueing.line.layouts import event_layout
     from queueing.ticks import event_tick
 
     event = make_event(capacity=5, rate_per_minute=0)
@@ -177,32 +175,30 @@ def test_a_ghost_at_the_front_is_removed_by_the_next_tick(make_event, redis_clie
 
 def test_a_failed_rebuild_is_retried_until_it_succeeds(event, monkeypatch) -> None:
     tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(3)]
-    real = hot_index.rebuild_load
+    real = epoch.rebuild_load
 
     def blip(*args, **kwargs):
-        raise hot_index.HotIndexUnavailable("blip")
+        raise client.HotIndexUnavailable("blip")
 
-    monkeypatch.setattr(hot_index, "rebuild_load", blip)
+    monkeypatch.setattr(epoch, "rebuild_load", blip)
     event.__class__.objects.filter(pk=event.pk).update(hot_index_dirty=True)
-    assert services.hot_index_maintain() == []
+    assert rebuild.hot_index_maintain() == []
     event.refresh_from_db()
     assert event.hot_index_dirty  # flagged again, not left half-built and forgotten
-    monkeypatch.setattr(hot_index, "rebuild_load", real)
-    assert services.hot_index_maintain() == [event.id]
-    assert hot_index.epoch_states([event.id]) == {event.id: IndexState.READY}
+    monkeypatch.setattr(epoch, "rebuild_load", real)
+    assert rebuild.hot_index_maintain() == [event.id]
+    assert epoch.epoch_states([event.id]) == {event.id: IndexState.READY}
     assert positions(tickets) == [1, 2, 3]
 
 
 def test_a_rebuild_whose_worker_died_is_restarted(event, redis_client) -> None:
     tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(2)]
     layout = event_layout(event.id)
-    handle = hot_index.rebuild_begin(
-        event.id, tier_ids=[t.id for t in layout.tiers], lock_seconds=30
-    )
+    handle = epoch.rebuild_begin(event.id, tier_ids=[t.id for t in layout.tiers], lock_seconds=30)
     assert handle is not None
     # The worker is killed here: the epoch says "building" and its lock lapses.
     redis_client.delete(keys.rebuild_lock(event.id))
-    assert services.hot_index_maintain() == [event.id]
+    assert rebuild.hot_index_maintain() == [event.id]
     assert positions(tickets) == [1, 2]
 
 
@@ -210,7 +206,7 @@ def test_an_index_written_by_another_redis_run_is_rebuilt(event, redis_client) -
     tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(2)]
     # What an AOF restart or a failover looks like: the epoch survived, from another run.
     redis_client.set(keys.epoch(event.id), "ready:0123456789abcdef:sometoken")
-    assert hot_index.epoch_states([event.id]) == {event.id: IndexState.MISSING}
-    assert services.hot_index_maintain() == [event.id]
-    assert hot_index.epoch_states([event.id]) == {event.id: IndexState.READY}
+    assert epoch.epoch_states([event.id]) == {event.id: IndexState.MISSING}
+    assert rebuild.hot_index_maintain() == [event.id]
+    assert epoch.epoch_states([event.id]) == {event.id: IndexState.READY}
     assert positions(tickets) == [1, 2]

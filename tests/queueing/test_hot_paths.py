@@ -16,10 +16,11 @@ from django.utils import timezone
 
 from config.asgi import django_asgi_app
 from events.services import TierSpec
-from queueing import hot_paths, status_async
-from queueing.audit import audit_chain_verify
-from queueing.hot_paths import HotPaths
+from queueing.line import layouts
 from queueing.models import QueueEntry
+from queueing.records.audit import audit_chain_verify
+from queueing.web import hot_paths
+from queueing.web.hot_paths import HotPaths
 from tests.asgi import asgi_call, call
 from tests.conftest import join, new_fan
 
@@ -268,7 +269,7 @@ def test_a_failed_batch_tells_every_fan_the_room_is_briefly_unavailable(
 
 
 def test_one_fans_unexpected_failure_is_theirs_alone(make_event, monkeypatch) -> None:
-    from queueing import api_fan
+    from queueing.web import api_fan
 
     event = make_event(capacity=0)
     real = api_fan.identity_from_request
@@ -328,7 +329,7 @@ def test_a_server_that_names_itself_with_a_list_is_served(make_event, hot) -> No
 def test_status_goes_to_django_when_the_layout_cannot_be_read(make_event, monkeypatch) -> None:
     from django.db import OperationalError
 
-    from queueing.layout import layout_cache_clear
+    from queueing.line.layouts import layout_cache_clear
 
     event = make_event(capacity=0)
     ticket = join(new_fan(), event.slug).json()["ticket"]
@@ -337,7 +338,7 @@ def test_status_goes_to_django_when_the_layout_cannot_be_read(make_event, monkey
     def unreachable(event_id: int) -> Any:
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(status_async, "_read_layout", unreachable)
+    monkeypatch.setattr(layouts, "_read_layout", unreachable)
     went_to_django = []
 
     async def inner(scope: Any, receive: Any, send: Any) -> None:

@@ -186,7 +186,7 @@ def test_event_detail_reports_state_and_line(event) -> None:
 
 
 def test_unknown_tickets_are_404(event) -> None:
-    from queueing.tickets import TicketRef, ticket_issue
+    from queueing.rules.tickets import TicketRef, ticket_issue
 
     tier = event.tiers.get()
     ghost = ticket_issue(TicketRef(entry_id=999999, event_id=event.id, tier_id=tier.id))

@@ -7,11 +7,12 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from config.api_errors import ApiError
-from queueing import joining, services
-from queueing.audit import audit_chain_verify
-from queueing.joining import JoinRequest, JoinResult, entry_join_many
+from config.api_errors import api_error
+from queueing.line import index_sync, joining
+from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
 from queueing.models import AuditRecord, QueueEntry
+from queueing.records.audit import audit_chain_verify
+from queueing.rules.errors import EventClosed, InvalidAccessCode, QueueFull
 
 
 class _UnreachableManager:
@@ -60,7 +61,7 @@ def test_a_full_line_refuses_the_rest_of_a_batch(make_event) -> None:
     outcomes = entry_join_many(_requests(event, [f"fan-{i}" for i in range(5)]))
     assert [isinstance(o, JoinResult) for o in outcomes] == [True, True, True, False, False]
     refused = outcomes[3]
-    assert isinstance(refused, ApiError) and refused.status == 429
+    assert isinstance(refused, QueueFull) and api_error(refused).status == 429
     assert refused.code == "queue_full"
     assert QueueEntry.objects.count() == 3
 
@@ -82,8 +83,8 @@ def test_refusals_are_per_fan_and_per_event(make_event) -> None:
         ]
     )
     assert isinstance(outcomes[0], JoinResult) and isinstance(outcomes[3], JoinResult)
-    assert isinstance(outcomes[1], ApiError) and outcomes[1].code == "event_closed"
-    assert isinstance(outcomes[2], ApiError) and outcomes[2].code == "invalid_access_code"
+    assert isinstance(outcomes[1], EventClosed) and api_error(outcomes[1]).status == 409
+    assert isinstance(outcomes[2], InvalidAccessCode) and outcomes[2].code == "invalid_access_code"
     assert [o.view.position for o in (outcomes[0], outcomes[3])] == [1, 2]
 
 
@@ -124,7 +125,7 @@ def test_a_prequeue_batch_waits_for_the_shuffle(make_event, batch: int) -> None:
 def test_a_new_entry_is_given_every_column_a_fresh_row_needs() -> None:
     """The join path inserts rows itself (queueing/bulk_insert.py): a column added to
     QueueEntry must be added there too, or be nullable / have a database default."""
-    from queueing.joining import _NEW_ENTRY_FIELDS
+    from queueing.line.joining import _NEW_ENTRY_FIELDS
 
     left_out = {
         field.name
@@ -192,8 +193,8 @@ def test_a_committed_join_is_answered_with_its_ticket_even_if_describing_it_fail
     def unreachable(*args: Any, **kwargs: Any) -> Any:
         raise OperationalError("server closed the connection")
 
-    monkeypatch.setattr(joining, "entry_view_placed", unreachable)
-    monkeypatch.setattr(services, "QueueEntry", _UnreachableModel)
+    monkeypatch.setattr(joining, "entry_answer", unreachable)
+    monkeypatch.setattr(index_sync, "QueueEntry", _UnreachableModel)
     outcomes = entry_join_many(_requests(event, ["a", "b"]))
     assert all(isinstance(o, JoinResult) and o.created for o in outcomes)
     assert [o.view.position for o in outcomes] == [None, None]
@@ -204,7 +205,7 @@ def test_a_committed_join_is_answered_with_its_ticket_even_if_describing_it_fail
 def test_a_value_too_long_for_its_column_is_refused_not_cut(make_event) -> None:
     from django.db import DataError, transaction
 
-    from queueing.bulk_insert import insert_rows
+    from queueing.records.bulk_insert import insert_rows
 
     event = make_event(capacity=0)
     tier = event.tiers.get()
@@ -218,7 +219,7 @@ def test_a_value_too_long_for_its_column_is_refused_not_cut(make_event) -> None:
 
 
 def test_a_batch_is_indexed_even_after_redis_forgot_its_scripts(make_event, redis_client) -> None:
-    from queueing import keys
+    from queueing.hot import keys
 
     event = make_event(capacity=0)
     redis_client.script_flush()

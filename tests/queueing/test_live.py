@@ -13,7 +13,8 @@ from django.utils import timezone
 from django_redis import get_redis_connection
 
 from config.asgi import application
-from queueing.live import broadcast_tick
+from queueing.line import layouts
+from queueing.live.ticks import broadcast_tick
 from queueing.ticks import event_tick
 from tests.queueing.helpers import entry_of, fans_join
 
@@ -143,8 +144,8 @@ def _channel_messages_during_one_tick(event, settings) -> tuple[int, int]:
 
 @pytest.mark.django_db(transaction=False)
 def test_messages_per_tick_stay_constant_from_10_to_10000_fans(make_event, settings) -> None:
+    from queueing.line.rebuild import hot_index_rebuild
     from queueing.models import QueueEntry
-    from queueing.services import hot_index_rebuild
 
     small = make_event(slug="small", heartbeat_seconds=3600)
     fans_join(small.slug, 10)
@@ -177,8 +178,7 @@ def test_messages_per_tick_stay_constant_from_10_to_10000_fans(make_event, setti
 def test_a_database_outage_at_connect_asks_the_page_to_try_again(make_event, monkeypatch) -> None:
     from django.db import OperationalError
 
-    from queueing import status_async
-    from queueing.layout import layout_cache_clear
+    from queueing.line.layouts import layout_cache_clear
 
     event = make_event(capacity=0)
     (ticket,) = fans_join(event.slug, 1)
@@ -187,7 +187,7 @@ def test_a_database_outage_at_connect_asks_the_page_to_try_again(make_event, mon
     def unreachable(event_id: int) -> None:
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(status_async, "_read_layout", unreachable)
+    monkeypatch.setattr(layouts, "_read_layout", unreachable)
 
     async def scenario() -> None:
         ws = socket(event.slug, ticket)
@@ -202,8 +202,8 @@ def test_a_database_outage_at_connect_asks_the_page_to_try_again(make_event, mon
 def test_a_page_that_cannot_get_ticks_is_closed_and_leaves_nothing_behind(
     make_event, monkeypatch
 ) -> None:
-    from queueing import consumers
-    from queueing.watchers import watchers
+    from queueing.live.watchers import watchers
+    from queueing.web import consumers
 
     event = make_event(capacity=0)
     (ticket,) = fans_join(event.slug, 1)
@@ -226,7 +226,7 @@ def test_a_page_that_cannot_get_ticks_is_closed_and_leaves_nothing_behind(
 
 
 def test_the_last_page_to_leave_ends_the_events_subscription(make_event) -> None:
-    from queueing import tick_fanout
+    from queueing.live import fanout as tick_fanout
 
     event = make_event(capacity=0)
     tickets = fans_join(event.slug, 2)

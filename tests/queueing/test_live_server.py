@@ -10,7 +10,7 @@ from django.utils import timezone
 from websockets.sync.client import connect
 
 from events.services import event_pause
-from queueing.live import broadcast_tick
+from queueing.live.ticks import broadcast_tick
 from tests.http import request
 from tests.processes import running_stack, wait_until
 from tests.queueing.helpers import entry_of

@@ -1,4 +1,5 @@
 from datetime import timedelta
+from types import SimpleNamespace
 
 import jwt
 import pytest
@@ -6,8 +7,9 @@ from django.test import Client
 from django.utils import timezone
 from jwt.algorithms import OKPAlgorithm
 
+from queueing.line import followups
 from queueing.models import AuditRecord
-from queueing.passes import pass_key_rotate
+from queueing.passes.signing import pass_key_rotate
 from queueing.ticks import event_tick
 from tests.queueing.helpers import entry_of, fans_join, poll, statuses
 
@@ -126,7 +128,7 @@ def test_complete_needs_the_events_integration_key_and_is_idempotent(admitted) -
 
 
 def test_a_rotated_key_is_published_before_it_signs_and_the_old_one_stays(admitted) -> None:
-    from queueing.passes import jwks, pass_issue
+    from queueing.passes.signing import jwks, pass_issue
 
     event, tickets, token = admitted
     old_kid = jwt.get_unverified_header(token)["kid"]
@@ -158,14 +160,12 @@ def test_a_rotated_key_is_published_before_it_signs_and_the_old_one_stays(admitt
 def test_completion_stands_when_the_broker_is_down(admitted, monkeypatch) -> None:
     import kombu.exceptions
 
-    from queueing import tasks
-
     event, tickets, token = admitted
 
     def broker_down(*args, **kwargs):
         raise kombu.exceptions.OperationalError("broker down")
 
-    monkeypatch.setattr(tasks.admission_for_event, "delay", broker_down)
+    monkeypatch.setattr(followups, "current_app", SimpleNamespace(send_task=broker_down))
     from django.test import TestCase
 
     with TestCase.captureOnCommitCallbacks(execute=True):

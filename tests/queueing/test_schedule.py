@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from events.services import event_close, event_pause, event_update
 from queueing.models import AuditRecord, QueueEntry
-from queueing.shuffle import shuffled_order
+from queueing.rules.shuffle import shuffled_order
 from queueing.ticks import event_tick
 from tests.queueing.helpers import entry_of, fans_join, poll, statuses
 
@@ -111,9 +111,9 @@ def test_after_ends_at_the_line_is_revoked(make_event) -> None:
 def test_a_pre_queue_join_committed_after_the_start_queues_behind_the_cohort(
     make_event, redis_client
 ) -> None:
-    from queueing import hot_index, keys
-    from queueing.layout import event_layout
-    from queueing.schedule import line_admit_stragglers
+    from queueing.hot import keys, line_index
+    from queueing.line.layouts import event_layout
+    from queueing.line.schedule import line_admit_stragglers
 
     starts = timezone.now() + timedelta(minutes=5)
     event = make_event(
@@ -133,7 +133,7 @@ def test_a_pre_queue_join_committed_after_the_start_queues_behind_the_cohort(
     for ticket in late:
         entry = entry_of(ticket)
         redis_client.zrem(keys.tier_queue(event.id, entry.tier_id), str(entry.pk))
-        hot_index.locate(
+        line_index.locate(
             layout,
             member=entry.pk,
             tier_id=entry.tier_id,

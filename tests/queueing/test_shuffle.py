@@ -1,7 +1,7 @@
 import hashlib
 import uuid
 
-from queueing.shuffle import shuffled_order
+from queueing.rules.shuffle import shuffled_order
 
 
 def test_the_order_is_a_function_of_the_seed_alone() -> None:

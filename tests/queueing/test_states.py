@@ -3,7 +3,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from queueing.models import QueueEntry
-from queueing.states import TERMINAL, TRANSITIONS, EntryStatus, can_transition
+from queueing.rules.states import TERMINAL, TRANSITIONS, EntryStatus, can_transition
 
 
 def test_terminal_statuses_lead_nowhere() -> None:

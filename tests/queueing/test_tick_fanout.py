@@ -8,8 +8,8 @@ import asyncio
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from queueing.live import event_group
-from queueing.tick_fanout import tick_relay_close, tick_relay_open
+from queueing.hot.channels import event_group
+from queueing.live.fanout import tick_relay_close, tick_relay_open
 
 
 def _tick(text: str) -> dict[str, str]:
@@ -82,7 +82,7 @@ def test_a_closed_page_gets_nothing_more() -> None:
 
 
 def test_ticks_resume_after_the_subscription_is_lost(monkeypatch) -> None:
-    from queueing import tick_fanout
+    from queueing.live import fanout as tick_fanout
 
     monkeypatch.setattr(tick_fanout, "RESUBSCRIBE_SECONDS", 0.05)
 

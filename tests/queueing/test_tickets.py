@@ -1,7 +1,7 @@
 import pytest
 from django.test import override_settings
 
-from queueing.tickets import InvalidTicket, TicketRef, ticket_issue, ticket_read
+from queueing.rules.tickets import InvalidTicket, TicketRef, ticket_issue, ticket_read
 
 REF = TicketRef(entry_id=12345, event_id=7, tier_id=3)
 

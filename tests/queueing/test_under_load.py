@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django_redis import get_redis_connection
 
-from queueing import hot_index
-from queueing.hot_index import IndexState
+from queueing.hot import epoch
+from queueing.hot.line_index import IndexState
 from queueing.models import QueueEntry
 from tests.http import request
 from tests.processes import running_stack, wait_until
@@ -80,7 +80,7 @@ def test_after_redis_loses_everything_positions_come_back_within_10_seconds(make
         # Degraded but honest meanwhile: positions come from PostgreSQL.
         assert positions(base, waiting[:5]) == before[:5]
         wait_until(
-            lambda: hot_index.epoch_states([event.id])[event.id] is IndexState.READY,
+            lambda: epoch.epoch_states([event.id])[event.id] is IndexState.READY,
             timeout=10,
             what="the hot index to be rebuilt",
         )

@@ -1,8 +1,8 @@
 import pytest
 from django.utils import translation
 
-from queueing.eta import Eta
-from queueing.wait_text import wait_range_text
+from queueing.rules.eta import Eta
+from queueing.rules.wait_text import wait_range_text
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from events.models import Event
-from queueing.audit import audit_chain_verify
+from queueing.records.audit import audit_chain_verify
 
 
 class Command(BaseCommand):

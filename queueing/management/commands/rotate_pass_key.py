@@ -4,7 +4,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
-from queueing.passes import KEY_PREPUBLISH, MAX_PASS_SECONDS, pass_key_rotate
+from queueing.passes.signing import KEY_PREPUBLISH, MAX_PASS_SECONDS, pass_key_rotate
 
 
 class Command(BaseCommand):

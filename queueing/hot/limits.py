@@ -1,0 +1,22 @@
+"""Atomic counters for abuse controls: sliding-window rate limits and spend-once keys."""
+
+from __future__ import annotations
+
+import secrets
+
+from queueing.hot.client import client, run_script, unavailable_on_redis_error
+
+
+@unavailable_on_redis_error
+def rate_limit_hit(key: str, *, now: float, window: float, limit: int) -> float | None:
+    """Record a call; None if allowed, else the seconds to wait."""
+    allowed, retry = run_script(
+        "rate_limit", keys=[key], args=[repr(now), repr(window), limit, secrets.token_hex(8)]
+    )
+    return None if allowed else float(retry)
+
+
+@unavailable_on_redis_error
+def spend_once(key: str, *, ttl_seconds: int) -> bool:
+    """True the first time ``key`` is spent, False ever after (until it expires)."""
+    return bool(client().set(key, "1", nx=True, ex=ttl_seconds))

@@ -1,0 +1,249 @@
+"""Each event's line in Redis: its tier queues and pre-queue (sorted sets by order key), found,
+counted, sketched and trimmed in one round trip each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, Literal
+
+import redis
+
+from queueing.hot import keys
+from queueing.hot.client import (
+    HotIndexUnavailable,
+    async_client,
+    async_script,
+    client,
+    run_script,
+    script,
+    unavailable_on_redis_error,
+)
+from queueing.rules.layout import EventLayout
+
+
+class IndexState(IntEnum):
+    MISSING = 0
+    BUILDING = 1
+    READY = 2
+
+
+@dataclass(frozen=True)
+class LineCounts:
+    state: IndexState
+    prequeue: int
+    tiers: tuple[int, ...]  # waiting fans per tier, in layout order
+
+    @property
+    def waiting(self) -> int:
+        return sum(self.tiers)
+
+    @property
+    def queue_length(self) -> int:
+        return self.prequeue + self.waiting
+
+
+class Where(IntEnum):
+    NOWHERE = 0
+    TIER = 1
+    PREQUEUE = 2
+
+
+@dataclass(frozen=True)
+class Placement:
+    counts: LineCounts
+    where: Where
+    rank: int | None  # 0-based rank in the entry's tier queue when where is TIER
+    order_key: int | None  # the entry's score where found
+
+
+def tier_keys(layout: EventLayout) -> list[str]:
+    return [keys.tier_queue(layout.event_id, tier.id) for tier in layout.tiers]
+
+
+def _line_counts(state: int, raw_counts: Sequence[int]) -> LineCounts:
+    if not raw_counts:
+        return LineCounts(state=IndexState(state), prequeue=0, tiers=())
+    return LineCounts(
+        state=IndexState(state),
+        prequeue=int(raw_counts[0]),
+        tiers=tuple(int(c) for c in raw_counts[1:]),
+    )
+
+
+@dataclass(frozen=True)
+class LocateRequest:
+    """One entry to find (and refresh, optionally add) in an event's index."""
+
+    member: int
+    tier_id: int
+    heartbeat_deadline: float | None
+    add: Literal["tier", "pre"] | None = None
+    order_key: int | None = None
+
+
+def _locate_keys(layout: EventLayout, tier_id: int) -> list[str]:
+    event_id = layout.event_id
+    return [
+        keys.epoch(event_id),
+        keys.heartbeats(event_id),
+        keys.prequeue(event_id),
+        keys.tier_queue(event_id, tier_id),
+        *tier_keys(layout),
+    ]
+
+
+def _locate_args(request: LocateRequest) -> list[object]:
+    deadline = request.heartbeat_deadline
+    return [
+        request.member,
+        "" if deadline is None else repr(deadline),
+        request.add or "",
+        "" if request.order_key is None else request.order_key,
+    ]
+
+
+def _placement(raw: Sequence[Any]) -> Placement:
+    state, where, rank, score, *raw_counts = raw
+    return Placement(
+        counts=_line_counts(state, raw_counts),
+        where=Where(where),
+        rank=int(rank) if where == Where.TIER else None,
+        order_key=int(float(score)) if score else None,
+    )
+
+
+@unavailable_on_redis_error
+def locate(
+    layout: EventLayout,
+    *,
+    member: int,
+    tier_id: int,
+    heartbeat_deadline: float | None,
+    add: Literal["tier", "pre"] | None = None,
+    order_key: int | None = None,
+) -> Placement:
+    """Find an entry in its tier queue or the pre-queue, refresh its heartbeat if found,
+    optionally add it first, and count the whole line, in one round trip."""
+    (placement,) = locate_many(
+        layout,
+        [LocateRequest(member, tier_id, heartbeat_deadline, add=add, order_key=order_key)],
+    )
+    return placement
+
+
+@unavailable_on_redis_error
+def locate_many(layout: EventLayout, requests: Sequence[LocateRequest]) -> list[Placement]:
+    """``locate`` for several entries of one event in one round trip (a batch of joins)."""
+    if len(requests) == 1:
+        request = requests[0]
+        raw = run_script(
+            "locate", keys=_locate_keys(layout, request.tier_id), args=_locate_args(request)
+        )
+        return [_placement(raw)]
+    locate_script = script("locate")
+    calls = [(_locate_keys(layout, r.tier_id), _locate_args(r)) for r in requests]
+
+    def send_all() -> list[Any]:
+        # EVALSHA directly: a pipeline of Script calls asks SCRIPT EXISTS first, every time.
+        pipe = client().pipeline(transaction=False)
+        for call_keys, call_args in calls:
+            pipe.evalsha(locate_script.sha, len(call_keys), *call_keys, *call_args)
+        return pipe.execute()
+
+    try:
+        results = send_all()
+    except redis.exceptions.NoScriptError:
+        # Redis forgot its scripts (restarted): load it, then again. Adding is idempotent
+        # (ZADD NX), so calls that ran before the error may safely run twice.
+        locate_script.sha = client().script_load(locate_script.script)
+        results = send_all()
+    return [_placement(raw) for raw in results]
+
+
+async def locate_async(layout: EventLayout, request: LocateRequest) -> Placement:
+    """``locate`` for the event loop (the lean status path in queueing/hot_paths.py)."""
+    try:
+        raw = await async_script("locate")(
+            keys=_locate_keys(layout, request.tier_id),
+            args=_locate_args(request),
+            client=async_client(),
+        )
+    except redis.RedisError as exc:
+        raise HotIndexUnavailable(str(exc)) from exc
+    return _placement(raw)
+
+
+@unavailable_on_redis_error
+def line_counts(layout: EventLayout) -> LineCounts:
+    pipe = client().pipeline(transaction=False)
+    pipe.get(keys.epoch(layout.event_id))
+    pipe.zcard(keys.prequeue(layout.event_id))
+    for key in tier_keys(layout):
+        pipe.zcard(key)
+    epoch, *raw_counts = pipe.execute()
+    if epoch is None:
+        return LineCounts(state=IndexState.MISSING, prequeue=0, tiers=())
+    state = IndexState.BUILDING if epoch.startswith(b"building:") else IndexState.READY
+    return _line_counts(state, raw_counts)
+
+
+@unavailable_on_redis_error
+def remove(event_id: int, *, tier_id: int, members: Sequence[int]) -> None:
+    if not members:
+        return
+    run_script(
+        "remove",
+        keys=[
+            keys.epoch(event_id),
+            keys.tombstones(event_id),
+            keys.heartbeats(event_id),
+            keys.prequeue(event_id),
+            keys.tier_queue(event_id, tier_id),
+        ],
+        args=list(members),
+    )
+
+
+@dataclass(frozen=True)
+class TierSketch:
+    tier_id: int
+    count: int
+    # (rank, order key) checkpoints, ascending: from them a fan who knows its order key can
+    # tell its rank in the tier to within the gap between two checkpoints.
+    checkpoints: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class LineSketch:
+    state: IndexState
+    prequeue: int
+    tiers: tuple[TierSketch, ...]
+
+
+@unavailable_on_redis_error
+def sketch(layout: EventLayout, *, ranks: Sequence[int]) -> LineSketch:
+    raw = run_script(
+        "sketch",
+        keys=[keys.epoch(layout.event_id), keys.prequeue(layout.event_id), *tier_keys(layout)],
+        args=list(ranks),
+    )
+    state, prequeue, *per_tier = raw
+    if state == IndexState.MISSING:
+        return LineSketch(state=IndexState.MISSING, prequeue=0, tiers=())
+    tiers = []
+    for tier, (count, *flat) in zip(layout.tiers, per_tier, strict=True):
+        pairs = tuple((int(flat[i]), int(float(flat[i + 1]))) for i in range(0, len(flat), 2))
+        tiers.append(TierSketch(tier_id=tier.id, count=int(count), checkpoints=pairs))
+    return LineSketch(state=IndexState(state), prequeue=int(prequeue), tiers=tuple(tiers))
+
+
+@unavailable_on_redis_error
+def head_members(layout: EventLayout, *, count: int) -> list[int]:
+    """The first ``count`` entries of every tier queue (where admission works)."""
+    pipe = client().pipeline(transaction=False)
+    for key in tier_keys(layout):
+        pipe.zrange(key, 0, count - 1)
+    return [int(member) for members in pipe.execute() for member in members]

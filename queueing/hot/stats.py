@@ -1,0 +1,76 @@
+"""Figures the room keeps beside the line: measured throughput, per-minute line samples for
+the dashboard, and the last tick (for snapshots of newly opened pages).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import redis
+
+from queueing.hot import keys
+from queueing.hot.client import (
+    HotIndexUnavailable,
+    async_client,
+    client,
+    unavailable_on_redis_error,
+)
+
+
+@unavailable_on_redis_error
+def write_throughput(event_id: int, *, lam: float, scv: float, measured: bool) -> None:
+    client().hset(
+        keys.stats(event_id),
+        mapping={"lam": repr(lam), "scv": repr(scv), "measured": int(measured)},
+    )
+
+
+def _throughput(raw: dict[bytes, bytes]) -> tuple[float, float, bool] | None:
+    if not raw:
+        return None
+    return float(raw[b"lam"]), float(raw[b"scv"]), raw[b"measured"] == b"1"
+
+
+@unavailable_on_redis_error
+def read_throughput(event_id: int) -> tuple[float, float, bool] | None:
+    return _throughput(client().hgetall(keys.stats(event_id)))
+
+
+async def read_throughput_async(event_id: int) -> tuple[float, float, bool] | None:
+    try:
+        return _throughput(await async_client().hgetall(keys.stats(event_id)))
+    except redis.RedisError as exc:
+        raise HotIndexUnavailable(str(exc)) from exc
+
+
+@unavailable_on_redis_error
+def record_line_sample(event_id: int, *, minute: int, queue_length: int) -> None:
+    pipe = client().pipeline(transaction=False)
+    pipe.hset(keys.line_samples(event_id), str(minute), queue_length)
+    pipe.expire(keys.line_samples(event_id), 7200)
+    pipe.execute()
+
+
+@unavailable_on_redis_error
+def line_samples(event_id: int, minutes: Sequence[int]) -> list[int | None]:
+    raw = client().hmget(keys.line_samples(event_id), [str(m) for m in minutes])
+    return [None if value is None else int(value) for value in raw]
+
+
+@unavailable_on_redis_error
+def remember_tick(event_id: int, text: str) -> None:
+    client().set(keys.last_tick(event_id), text, ex=60)
+
+
+@unavailable_on_redis_error
+def last_tick(event_id: int) -> str | None:
+    raw = client().get(keys.last_tick(event_id))
+    return raw.decode() if raw is not None else None
+
+
+async def last_tick_async(event_id: int) -> str | None:
+    try:
+        raw = await async_client().get(keys.last_tick(event_id))
+    except redis.RedisError as exc:
+        raise HotIndexUnavailable(str(exc)) from exc
+    return raw.decode() if raw is not None else None

@@ -1,0 +1,23 @@
+"""Work the line asks the Celery workers to do soon: admit now (a slot freed), rebuild an
+event's hot index (Redis lost it).
+
+Sent by task name, so the line's services do not import the task layer above them
+(``queueing/tasks.py`` declares its tasks under these same names).
+"""
+
+from __future__ import annotations
+
+from celery import current_app
+
+ADMISSION_FOR_EVENT = "queueing.tasks.admission_for_event"
+HOT_INDEX_REBUILD = "queueing.tasks.hot_index_rebuild"
+
+
+def admission_soon(event_id: int) -> None:
+    """Admit the next fans of the event now rather than at its next tick."""
+    current_app.send_task(ADMISSION_FOR_EVENT, args=(event_id,))
+
+
+def rebuild_soon(event_id: int) -> None:
+    """Rebuild the event's hot index from PostgreSQL."""
+    current_app.send_task(HOT_INDEX_REBUILD, args=(event_id,))

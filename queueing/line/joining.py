@@ -1,0 +1,445 @@
+"""Joining the line, one fan or a batch of them in one transaction (group commit).
+
+A join is committed to PostgreSQL with its audit record before the fan is answered. Joins of
+one on-sale are serialised by the lock on its audit chain head, so a busy sale start is bound
+by how many commits that lock lets through. The lean join path (queueing/hot_paths.py) hands
+every join that arrives while a batch is committing to the next batch: one transaction, one
+lock of the chain head, one chain extension, one round trip to the hot index for all of them.
+A single join (the Django view, the waiting page) is a batch of one: there is one copy of the
+rules.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.db import DatabaseError, IntegrityError, transaction
+
+from events.codes import is_well_formed_access_code, normalise_access_code
+from events.models import AccessCode, Event, EventState, Tier
+from queueing.hot.client import HotIndexUnavailable
+from queueing.hot.line_index import LineCounts
+from queueing.line.index_sync import index_add
+from queueing.line.reads import current_counts
+from queueing.line.status import entry_answer, entry_poll, layout_with_tier
+from queueing.line.throughput import current_throughput
+from queueing.line.views import TicketView, entry_view_unplaced
+from queueing.models import AuditAction, QueueEntry
+from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock
+from queueing.records.bulk_insert import insert_rows
+from queueing.rules.errors import (
+    EventClosed,
+    EventNotOpen,
+    InvalidAccessCode,
+    QueueError,
+    QueueFull,
+    TicketContention,
+)
+from queueing.rules.eta import Eta, Throughput, estimate_wait
+from queueing.rules.layout import EventLayout
+from queueing.rules.positions import position_in_line
+from queueing.rules.states import LIVE, EntryStatus
+
+logger = logging.getLogger(__name__)
+
+_LIVE_IDENTITY_CONSTRAINT = "one_live_entry_per_identity"
+
+
+@dataclass(frozen=True)
+class JoinRequest:
+    event: Event
+    identity: str  # the digest from queueing/identity.py
+    access_code: str | None
+    now: datetime
+
+
+@dataclass(frozen=True)
+class JoinResult:
+    view: TicketView
+    created: bool
+
+
+# A ticket, a refusal (QueueError), or an unexpected failure of this fan's join (nothing of it
+# was committed; the API maps it as for any request: 503 while PostgreSQL is unreachable).
+JoinOutcome = JoinResult | Exception
+
+
+def entry_join(
+    *, event: Event, identity: str, access_code: str | None, now: datetime
+) -> JoinResult:
+    (outcome,) = entry_join_many(
+        [JoinRequest(event=event, identity=identity, access_code=access_code, now=now)]
+    )
+    if not isinstance(outcome, JoinResult):
+        raise outcome
+    return outcome
+
+
+def entry_join_many(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
+    """Every request's ticket (or its refusal), in the order given. Joins of one on-sale
+    are committed together; their order keys follow the order of ``requests``."""
+    outcomes: list[JoinOutcome | None] = [None] * len(requests)
+    by_event: dict[int, list[int]] = {}
+    for index, request in enumerate(requests):
+        by_event.setdefault(request.event.id, []).append(index)
+    for indexes in by_event.values():
+        group: list[JoinOutcome]
+        try:
+            group = _join_one_event([requests[i] for i in indexes])
+        except Exception as failure:  # noqa: BLE001
+            # Raised before this on-sale's joins committed (after it, nothing raises): a
+            # refusal of the on-sale itself, or PostgreSQL gone. Other on-sales' joins in
+            # the batch keep their answers.
+            group = [failure] * len(indexes)
+        for index, outcome in zip(indexes, group, strict=True):
+            outcomes[index] = outcome
+    return _all_answered(outcomes)
+
+
+def _all_answered(outcomes: list[JoinOutcome | None]) -> list[JoinOutcome]:
+    # Answers are matched to requests by position: a missing one would shift them all.
+    assert all(outcome is not None for outcome in outcomes), "a join was left unanswered"
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+@dataclass
+class _Newcomer:
+    request: JoinRequest
+    tier: Tier
+    quote: Eta | None = None
+    entry: QueueEntry | None = None
+    # Later requests of the same identity in this batch: answered with this fan's ticket.
+    repeats: list[int] = field(default_factory=list)
+
+
+def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
+    event = requests[0].event
+    outcomes: list[JoinOutcome | None] = [None] * len(requests)
+    tiers = _tiers_for_access_codes(event, [r.access_code for r in requests])
+    open_indexes = []
+    for index, request in enumerate(requests):
+        refusal = _refusal(event.state_at(request.now))
+        tier = tiers[request.access_code]
+        if refusal is not None:
+            outcomes[index] = refusal
+        elif isinstance(tier, QueueError):
+            outcomes[index] = tier
+        else:
+            open_indexes.append(index)
+    live = _live_entries(event.id, {requests[i].identity for i in open_indexes})
+    newcomers: dict[str, tuple[int, _Newcomer]] = {}
+    for index in open_indexes:
+        request = requests[index]
+        if request.identity in live:
+            outcomes[index] = JoinResult(
+                view=entry_poll(live[request.identity], now=request.now), created=False
+            )
+        elif request.identity in newcomers:
+            newcomers[request.identity][1].repeats.append(index)
+        else:
+            tier = tiers[request.access_code]
+            assert isinstance(tier, Tier)
+            newcomers[request.identity] = (index, _Newcomer(request=request, tier=tier))
+    if not newcomers:
+        return _all_answered(outcomes)
+
+    layout = layout_with_tier(event.id, *{n.tier.id for _, n in newcomers.values()})
+    status = _arrival_status(event, started=event.started_at is not None)
+    admitted = _admit_to_line(event, layout, status, newcomers, outcomes)
+    if admitted:
+        try:
+            status = _commit(event, status, admitted)
+        except IntegrityError as exc:
+            if not _is_live_identity_conflict(exc):
+                raise
+            _after_identity_conflict(admitted, outcomes)
+        else:
+            _answer_newcomers(layout, status, admitted, outcomes)
+    return _all_answered(outcomes)
+
+
+def _after_identity_conflict(
+    admitted: Sequence[tuple[int, _Newcomer]], outcomes: list[JoinOutcome | None]
+) -> None:
+    """Another process committed a join of one of these identities first (the transaction
+    was rolled back). Alone, the fan is answered with that ticket; in a batch, every fan
+    joins again on their own, so that only the one who raced is affected."""
+    for index, newcomer in admitted:
+        request = newcomer.request
+        outcome: JoinOutcome
+        if len(admitted) > 1:
+            try:
+                outcome = _join_one_event([request])[0]
+            except Exception as failure:  # noqa: BLE001  this fan's alone (see entry_join_many)
+                outcome = failure
+        else:
+            existing = _live_entries(request.event.id, {request.identity}).get(request.identity)
+            outcome = (
+                JoinResult(view=entry_poll(existing, now=request.now), created=False)
+                if existing is not None
+                else TicketContention("Another request changed this ticket; please retry.")
+            )
+        outcomes[index] = outcome
+        for repeat in newcomer.repeats:
+            outcomes[repeat] = (
+                JoinResult(view=outcome.view, created=False)
+                if isinstance(outcome, JoinResult)
+                else outcome
+            )
+
+
+def _admit_to_line(
+    event: Event,
+    layout: EventLayout,
+    status: EntryStatus,
+    newcomers: dict[str, tuple[int, _Newcomer]],
+    outcomes: list[JoinOutcome | None],
+) -> list[tuple[int, _Newcomer]]:
+    """Quote every newcomer's wait and refuse those the line has no room for, as if they had
+    joined one after the other in the batch's order."""
+    limited = bool(event.max_queue_length or event.max_wait_seconds)
+    if not limited and status != EntryStatus.WAITING:
+        return list(newcomers.values())
+    # Checked against the line as it is now: exact for one batch; concurrent batches racing
+    # past a limit can overshoot it by at most their size.
+    counts = current_counts(layout)
+    throughput = current_throughput(layout)
+    added_per_tier = [0] * len(layout.tiers)
+    admitted = []
+    for index, newcomer in newcomers.values():
+        try:
+            newcomer.quote = _quote(
+                event, layout, newcomer.tier.id, status, counts, added_per_tier, throughput
+            )
+        except QueueError as refusal:
+            for position in (index, *newcomer.repeats):
+                outcomes[position] = refusal
+            continue
+        tier_index = layout.tier_index(newcomer.tier.id) or 0
+        added_per_tier[tier_index] += 1
+        admitted.append((index, newcomer))
+    return admitted
+
+
+def _quote(
+    event: Event,
+    layout: EventLayout,
+    tier_id: int,
+    status: EntryStatus,
+    counts: LineCounts,
+    added_per_tier: Sequence[int],
+    throughput: Throughput | None,
+) -> Eta | None:
+    """Refuse the join if the line is at its maximum or the predicted wait is too long;
+    otherwise the wait quoted to this fan (kept on the entry for the accuracy report)."""
+    queue_length = counts.queue_length + sum(added_per_tier)
+    if event.max_queue_length and queue_length >= event.max_queue_length:
+        raise QueueFull(retry_after=settings.WR_QUEUE_FULL_RETRY_AFTER)
+    if status != EntryStatus.WAITING:
+        return None
+    tier_counts = [
+        (counts.tiers[i] if i < len(counts.tiers) else 0) + added_per_tier[i]
+        for i in range(len(layout.tiers))
+    ]
+    index = layout.tier_index(tier_id) or 0
+    position = position_in_line(
+        layout, tier_id=tier_id, rank_in_tier=tier_counts[index], tier_counts=tier_counts
+    )
+    quote = estimate_wait(position, throughput)
+    if event.max_wait_seconds and quote is not None and quote.p50 > event.max_wait_seconds:
+        raise QueueFull(retry_after=max(1, min(3600, int(quote.p50 - event.max_wait_seconds))))
+    return quote
+
+
+def _commit(
+    event: Event, status: EntryStatus, admitted: Sequence[tuple[int, _Newcomer]]
+) -> EntryStatus:
+    with transaction.atomic():
+        # Under the chain head's lock, order keys are drawn in commit order: no fan can
+        # become visible to admission after someone who joined behind them.
+        head = audit_chain_lock(event_id=event.id)
+        # Decided again under the lock that the shuffle also takes: the boundary between the
+        # shuffled cohort and those queued behind it is the shuffle itself, not each
+        # request's clock reading (which could put a later arrival inside the cohort).
+        if event.starts_at is not None:
+            status = _arrival_status(event, started=_line_started(event.id))
+        entries = _insert_entries(event, status, [newcomer for _, newcomer in admitted])
+        for (_, newcomer), entry in zip(admitted, entries, strict=True):
+            newcomer.entry = entry
+        audit_append_many(
+            event_id=event.id,
+            actor="fan",
+            at=admitted[0][1].request.now,
+            locked_head=head,
+            items=[
+                AuditItem(
+                    action=AuditAction.JOINED,
+                    at=newcomer.request.now,
+                    ticket_id=entry.public_id,
+                    data={
+                        "tier": newcomer.tier.name,
+                        "order_key": entry.order_key,
+                        "status": status,
+                        "quote": newcomer.quote.as_dict() if newcomer.quote else None,
+                    },
+                )
+                for (_, newcomer), entry in zip(admitted, entries, strict=True)
+            ],
+        )
+    return status
+
+
+# Every column a new entry is given; the rest are NULL or database defaults (the order key).
+# tests/queueing/test_join_batches.py fails when QueueEntry gains a column this misses.
+_NEW_ENTRY_FIELDS = (
+    "public_id",
+    "event",
+    "tier",
+    "identity",
+    "status",
+    "joined_at",
+    "status_changed_at",
+    "quoted_p10",
+    "quoted_p50",
+    "quoted_p90",
+)
+
+
+def _insert_entries(
+    event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]
+) -> list[QueueEntry]:
+    """The newcomers' rows, inserted in their order (their order keys follow it)."""
+    entries = [
+        QueueEntry(
+            event=event,
+            tier=newcomer.tier,
+            identity=newcomer.request.identity,
+            status=status,
+            joined_at=newcomer.request.now,
+            status_changed_at=newcomer.request.now,
+            quoted_p10=newcomer.quote.p10 if newcomer.quote else None,
+            quoted_p50=newcomer.quote.p50 if newcomer.quote else None,
+            quoted_p90=newcomer.quote.p90 if newcomer.quote else None,
+        )
+        for newcomer in newcomers
+    ]
+    inserted = insert_rows(
+        QueueEntry,
+        _NEW_ENTRY_FIELDS,
+        [
+            [
+                entry.public_id,
+                event.id,
+                entry.tier_id,
+                entry.identity,
+                entry.status,
+                entry.joined_at,
+                entry.status_changed_at,
+                entry.quoted_p10,
+                entry.quoted_p50,
+                entry.quoted_p90,
+            ]
+            for entry in entries
+        ],
+        returning=("public_id", "id", "order_key"),
+    )
+    by_public_id = {public_id: (pk, order_key) for public_id, pk, order_key in inserted}
+    for entry in entries:
+        entry.id, entry.order_key = by_public_id[entry.public_id]
+        entry._state.adding = False
+    return entries
+
+
+def _answer_newcomers(
+    layout: EventLayout,
+    status: EntryStatus,
+    admitted: Sequence[tuple[int, _Newcomer]],
+    outcomes: list[JoinOutcome | None],
+) -> None:
+    entries = [newcomer.entry for _, newcomer in admitted if newcomer.entry is not None]
+    placements = index_add(
+        layout,
+        entries,
+        add="pre" if status == EntryStatus.PREQUEUE else "tier",
+        heartbeat_deadline=max(e.joined_at for e in entries).timestamp() + layout.heartbeat_seconds,
+    )
+    for (index, newcomer), entry, placement in zip(admitted, entries, placements, strict=True):
+        now = newcomer.request.now
+        try:
+            view = entry_answer(entry, now=now, layout=layout, placement=placement)
+        except (DatabaseError, HotIndexUnavailable):
+            # Committed: the fan must get their ticket even if describing it failed; their
+            # first status poll gives the position.
+            logger.warning("join of entry %s committed; answering without its position", entry.id)
+            view = entry_view_unplaced(entry, layout=layout, placement=placement)
+        outcomes[index] = JoinResult(view=view, created=True)
+        for repeat in newcomer.repeats:
+            outcomes[repeat] = JoinResult(view=view, created=False)
+
+
+def _refusal(state: EventState) -> QueueError | None:
+    if state == EventState.SCHEDULED:
+        return EventNotOpen()
+    if state == EventState.CLOSED:
+        return EventClosed()
+    return None
+
+
+def _tiers_for_access_codes(
+    event: Event, access_codes: Sequence[str | None]
+) -> dict[str | None, Tier | QueueError]:
+    """The tier each access code joins (the default tier without one), in two queries at
+    most for the whole batch."""
+    found: dict[str | None, Tier | QueueError] = {}
+    without_code: list[str | None] = []
+    with_code: dict[str, list[str]] = {}  # normalised code -> the spellings asked for
+    for raw in set(access_codes):
+        if raw is None or raw.strip() == "":
+            found[raw] = InvalidAccessCode("This on-sale needs an access code.")
+            without_code.append(raw)
+            continue
+        found[raw] = InvalidAccessCode()
+        code = normalise_access_code(raw)
+        if is_well_formed_access_code(code):
+            with_code.setdefault(code, []).append(raw)
+    if without_code:
+        default = Tier.objects.filter(event=event, is_default=True).first()
+        if default is not None:
+            found.update((raw, default) for raw in without_code)
+    if with_code:
+        for access in AccessCode.objects.filter(event=event, code__in=with_code).select_related(
+            "tier"
+        ):
+            found.update((raw, access.tier) for raw in with_code[access.code])
+    return found
+
+
+def _live_entries(event_id: int, identities: set[str]) -> dict[str, QueueEntry]:
+    if not identities:
+        return {}
+    return {
+        entry.identity: entry
+        for entry in QueueEntry.objects.filter(
+            event_id=event_id, identity__in=identities, status__in=LIVE
+        )
+    }
+
+
+def _arrival_status(event: Event, *, started: bool) -> EntryStatus:
+    """On-sales with a start time gather a pre-queue until the line starts (the shuffle)."""
+    if event.starts_at is not None and not started:
+        return EntryStatus.PREQUEUE
+    return EntryStatus.WAITING
+
+
+def _line_started(event_id: int) -> bool:
+    return Event.objects.filter(pk=event_id, started_at__isnull=False).exists()
+
+
+def _is_live_identity_conflict(exc: IntegrityError) -> bool:
+    diag = getattr(exc.__cause__, "diag", None)
+    return getattr(diag, "constraint_name", None) == _LIVE_IDENTITY_CONSTRAINT

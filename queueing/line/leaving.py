@@ -1,0 +1,44 @@
+"""A fan leaves the line (or gives their shop slot back)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from queueing.line.index_sync import index_forget
+from queueing.models import AuditAction, QueueEntry
+from queueing.records.transitions import transition_audited
+from queueing.rules.errors import TicketContention
+from queueing.rules.states import EntryStatus
+from queueing.rules.tickets import TicketRef
+
+_LEAVE_OUTCOME: dict[EntryStatus, tuple[EntryStatus, AuditAction]] = {
+    EntryStatus.PREQUEUE: (EntryStatus.LEFT, AuditAction.LEFT),
+    EntryStatus.WAITING: (EntryStatus.LEFT, AuditAction.LEFT),
+    # Leaving after admission gives the slot back.
+    EntryStatus.ADMITTED: (EntryStatus.ABANDONED, AuditAction.ABANDONED),
+}
+
+
+def entry_leave(*, ref: TicketRef, now: datetime) -> bool:
+    """The fan leaves. True if this call ended the ticket; False if it was already over."""
+    for _attempt in range(3):
+        entry = QueueEntry.objects.filter(pk=ref.entry_id, event_id=ref.event_id).first()
+        if entry is None or entry.status not in _LEAVE_OUTCOME:
+            return False
+        current = EntryStatus(entry.status)
+        new_status, action = _LEAVE_OUTCOME[current]
+        moved = transition_audited(
+            event_id=entry.event_id,
+            ids=[entry.id],
+            to=new_status,
+            expected=(current,),
+            now=now,
+            action=action,
+            actor="fan",
+            data=lambda m: {"from": m.previous},
+        )
+        if not moved:
+            continue  # changed under us (admitted, expired...): look again
+        index_forget(entry.event_id, moved)
+        return True
+    raise TicketContention()

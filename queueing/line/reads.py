@@ -1,0 +1,108 @@
+"""Reads of the line: positions and counts, from the hot index or, when it cannot answer,
+from PostgreSQL. Reads never write: asking for a rebuild is the callers' business.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, Q
+
+from events.models import Event, EventState, Tier
+from queueing.hot import line_index
+from queueing.hot.client import HotIndexUnavailable
+from queueing.hot.line_index import IndexState, LineCounts
+from queueing.line.layouts import event_layout
+from queueing.line.throughput import current_throughput
+from queueing.models import QueueEntry
+from queueing.rules.eta import Eta, estimate_wait
+from queueing.rules.layout import EventLayout
+from queueing.rules.positions import position_in_line
+from queueing.rules.states import EntryStatus
+
+logger = logging.getLogger(__name__)
+
+
+def position_from_database(entry: QueueEntry, layout: EventLayout) -> int:
+    tiers_ahead = []
+    for tier in layout.tiers:
+        if tier.id == entry.tier_id:
+            break
+        tiers_ahead.append(tier.id)
+    ahead = QueueEntry.objects.filter(
+        Q(tier_id__in=tiers_ahead) | Q(tier_id=entry.tier_id, order_key__lt=entry.order_key),
+        event_id=entry.event_id,
+        status=EntryStatus.WAITING,
+    ).count()
+    return ahead + 1
+
+
+def current_counts(layout: EventLayout) -> LineCounts:
+    """The line's counts: from the hot index when it is complete, else from PostgreSQL."""
+    counts = hot_counts(layout)
+    if counts is not None:
+        return counts
+    per_tier = dict(
+        QueueEntry.objects.filter(event_id=layout.event_id, status=EntryStatus.WAITING)
+        .values_list("tier_id")
+        .annotate(n=Count("id"))
+        .values_list("tier_id", "n")
+    )
+    prequeue = QueueEntry.objects.filter(
+        event_id=layout.event_id, status=EntryStatus.PREQUEUE
+    ).count()
+    return LineCounts(
+        state=IndexState.MISSING,
+        prequeue=prequeue,
+        tiers=tuple(per_tier.get(tier.id, 0) for tier in layout.tiers),
+    )
+
+
+def hot_counts(layout: EventLayout) -> LineCounts | None:
+    """The hot index's counts when it is complete, else None."""
+    try:
+        counts = line_index.line_counts(layout)
+    except HotIndexUnavailable:
+        return None
+    return counts if counts.state is IndexState.READY else None
+
+
+def active_count(event_id: int) -> int:
+    return QueueEntry.objects.filter(event_id=event_id, status=EntryStatus.ADMITTED).count()
+
+
+@dataclass(frozen=True)
+class EventPublicView:
+    state: EventState
+    queue_length: int
+    active: int
+    eta_new: Eta | None
+
+
+def event_public_view(event: Event, *, now: datetime) -> EventPublicView:
+    layout = event_layout(event.id)
+    counts = current_counts(layout) if layout else None
+    eta_new = None
+    if layout is not None and counts is not None and layout.tiers:
+        default = next((t for t in layout.tiers if t.id in _default_tier_ids(event.id)), None)
+        if default is not None:
+            index = layout.tier_index(default.id) or 0
+            position = position_in_line(
+                layout,
+                tier_id=default.id,
+                rank_in_tier=counts.tiers[index] if index < len(counts.tiers) else 0,
+                tier_counts=counts.tiers,
+            )
+            eta_new = estimate_wait(position, current_throughput(layout))
+    return EventPublicView(
+        state=event.state_at(now),
+        queue_length=counts.queue_length if counts else 0,
+        active=active_count(event.id),
+        eta_new=eta_new,
+    )
+
+
+def _default_tier_ids(event_id: int) -> set[int]:
+    return set(Tier.objects.filter(event_id=event_id, is_default=True).values_list("id", flat=True))

@@ -1,0 +1,120 @@
+"""Rebuilding an event's hot index from PostgreSQL, and deciding which events need it."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime
+
+from django.conf import settings
+from django.utils import timezone
+
+from events.models import Event, EventControl
+from queueing.hot import epoch
+from queueing.hot.client import HotIndexUnavailable
+from queueing.hot.epoch import IndexedEntry, RebuildSuperseded
+from queueing.hot.line_index import IndexState
+from queueing.line.followups import rebuild_soon
+from queueing.line.index_sync import mark_index_dirty
+from queueing.line.layouts import event_layout
+from queueing.models import QueueEntry
+from queueing.rules.states import QUEUED, EntryStatus
+
+logger = logging.getLogger(__name__)
+
+
+def hot_index_rebuild(*, event_id: int, now: datetime | None = None) -> bool:
+    """Reload an event's hot index from PostgreSQL. False if another rebuild holds the lock,
+    Redis is unreachable, or Redis was flushed again meanwhile (the next check retries)."""
+    now = now or timezone.now()
+    layout = event_layout(event_id, fresh=True)
+    if layout is None:
+        return False
+    try:
+        handle = epoch.rebuild_begin(
+            event_id,
+            tier_ids=[tier.id for tier in layout.tiers],
+            lock_seconds=settings.WR_REBUILD_LOCK_SECONDS,
+        )
+    except HotIndexUnavailable:
+        return False
+    if handle is None:
+        return False
+    # Cleared before loading: a Redis write that fails during the load flags it again, and
+    # so does a failed rebuild (below); a killed one is noticed by its lapsed lock.
+    Event.objects.filter(pk=event_id).update(hot_index_dirty=False)
+    started = time.monotonic()
+    last_id = 0
+    try:
+        while True:
+            rows = list(
+                QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED, id__gt=last_id)
+                .order_by("id")
+                .values_list("id", "tier_id", "status", "order_key")[: settings.WR_REBUILD_BATCH]
+            )
+            if not rows:
+                break
+            epoch.rebuild_load(
+                handle,
+                [
+                    IndexedEntry(
+                        member=entry_id,
+                        tier_id=None if status == EntryStatus.PREQUEUE else tier_id,
+                        order_key=order_key,
+                    )
+                    for entry_id, tier_id, status, order_key in rows
+                ],
+                # A grace period from now, not from the start: a long rebuild must not
+                # hand its last batches deadlines that have already passed.
+                heartbeat_deadline=now.timestamp()
+                + (time.monotonic() - started)
+                + layout.heartbeat_seconds,
+            )
+            last_id = rows[-1][0]
+        promoted = epoch.rebuild_finish(handle)
+    except (HotIndexUnavailable, RebuildSuperseded):
+        promoted = False
+        epoch.rebuild_abandon(handle)
+    except BaseException:
+        epoch.rebuild_abandon(handle)
+        mark_index_dirty(event_id)
+        raise
+    if not promoted:
+        mark_index_dirty(event_id)
+        return False
+    logger.info("rebuilt hot index of event %s", event_id)
+    return True
+
+
+def hot_index_maintain(*, now: datetime | None = None) -> list[int]:
+    """Rebuild the index of every event that Redis lost or that was flagged stale.
+    Returns the ids of the events rebuilt."""
+    events = list(
+        Event.objects.exclude(control=EventControl.CLOSED).values_list("id", "hot_index_dirty")
+    )
+    if not events:
+        return []
+    try:
+        states = epoch.epoch_states([event_id for event_id, _ in events])
+        unlocked = epoch.rebuilds_unlocked([event_id for event_id, _ in events])
+    except HotIndexUnavailable:
+        return []
+    rebuilt = []
+    for event_id, dirty in events:
+        state = states[event_id]
+        # Building with nobody holding the rebuild lock: the rebuilding worker died.
+        orphaned = state is IndexState.BUILDING and event_id in unlocked
+        if dirty or state is IndexState.MISSING or orphaned:
+            if hot_index_rebuild(event_id=event_id, now=now):
+                rebuilt.append(event_id)
+    return rebuilt
+
+
+def request_rebuild(event_id: int) -> None:
+    """Ask a worker to rebuild the event's index, once per few seconds across all processes."""
+    try:
+        if epoch.request_rebuild_once(event_id, within_seconds=settings.WR_REBUILD_REQUEST_SECONDS):
+            rebuild_soon(event_id)
+    except Exception:
+        # Never fail a fan's answer over this: the periodic check rebuilds anyway.
+        logger.warning("could not ask for a rebuild of event %s", event_id, exc_info=True)

@@ -1,0 +1,147 @@
+"""The line's schedule: starting it at ``starts_at`` (with the verifiable shuffle of the
+pre-queue) and emptying it when the on-sale closes."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from django.db import connection, transaction
+
+from events.models import Event, EventState
+from queueing.line.index_sync import index_add, index_forget
+from queueing.line.layouts import event_layout
+from queueing.line.rebuild import hot_index_rebuild
+from queueing.models import AuditAction, QueueEntry
+from queueing.records.audit import audit_append, audit_chain_lock
+from queueing.records.transitions import Moved, transition_audited
+from queueing.rules.shuffle import shuffled_order
+from queueing.rules.states import QUEUED, EntryStatus
+
+logger = logging.getLogger(__name__)
+
+SHUFFLE_ALGORITHM = 'ticket ids sorted by sha256(seed + ":" + ticket_id) hex digest'
+
+
+def _reorder_and_open(order: list[tuple[int, int]], now: datetime) -> None:
+    """Give each (entry id, order key) pair its key and make it waiting, in one statement."""
+    ids = [entry_id for entry_id, _ in order]
+    keys = [key for _, key in order]
+    table = QueueEntry._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS e SET order_key = v.order_key, status = %s, "
+            "status_changed_at = %s "
+            "FROM unnest(%s::bigint[], %s::bigint[]) AS v(id, order_key) "
+            "WHERE e.id = v.id AND e.status = %s",
+            [EntryStatus.WAITING.value, now, ids, keys, EntryStatus.PREQUEUE.value],
+        )
+        if cursor.rowcount != len(ids):
+            raise RuntimeError("pre-queue changed during the shuffle")
+
+
+def line_start(*, event_id: int, now: datetime) -> bool:
+    """At the start: shuffle the pre-queue (or keep join order) and open the line.
+    Idempotent; True if this call started the line."""
+    with transaction.atomic():
+        event = Event.objects.select_for_update(no_key=True).filter(pk=event_id).first()
+        if event is None or event.started_at is not None:
+            return False
+        if event.state_at(now) not in (EventState.OPEN, EventState.PAUSED):
+            return False
+        # The chain head's lock first: joins take it before deciding "pre-queue or waiting",
+        # so every join either committed before this point (and is in the cohort) or waits
+        # and then sees the line started. Nobody falls between the two.
+        audit_chain_lock(event_id=event_id)
+        # Lock the cohort so a fan leaving at this instant waits for the shuffle to finish.
+        cohort = list(
+            QueueEntry.objects.select_for_update()
+            .filter(event_id=event_id, status=EntryStatus.PREQUEUE)
+            .order_by("order_key")
+            .values_list("id", "public_id", "order_key")
+        )
+        keys_in_join_order = [key for _, _, key in cohort]
+        if event.shuffle_at_start:
+            by_ticket = {str(public_id): entry_id for entry_id, public_id, _ in cohort}
+            ids = [by_ticket[t] for t in shuffled_order(event.shuffle_seed, by_ticket)]
+        else:
+            ids = [entry_id for entry_id, _, _ in cohort]
+        if ids:
+            _reorder_and_open(list(zip(ids, keys_in_join_order, strict=True)), now)
+        Event.objects.filter(pk=event_id).update(started_at=now)
+        audit_append(
+            event_id=event_id,
+            action=AuditAction.SHUFFLED,
+            actor="system:schedule",
+            at=now,
+            data={
+                "shuffled": event.shuffle_at_start,
+                "cohort": len(ids),
+                "seed": event.shuffle_seed,
+                "seed_sha256": event.shuffle_seed_sha256,
+                "algorithm": SHUFFLE_ALGORITHM,
+                "order_keys": "the cohort's own keys, ascending, handed out in that order",
+            },
+        )
+    if ids:
+        # Every cohort member moves from the pre-queue to its tier: reload the index.
+        Event.objects.filter(pk=event_id).update(hot_index_dirty=True)
+        hot_index_rebuild(event_id=event_id, now=now)
+    return True
+
+
+def line_admit_stragglers(*, event_id: int, now: datetime) -> int:
+    """Fans whose join was decided in the pre-queue but committed after the start: they
+    queue behind, in join order, with the keys they already have."""
+    ids = list(
+        QueueEntry.objects.filter(event_id=event_id, status=EntryStatus.PREQUEUE).values_list(
+            "id", flat=True
+        )[:1000]
+    )
+    if not ids:
+        return 0
+    moved = transition_audited(
+        event_id=event_id,
+        ids=ids,
+        to=EntryStatus.WAITING,
+        expected=[EntryStatus.PREQUEUE],
+        now=now,
+        action=AuditAction.SHUFFLED,
+        actor="system:schedule",
+        data=lambda m: {"late_arrival": True, "order_key": m.order_key},
+    )
+    _index_move_to_tiers(event_id, moved, now)
+    return len(moved)
+
+
+def _index_move_to_tiers(event_id: int, moved: list[Moved], now: datetime) -> None:
+    """From the pre-queue list to their tiers' lists, with the keys they have."""
+    layout = event_layout(event_id)
+    if layout is None or not index_forget(event_id, moved):
+        return
+    index_add(
+        layout, moved, add="tier", heartbeat_deadline=now.timestamp() + layout.heartbeat_seconds
+    )
+
+
+def line_revoke_closed(*, event_id: int, now: datetime, batch: int = 1000) -> int:
+    """After close or ``ends_at``, fans still in line end as revoked, in batches."""
+    ids = list(
+        QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED).values_list(
+            "id", flat=True
+        )[:batch]
+    )
+    if not ids:
+        return 0
+    moved = transition_audited(
+        event_id=event_id,
+        ids=ids,
+        to=EntryStatus.REVOKED,
+        expected=QUEUED,
+        now=now,
+        action=AuditAction.REVOKED,
+        actor="system:schedule",
+        data=lambda m: {"reason": "closed", "from": m.previous},
+    )
+    index_forget(event_id, moved)
+    return len(moved)

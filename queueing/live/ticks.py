@@ -1,0 +1,95 @@
+"""Live updates: one broadcast per event per tick, whatever the size of the line.
+
+A tick carries what a page needs to work out its own position: per tier, the count and a
+sketch of ``(rank, order key)`` checkpoints (dense at the front, geometric behind), plus the
+measured throughput for the wait estimate. Each page knows its own order key and tier from its
+snapshot and places itself between two checkpoints. Building a tick costs
+O(checkpoints * log n); sending it is one publish. Personal messages go only to admitted fans
+(``queueing/hot/channels.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+from typing import Any
+
+from events.models import Event
+from queueing.hot import channels, line_index, stats
+from queueing.hot.client import HotIndexUnavailable
+from queueing.hot.line_index import IndexState
+from queueing.line.layouts import event_layout
+from queueing.line.throughput import current_throughput
+from queueing.rules.layout import EventLayout
+
+logger = logging.getLogger(__name__)
+
+
+EXACT_FRONT = 32
+
+
+GROWTH = 1.15
+
+
+MAX_RANK = 10**9
+
+
+def checkpoint_ranks() -> list[int]:
+    """Every rank at the front (where fans watch closely), then ~15% apart."""
+    ranks = list(range(EXACT_FRONT))
+    rank = float(EXACT_FRONT)
+    while rank < MAX_RANK:
+        ranks.append(int(rank))
+        rank = max(rank * GROWTH, rank + 1)
+    return ranks
+
+
+CHECKPOINT_RANKS = checkpoint_ranks()
+
+
+def tick_payload(event: Event, layout: EventLayout, *, now: datetime) -> dict[str, Any] | None:
+    try:
+        line = line_index.sketch(layout, ranks=CHECKPOINT_RANKS)
+    except HotIndexUnavailable:
+        return None
+    if line.state is not IndexState.READY:
+        return None  # pages keep their last figures (and poll) until the index is whole
+    throughput = current_throughput(layout)
+    return {
+        "type": "tick",
+        "at": now.timestamp(),
+        "state": event.state_at(now).value,
+        "prequeue": line.prequeue,
+        "queue_length": line.prequeue + sum(t.count for t in line.tiers),
+        "tiers": [
+            {"id": t.tier_id, "count": t.count, "checkpoints": [list(c) for c in t.checkpoints]}
+            for t in line.tiers
+        ],
+        "throughput": (
+            {"lam": throughput.lam, "scv": throughput.scv} if throughput is not None else None
+        ),
+    }
+
+
+def broadcast_tick(*, event_id: int, now: datetime) -> bool:
+    """Publish this tick to every page watching the event: one message, cached for snapshots."""
+    event = Event.objects.filter(pk=event_id).first()
+    layout = event_layout(event_id)
+    if event is None or layout is None:
+        return False
+    payload = tick_payload(event, layout, now=now)
+    if payload is None:
+        return False
+    text = json.dumps(payload, separators=(",", ":"))
+    try:
+        stats.remember_tick(event_id, text)
+        stats.record_line_sample(
+            event_id, minute=int(now.timestamp() // 60), queue_length=payload["queue_length"]
+        )
+        channels.publish_tick(event_id, text)
+    except Exception:
+        # Pages fall back to polling; the line itself is unaffected.
+        logger.warning("could not broadcast the tick of event %s", event_id, exc_info=True)
+        return False
+    return True

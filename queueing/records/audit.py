@@ -1,0 +1,199 @@
+"""Appending to and checking an event's hash-chained audit trail.
+
+``hash = sha256(prev_hash + canonical(record))`` where the canonical form is compact JSON with
+sorted keys. Appends take the row lock of the event's chain head, so records of one event are
+chained in commit order; the lock is held only until the caller's transaction commits, which is
+why callers append as the last step of their transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import connection
+
+from queueing.models import GENESIS_HASH, AuditAction, AuditChainHead, AuditRecord
+from queueing.records.bulk_insert import insert_rows
+
+
+def canonical_record(
+    *,
+    event_id: int,
+    seq: int,
+    at: datetime,
+    ticket_id: uuid.UUID | None,
+    action: str,
+    actor: str,
+    data: dict[str, Any],
+) -> str:
+    return json.dumps(
+        {
+            "event": event_id,
+            "seq": seq,
+            "at": at.astimezone(UTC).isoformat(timespec="microseconds"),
+            "ticket_id": str(ticket_id) if ticket_id else None,
+            "action": action,
+            "actor": actor,
+            "data": data,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+
+
+def chain_hash(prev_hash: str, canonical: str) -> str:
+    return hashlib.sha256((prev_hash + canonical).encode()).hexdigest()
+
+
+def record_hash(record: AuditRecord) -> str:
+    return chain_hash(
+        record.prev_hash,
+        canonical_record(
+            event_id=record.event_id,
+            seq=record.seq,
+            at=record.at,
+            ticket_id=record.ticket_id,
+            action=record.action,
+            actor=record.actor,
+            data=record.data,
+        ),
+    )
+
+
+_RECORD_FIELDS = (
+    "event_id",
+    "seq",
+    "at",
+    "ticket_id",
+    "action",
+    "actor",
+    "data",
+    "prev_hash",
+    "hash",
+)
+
+
+_MOVE_HEAD = (
+    f"UPDATE {AuditChainHead._meta.db_table} SET seq = %s, last_hash = %s WHERE event_id = %s"
+)
+
+
+@dataclass(frozen=True)
+class AuditItem:
+    """One record to append; several can share one lock of the chain head."""
+
+    action: AuditAction
+    ticket_id: uuid.UUID | None = None
+    data: dict[str, Any] | None = None
+    at: datetime | None = None  # when it happened, if not when the batch did
+
+
+def audit_chain_lock(*, event_id: int) -> AuditChainHead:
+    """Take the chain head's lock early in a transaction (released at commit); the head, to
+    hand to ``audit_append_many`` in the same transaction rather than read it again."""
+    return AuditChainHead.objects.select_for_update().get(event_id=event_id)
+
+
+def audit_chain_start(*, event_id: int) -> None:
+    AuditChainHead.objects.create(event_id=event_id)
+
+
+def audit_append_many(
+    *,
+    event_id: int,
+    actor: str,
+    at: datetime,
+    items: Iterable[AuditItem],
+    locked_head: AuditChainHead | None = None,
+) -> list[AuditRecord]:
+    if not connection.in_atomic_block:
+        raise RuntimeError("audit records must be written in the transaction of the change")
+    items = list(items)
+    if not items:
+        return []
+    head = locked_head or AuditChainHead.objects.select_for_update().get(event_id=event_id)
+    records = []
+    prev_hash, seq = head.last_hash, head.seq
+    for item in items:
+        seq += 1
+        record = AuditRecord(
+            event_id=event_id,
+            seq=seq,
+            at=item.at or at,
+            ticket_id=item.ticket_id,
+            action=item.action,
+            actor=actor,
+            data=item.data or {},
+            prev_hash=prev_hash,
+        )
+        record.hash = record_hash(record)
+        prev_hash = record.hash
+        records.append(record)
+    # The records and the head's move in one round trip: this runs under the head's lock.
+    insert_rows(
+        AuditRecord,
+        _RECORD_FIELDS,
+        [[getattr(record, name) for name in _RECORD_FIELDS] for record in records],
+        then=(_MOVE_HEAD, (seq, prev_hash, event_id)),
+    )
+    head.seq, head.last_hash = seq, prev_hash
+    return records
+
+
+def audit_append(
+    *,
+    event_id: int,
+    action: AuditAction,
+    actor: str,
+    at: datetime,
+    ticket_id: uuid.UUID | None = None,
+    data: dict[str, Any] | None = None,
+) -> AuditRecord:
+    (record,) = audit_append_many(
+        event_id=event_id,
+        actor=actor,
+        at=at,
+        items=[AuditItem(action=action, ticket_id=ticket_id, data=data)],
+    )
+    return record
+
+
+@dataclass(frozen=True)
+class ChainVerdict:
+    ok: bool
+    records: int
+    first_bad_id: int | None
+
+
+def audit_chain_verify(*, event_id: int, batch_size: int = 5000) -> ChainVerdict:
+    """Recompute the chain: every hash, every link, and no gap in ``seq``.
+
+    The head is read first and only records up to its ``seq`` are checked: those were all
+    committed before the head was read, so appends during a live sale are not mistaken for
+    tampering.
+    """
+    head = AuditChainHead.objects.filter(event_id=event_id).first()
+    records = AuditRecord.objects.filter(event_id=event_id).order_by("seq")
+    if head is not None:
+        records = records.filter(seq__lte=head.seq)
+    prev_hash, expected_seq, count = GENESIS_HASH, 1, 0
+    for record in records.iterator(chunk_size=batch_size):
+        count += 1
+        if (
+            record.seq != expected_seq
+            or record.prev_hash != prev_hash
+            or record.hash != record_hash(record)
+        ):
+            return ChainVerdict(ok=False, records=records.count(), first_bad_id=record.id)
+        prev_hash, expected_seq = record.hash, expected_seq + 1
+    if head is not None and (head.seq != count or head.last_hash != prev_hash):
+        # Records were removed from the end of the chain.
+        return ChainVerdict(ok=False, records=count, first_bad_id=None)
+    return ChainVerdict(ok=True, records=count, first_bad_id=None)

@@ -1,7 +1,0 @@
-from django.urls import path
-
-from queueing.consumers import LineConsumer
-
-websocket_urlpatterns = [
-    path("ws/events/<slug:slug>/", LineConsumer.as_asgi()),
-]

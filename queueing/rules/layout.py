@@ -1,0 +1,29 @@
+"""The shape of an event's line: its tiers in service order and its configured pace. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TierLayout:
+    id: int
+    priority: int
+    share: int
+
+
+@dataclass(frozen=True)
+class EventLayout:
+    event_id: int
+    slug: str
+    heartbeat_seconds: int
+    # Admissions per second the event is configured for (None: no pace to go by).
+    pace: float | None
+    # In service order: (priority, id).
+    tiers: tuple[TierLayout, ...]
+
+    def tier_index(self, tier_id: int) -> int | None:
+        for index, tier in enumerate(self.tiers):
+            if tier.id == tier_id:
+                return index
+        return None

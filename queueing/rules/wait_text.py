@@ -1,0 +1,51 @@
+"""How a wait is put into words for fans: a range, never false precision. Pure."""
+
+from __future__ import annotations
+
+import math
+
+from django.utils.translation import gettext, ngettext
+
+from queueing.rules.eta import Eta
+
+
+def wait_range_text(eta: Eta | None) -> str:
+    if eta is None:
+        return gettext("We'll show an estimate as soon as the line starts moving.")
+    low_minutes = math.floor(eta.p10 / 60)
+    high_minutes = math.ceil(eta.p90 / 60)
+    if high_minutes <= 1:
+        return gettext("less than a minute")
+    if high_minutes >= 120:
+        low_hours = max(1, round(eta.p10 / 3600))
+        high_hours = max(low_hours, round(eta.p90 / 3600))
+        if low_hours == high_hours:
+            return ngettext("about %(n)d hour", "about %(n)d hours", low_hours) % {"n": low_hours}
+        return gettext("about %(low)d–%(high)d hours") % {"low": low_hours, "high": high_hours}
+    low_minutes = max(1, low_minutes)
+    if low_minutes >= high_minutes:
+        return ngettext("about %(n)d minute", "about %(n)d minutes", high_minutes) % {
+            "n": high_minutes
+        }
+    return gettext("about %(low)d–%(high)d minutes") % {"low": low_minutes, "high": high_minutes}
+
+
+def js_strings() -> dict[str, str]:
+    """The same wording for the page's script (which fills in the numbers itself)."""
+    return {
+        "unknown": gettext("We'll show an estimate as soon as the line starts moving."),
+        "lessThanMinute": gettext("less than a minute"),
+        "minute": ngettext("about %(n)d minute", "about %(n)d minutes", 1),
+        "minutes": ngettext("about %(n)d minute", "about %(n)d minutes", 2),
+        "minutesRange": gettext("about %(low)d–%(high)d minutes"),
+        "hour": ngettext("about %(n)d hour", "about %(n)d hours", 1),
+        "hours": ngettext("about %(n)d hour", "about %(n)d hours", 2),
+        "hoursRange": gettext("about %(low)d–%(high)d hours"),
+        "next": gettext("You're next!"),
+        "inLine": gettext("You're in line."),
+        "admitted": gettext("It's your turn! Taking you to the shop…"),
+        "offline": gettext("Live updates paused; we'll keep checking."),
+        "paused": gettext("The sale is paused for a moment. You keep your place."),
+        "countdownDays": gettext("%(d)dd %(h)02d:%(m)02d:%(s)02d"),
+        "countdown": gettext("%(h)02d:%(m)02d:%(s)02d"),
+    }

@@ -1,0 +1,191 @@
+"""The fans' endpoints (API.md, "Fans"): parse, call one service, shape the answer.
+
+Plain Django views rather than DRF: these are the hot paths and need none of DRF's machinery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
+
+from config.metrics import JOIN_SECONDS, STATUS_SECONDS, observed
+from config.middleware import api_exception_response
+from events.models import Event
+from events.selectors import event_by_slug
+from queueing.line.joining import JoinOutcome, JoinRequest, JoinResult, entry_join_many
+from queueing.line.leaving import entry_leave
+from queueing.line.reads import event_public_view
+from queueing.line.status import ticket_poll
+from queueing.line.views import TicketView
+from queueing.rules.errors import QueueError
+from queueing.rules.tickets import TicketRef, ticket_read
+from queueing.web.abuse import join_rate_check
+from queueing.web.http import json_api, json_body, optional_str
+from queueing.web.identity import Identity, identity_from_request, identity_remember
+from queueing.web.pow import pow_challenge, pow_check
+
+
+def _ticket_ref(ticket: str) -> TicketRef:
+    return ticket_read(ticket)  # InvalidTicket: 400 invalid_ticket at the edge
+
+
+def _ticket_payload(view: TicketView) -> dict[str, Any]:
+    return {
+        "ticket": view.ticket,
+        "event": view.event_slug,
+        "status": view.status.value,
+        "position": view.position,
+        "eta": view.eta.as_dict() if view.eta else None,
+        "queue_length": view.queue_length,
+    }
+
+
+def _ticket_response(payload: dict[str, Any], view: TicketView, *, status: int) -> JsonResponse:
+    response = JsonResponse(payload, status=status)
+    response["X-Poll-After-Seconds"] = f"{view.poll_after_seconds:g}"
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@dataclass(frozen=True)
+class PreparedJoin:
+    join: JoinRequest
+    identity: Identity
+
+
+def join_prepare(request: HttpRequest, event: Event) -> PreparedJoin:
+    """Everything about a join that is read from the request, checked before it queues."""
+    body = json_body(request)
+    access_code = optional_str(body, "access_code", max_length=64)
+    identity = identity_from_request(request)
+    join_rate_check(request=request, identity=identity.digest)
+    pow_check(event=event, proof=body.get("pow"))
+    return PreparedJoin(
+        join=JoinRequest(
+            event=event, identity=identity.digest, access_code=access_code, now=timezone.now()
+        ),
+        identity=identity,
+    )
+
+
+def join_response(request: HttpRequest, outcome: JoinOutcome, identity: Identity) -> HttpResponse:
+    if not isinstance(outcome, JoinResult):
+        return api_exception_response(request, outcome)
+    view = outcome.view
+    response = _ticket_response(_ticket_payload(view), view, status=201 if outcome.created else 200)
+    identity_remember(response, identity)
+    return response
+
+
+@observed(JOIN_SECONDS)
+@json_api("POST")
+def join(request: HttpRequest, slug: str) -> HttpResponse:
+    prepared = join_prepare(request, event_by_slug(slug))
+    (outcome,) = entry_join_many([prepared.join])
+    return join_response(request, outcome, prepared.identity)
+
+
+def join_batch(requests: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse]:
+    """The answers to many ``POST .../join`` (request, slug) at once, committed together
+    (group commit; see queueing/joining.py). Used by the lean path in queueing/hot_paths.py
+    from its batch thread; each request is checked exactly as ``join`` checks it."""
+    events: dict[str, Event | QueueError] = {}
+    answers: list[HttpResponse | PreparedJoin] = []
+    for request, slug in requests:
+        try:
+            if slug not in events:
+                try:
+                    events[slug] = event_by_slug(slug)
+                except QueueError as missing:
+                    events[slug] = missing
+            event = events[slug]
+            if isinstance(event, QueueError):
+                raise event
+            answers.append(join_prepare(request, event))
+        except Exception as failure:  # noqa: BLE001  this fan's answer, not the batch's
+            answers.append(api_exception_response(request, failure))
+    waiting = [
+        (request, answer)
+        for (request, _), answer in zip(requests, answers, strict=True)
+        if isinstance(answer, PreparedJoin)
+    ]
+    outcomes = iter(entry_join_many([prepared.join for _, prepared in waiting]))
+    return [
+        join_response(request, next(outcomes), answer.identity)
+        if isinstance(answer, PreparedJoin)
+        else answer
+        for (request, _), answer in zip(requests, answers, strict=True)
+    ]
+
+
+def ticket_status_payload(view: TicketView) -> dict[str, Any]:
+    issued = view.issued_pass
+    return {
+        **_ticket_payload(view),
+        "pass": issued.token if issued else None,
+        "pass_expires_at": issued.expires_at.isoformat() if issued else None,
+        "redirect_url": issued.redirect_url if issued else None,
+    }
+
+
+@observed(STATUS_SECONDS)
+@json_api("GET", "DELETE")
+def ticket(request: HttpRequest, ticket: str) -> HttpResponse:
+    ref = _ticket_ref(ticket)
+    now = timezone.now()
+    if request.method == "DELETE":
+        entry_leave(ref=ref, now=now)
+        return HttpResponse(status=204)
+    view = ticket_poll(ref=ref, ticket=ticket, now=now)
+    return _ticket_response(ticket_status_payload(view), view, status=200)
+
+
+@json_api("GET")
+def challenge(request: HttpRequest, slug: str) -> HttpResponse:
+    event = event_by_slug(slug)
+    issued = pow_challenge(event)
+    response = JsonResponse(
+        {
+            "challenge": issued.challenge,
+            "difficulty": issued.difficulty,
+            "expires_in": issued.expires_in,
+            "algorithm": 'sha256(challenge + ":" + nonce) starts with `difficulty` zero bits',
+        }
+    )
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@json_api("GET")
+def event_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    event = event_by_slug(slug)
+    now = timezone.now()
+    view = event_public_view(event, now=now)
+    return JsonResponse(
+        {
+            "slug": event.slug,
+            "name": event.name,
+            "state": view.state.value,
+            "queue_length": view.queue_length,
+            "active": view.active,
+            "capacity": event.capacity,
+            "rate_per_minute": event.rate_per_minute,
+            "eta_new": view.eta_new.as_dict() if view.eta_new else None,
+            "prequeue_opens_at": _iso(event.prequeue_opens_at),
+            "starts_at": _iso(event.starts_at),
+            "ends_at": _iso(event.ends_at),
+            "started_at": _iso(event.started_at),
+            # The shuffle's commitment, then its reveal (see queueing/shuffle.py).
+            "shuffle_seed_sha256": event.shuffle_seed_sha256,
+            "shuffle_seed": event.shuffle_seed if event.started_at else None,
+        }
+    )
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None

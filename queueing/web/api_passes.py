@@ -1,0 +1,62 @@
+"""The protected site's endpoints (API.md, "Protected sites"): JWKS, verify, complete."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
+
+from config.api_errors import ApiError
+from queueing.line.sessions import pass_complete, pass_verify
+from queueing.passes.signing import jwks
+from queueing.web.http import json_api, json_body, optional_str
+
+
+@json_api("GET")
+def jwks_document(request: HttpRequest) -> HttpResponse:
+    response = JsonResponse(jwks(now=timezone.now()))
+    # Shops may cache it briefly; a rotated key is published long before it signs.
+    response["Cache-Control"] = "public, max-age=300"
+    return response
+
+
+def _required_pass(body: dict[str, object]) -> str:
+    """Any string is a pass to judge (garbage is answered as malformed, not refused)."""
+    token = body.get("pass")
+    if not isinstance(token, str):
+        raise ApiError(400, "bad_request", "pass is required and must be a string.")
+    return token
+
+
+@json_api("POST")
+def verify(request: HttpRequest) -> HttpResponse:
+    body = json_body(request)
+    verdict = pass_verify(
+        token=_required_pass(body),
+        now=timezone.now(),
+        event_slug=optional_str(body, "event", max_length=64),
+    )
+    if not verdict.valid:
+        return JsonResponse({"valid": False, "reason": verdict.reason})
+    return JsonResponse(
+        {
+            "valid": True,
+            "event": verdict.event,
+            "ticket_id": str(verdict.ticket_id),
+            "expires_at": verdict.expires_at.isoformat() if verdict.expires_at else None,
+        }
+    )
+
+
+@json_api("POST")
+def complete(request: HttpRequest) -> HttpResponse:
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not key:
+        raise ApiError(401, "unauthorized", "Send the event's integration key as a Bearer token.")
+    body = json_body(request)
+    pass_complete(
+        token=_required_pass(body),
+        outcome=optional_str(body, "outcome", max_length=32) or "completed",
+        integration_key=key,
+        now=timezone.now(),
+    )
+    return HttpResponse(status=204)

@@ -1,0 +1,153 @@
+"""The waiting page's WebSocket: relay only.
+
+Connect: verify the ticket (signature, no database), join the ticket's group, accept, then
+send one personal snapshot. Afterwards the socket only relays the event's tick (serialized once
+for everyone, handed over by this process's fan-out: queueing/tick_fanout.py) and, for an
+admitted fan, where to go.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.db import DatabaseError
+from django.utils import timezone
+
+from config.api_errors import ApiError
+from queueing.hot import stats
+from queueing.hot.channels import ticket_group
+from queueing.hot.client import HotIndexUnavailable
+from queueing.line.layouts import event_layout_async
+from queueing.line.status import hot_ticket_poll, ticket_poll
+from queueing.line.views import TicketView
+from queueing.live.fanout import TickRelay, tick_relay_close, tick_relay_open
+from queueing.live.watchers import watchers
+from queueing.rules.layout import EventLayout
+from queueing.rules.states import EntryStatus
+from queueing.rules.tickets import InvalidTicket, TicketRef, ticket_read
+
+CLOSE_BAD_TICKET = 4401
+CLOSE_TICKET_GONE = 4404
+CLOSE_TRY_AGAIN = 1013  # the page polls, then reconnects
+
+
+def snapshot_message(
+    view: TicketView, layout: EventLayout, last_tick: str | None
+) -> dict[str, Any]:
+    return {
+        "type": "snapshot",
+        "status": view.status.value,
+        "position": view.position,
+        "queue_length": view.queue_length,
+        "eta": view.eta.as_dict() if view.eta else None,
+        "tier_id": view.tier_id,
+        "order_key": view.order_key,
+        "tiers": [{"id": t.id, "share": t.share} for t in layout.tiers],
+        "heartbeat_seconds": layout.heartbeat_seconds,
+        "redirect_url": view.issued_pass.redirect_url if view.issued_pass else None,
+        "tick": json.loads(last_tick) if last_tick else None,
+    }
+
+
+async def _last_tick(event_id: int) -> str | None:
+    try:
+        return await stats.last_tick_async(event_id)
+    except HotIndexUnavailable:
+        return None
+
+
+class LineConsumer(AsyncWebsocketConsumer):
+    ref: TicketRef | None = None
+    ticket: str = ""
+    layout: EventLayout | None = None
+    ticks: TickRelay | None = None  # this page's share of the event's ticks (tick_fanout.py)
+    left: bool = False
+
+    async def connect(self) -> None:
+        slug = self.scope["url_route"]["kwargs"]["slug"]
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        self.ticket = (query.get("ticket") or [""])[0]
+        try:
+            ref = ticket_read(self.ticket)
+        except InvalidTicket:
+            await self._refuse(CLOSE_BAD_TICKET)
+            return
+        try:
+            layout = await event_layout_async(ref.event_id)
+        except DatabaseError:
+            # Not the ticket's fault: the page keeps its place by polling, and reconnects.
+            await self._refuse(CLOSE_TRY_AGAIN)
+            return
+        if layout is None or layout.slug != slug or layout.tier_index(ref.tier_id) is None:
+            await self._refuse(CLOSE_BAD_TICKET)
+            return
+        self.ref, self.layout = ref, layout
+        await self.channel_layer.group_add(ticket_group(ref.entry_id), self.channel_name)
+        await self.accept()
+        watchers.add(ref.event_id, ref.entry_id, layout.heartbeat_seconds)
+        try:
+            if await self._send_personal(snapshot=True):
+                # Ticks only after the snapshot: a page places itself from its order key.
+                self.ticks = await tick_relay_open(ref.event_id, self._send_text)
+        except BaseException:
+            # The page went away mid-connect, or Redis did: no disconnect will tidy up.
+            self._leave()
+            raise
+
+    async def _refuse(self, code: int) -> None:
+        # Accept first: a close before the handshake would reach the page as a bare HTTP 403.
+        await self.accept()
+        await self.close(code=code)
+
+    async def _send_personal(self, *, snapshot: bool) -> bool:
+        """False if the ticket is gone (the socket is being closed)."""
+        assert self.ref is not None and self.layout is not None
+        # From the hot index on the event loop while the fan is in line there (a page
+        # connecting is as hot as a status poll when a sale starts); else from the database.
+        view = await hot_ticket_poll(self.ref, self.ticket) if snapshot else None
+        if view is None:
+            try:
+                view = await database_sync_to_async(ticket_poll)(
+                    ref=self.ref, ticket=self.ticket, now=timezone.now()
+                )
+            except ApiError:
+                await self.close(code=CLOSE_TICKET_GONE)
+                return False
+        if snapshot:
+            last = await _last_tick(self.ref.event_id)
+            await self.send(text_data=json.dumps(snapshot_message(view, self.layout, last)))
+        elif view.status == EntryStatus.ADMITTED and view.issued_pass is not None:
+            await self.send(
+                text_data=json.dumps(
+                    {"type": "admitted", "redirect_url": view.issued_pass.redirect_url}
+                )
+            )
+        return True
+
+    async def disconnect(self, code: int) -> None:
+        if self.ref is None:
+            return
+        self._leave()
+        await self.channel_layer.group_discard(ticket_group(self.ref.entry_id), self.channel_name)
+
+    def _leave(self) -> None:
+        """Stop keeping the ticket alive and relaying ticks (once, whoever asks first)."""
+        if self.ref is None or self.left:
+            return
+        self.left = True
+        watchers.remove(self.ref.event_id, self.ref.entry_id)
+        if self.ticks is not None:
+            tick_relay_close(self.ref.event_id, self.ticks)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Pages have nothing to say; whatever arrives is ignored."""
+
+    async def _send_text(self, text: str) -> None:
+        await self.send(text_data=text)
+
+    async def ticket_admitted(self, message: dict[str, Any]) -> None:
+        await self._send_personal(snapshot=False)

@@ -1,0 +1,199 @@
+"""The fans' waiting page ``/e/<slug>/``: server-rendered, live over WebSockets when it can,
+polling when it cannot, refreshing itself without JavaScript."""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods
+
+from config.api_errors import ApiError, api_error
+from events.models import Event
+from queueing.line.joining import entry_join
+from queueing.line.status import ticket_poll
+from queueing.line.views import TicketView
+from queueing.rules.errors import QueueError
+from queueing.rules.states import EntryStatus
+from queueing.rules.tickets import ticket_read
+from queueing.rules.wait_text import js_strings, wait_range_text
+from queueing.web.abuse import join_rate_check
+from queueing.web.identity import identity_from_request, identity_remember
+from queueing.web.pow import pow_check
+
+_COOKIE_SALT = "waitingroom.page-ticket.v1"
+
+
+@dataclass(frozen=True)
+class PageTicket:
+    ticket: str
+    first_position: int | None  # where the fan stood when first placed (for the progress bar)
+
+
+def _cookie_name(event: Event) -> str:
+    return f"wr_ticket_{event.pk}"
+
+
+def _read_cookie(request: HttpRequest, event: Event) -> PageTicket | None:
+    raw = request.get_signed_cookie(_cookie_name(event), default=None, salt=_COOKIE_SALT)
+    if not raw:
+        return None
+    ticket, _, first = raw.partition("|")
+    return PageTicket(ticket=ticket, first_position=int(first) if first.isdigit() else None)
+
+
+def _write_cookie(response: HttpResponse, event: Event, page_ticket: PageTicket) -> None:
+    first = "" if page_ticket.first_position is None else str(page_ticket.first_position)
+    response.set_signed_cookie(
+        _cookie_name(event),
+        f"{page_ticket.ticket}|{first}",
+        salt=_COOKIE_SALT,
+        max_age=settings.WR_IDENTITY_COOKIE_MAX_AGE,
+        httponly=True,
+        samesite="Lax",
+        secure=settings.SESSION_COOKIE_SECURE,
+    )
+
+
+def _event_or_404(slug: str) -> Event:
+    event = Event.objects.filter(slug=slug).first()
+    if event is None:
+        raise Http404("No such on-sale")
+    return event
+
+
+def _needs_join_form(event: Event) -> bool:
+    """A form instead of joining on arrival: when some tiers are for code holders (a code
+    field), or when joining takes a proof of work (solved by the page's script)."""
+    return bool(event.pow_difficulty) or event.access_codes.exists()
+
+
+def _base_context(event: Event, now: datetime) -> dict[str, Any]:
+    return {"event": event, "state": event.state_at(now).value, "now": now}
+
+
+def _render_join_refused(
+    request: HttpRequest, event: Event, refusal: QueueError | ApiError, now: datetime
+) -> HttpResponse:
+    error = api_error(refusal)
+    context = {**_base_context(event, now), "error": error.code, "detail": error.detail}
+    retry = error.headers.get("Retry-After")
+    context["retry_after"] = int(retry) if retry else None
+    if error.code == "invalid_access_code":
+        context["code_error"] = True
+        return render(request, "queueing/join.html", context, status=400)
+    response = render(request, "queueing/refused.html", context, status=error.status)
+    if retry:
+        response["Retry-After"] = retry
+    return response
+
+
+def _join(
+    request: HttpRequest, event: Event, access_code: str | None, now: datetime
+) -> HttpResponse:
+    identity = identity_from_request(request)
+    try:
+        join_rate_check(request=request, identity=identity.digest)
+        if request.method == "POST":
+            proof = {
+                "challenge": request.POST.get("pow_challenge", ""),
+                "nonce": request.POST.get("pow_nonce", ""),
+            }
+            pow_check(event=event, proof=proof if proof["challenge"] else None)
+        result = entry_join(event=event, identity=identity.digest, access_code=access_code, now=now)
+    except (QueueError, ApiError) as error:
+        return _render_join_refused(request, event, error, now)
+    response = HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))
+    _write_cookie(
+        response, event, PageTicket(ticket=result.view.ticket, first_position=result.view.position)
+    )
+    identity_remember(response, identity)
+    return response
+
+
+def _progress(first: int | None, position: int | None) -> int:
+    if not first or not position:
+        return 0
+    return max(0, min(100, math.floor(100 * (first - position) / first)))
+
+
+def _render_ticket(
+    request: HttpRequest, event: Event, page_ticket: PageTicket, view: TicketView, now: datetime
+) -> HttpResponse:
+    first = page_ticket.first_position or view.position
+    context = {
+        **_base_context(event, now),
+        "view": view,
+        "status": view.status.value,
+        "wait_text": wait_range_text(view.eta),
+        "progress": _progress(first, view.position),
+        "refresh_seconds": max(5, math.ceil(view.poll_after_seconds)),
+        "config": {
+            "ticket": view.ticket,
+            "status": view.status.value,
+            "state": event.state_at(now).value,
+            "position": view.position,
+            "queueLength": view.queue_length,
+            "eta": view.eta.as_dict() if view.eta else None,
+            "firstPosition": first,
+            "pollAfter": view.poll_after_seconds,
+            "startsAt": event.starts_at.timestamp() if event.starts_at else None,
+            "wsPath": f"/ws/events/{event.slug}/",
+            "ticketApi": reverse("api-ticket", args=[view.ticket]),
+            "strings": js_strings(),
+        },
+    }
+    response = render(request, "queueing/waiting.html", context)
+    if first != page_ticket.first_position:
+        _write_cookie(response, event, PageTicket(ticket=view.ticket, first_position=first))
+    return response
+
+
+def _render_join_form(request: HttpRequest, event: Event, now: datetime) -> HttpResponse:
+    """Joining is always a POST: link previews, mail scanners and HEAD requests must not take
+    places in line. Where no code or puzzle is needed, the page's script sends the form at
+    once, so a fan still just arrives; without JavaScript there is a button."""
+    context = {
+        **_base_context(event, now),
+        "has_codes": event.access_codes.exists(),
+        "autojoin": not _needs_join_form(event),
+        # Jittered, so a crowd waiting for the doors does not refresh in step.
+        "refresh_seconds": random.randint(20, 40),
+    }
+    return render(request, "queueing/join.html", context)
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def waiting_page(request: HttpRequest, slug: str) -> HttpResponse:
+    event = _event_or_404(slug)
+    now = timezone.now()
+    if request.method == "POST":
+        if request.POST.get("rejoin") and _needs_join_form(event):
+            # Back through the form (code field, puzzle), with the old ticket forgotten.
+            response = HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))
+            response.delete_cookie(_cookie_name(event))
+            return response
+        code = request.POST.get("access_code", "").strip()[:64] or None
+        return _join(request, event, code, now)
+    page_ticket = _read_cookie(request, event)
+    view = None
+    if page_ticket is not None:
+        try:
+            view = ticket_poll(
+                ref=ticket_read(page_ticket.ticket), ticket=page_ticket.ticket, now=now
+            )
+        except (QueueError, ApiError):
+            page_ticket, view = None, None  # a ticket from an old database: start afresh
+    if view is None or page_ticket is None:
+        return _render_join_form(request, event, now)
+    if view.status == EntryStatus.ADMITTED and view.issued_pass is not None:
+        return HttpResponseRedirect(view.issued_pass.redirect_url)
+    return _render_ticket(request, event, page_ticket, view, now)

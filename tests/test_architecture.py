@@ -1,0 +1,105 @@
+"""The code's shape, held by tests: the rooms' one-way rule (import-linter contracts in
+.importlinter), no import cycles, and no function-local imports that would hide one."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("queueing", "events", "dashboard")
+# Django loads an app's checks when the app is ready: the one import that belongs in a function.
+ALLOWED_LOCAL_IMPORTS = {("queueing/apps.py", "ready")}
+
+
+def _cycles(graph: grimp.ImportGraph, modules: set[str]) -> list[set[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[set[str]] = []
+    counter = 0
+    for root in sorted(modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root) & modules)))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    imported = graph.find_modules_directly_imported_by(child) & modules
+                    work.append((child, iter(sorted(imported))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+    return found
+
+
+def test_no_import_cycles_in_the_apps() -> None:
+    graph = grimp.build_graph(*PACKAGES, "config")
+    modules = {m for m in graph.modules if m.split(".")[0] in PACKAGES}
+    assert _cycles(graph, modules) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = grimp.ImportGraph()
+    for name in ("a", "b", "c"):
+        graph.add_module(name)
+    graph.add_import(importer="a", imported="b")
+    graph.add_import(importer="b", imported="a")
+    graph.add_import(importer="b", imported="c")
+    assert _cycles(graph, {"a", "b", "c"}) == [{"a", "b"}]
+
+
+def test_no_function_local_imports() -> None:
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if "/migrations/" in relative:
+                continue
+            tree = ast.parse(path.read_text())
+            for function in ast.walk(tree):
+                if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for node in ast.walk(function):
+                    if isinstance(node, (ast.Import, ast.ImportFrom)) and (
+                        (relative, function.name) not in ALLOWED_LOCAL_IMPORTS
+                    ):
+                        found.append(f"{relative}:{node.lineno} in {function.name}()")
+    assert found == []
+
+
+def test_the_import_contracts_hold() -> None:
+    lint = Path(sys.executable).parent / "lint-imports"
+    result = subprocess.run(
+        [str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
