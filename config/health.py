@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
@@ -26,6 +27,6 @@ def readyz(request: HttpRequest) -> HttpResponse:
         problems.append("redis unreachable")
     if problems:
         response = JsonResponse({"error": "not_ready", "detail": "; ".join(problems)}, status=503)
-        response["Retry-After"] = "5"
+        response["Retry-After"] = str(settings.WR_UNAVAILABLE_RETRY_AFTER)
         return response
     return HttpResponse("ok", content_type="text/plain")

@@ -266,6 +266,20 @@ WR_REBUILD_REQUEST_SECONDS = env_int("WR_REBUILD_REQUEST_SECONDS", 5, minimum=1)
 WR_QUEUE_FULL_RETRY_AFTER = env_int("WR_QUEUE_FULL_RETRY_AFTER", 30, minimum=1)
 # Most fans admitted by one admission run of one event.
 WR_ADMISSION_BATCH = env_int("WR_ADMISSION_BATCH", 500, minimum=1)
+# Entries added to the hot index per pipeline (one round trip each) after a commit.
+WR_INDEX_ADD_CHUNK = env_int("WR_INDEX_ADD_CHUNK", 1000, minimum=1)
+# Entries at the front of each tier checked against PostgreSQL every tick (ghost removal).
+WR_INDEX_HEAD_CHECK = env_int("WR_INDEX_HEAD_CHECK", 64, minimum=1)
+# How long the last tick is kept for the snapshots of newly opened pages (seconds).
+WR_TICK_CACHE_SECONDS = env_int("WR_TICK_CACHE_SECONDS", 60, minimum=5)
+# How long per-minute line samples are kept for the dashboard's charts (seconds).
+WR_LINE_SAMPLES_SECONDS = env_int("WR_LINE_SAMPLES_SECONDS", 7200, minimum=3600)
+# Tries of a leave whose ticket keeps changing under it before 409 conflict.
+WR_LEAVE_ATTEMPTS = env_int("WR_LEAVE_ATTEMPTS", 3, minimum=1)
+# How long a proof-of-work challenge may be solved and spent (seconds).
+WR_POW_CHALLENGE_SECONDS = env_int("WR_POW_CHALLENGE_SECONDS", 300, minimum=10)
+# Retry-After (seconds) on 503: PostgreSQL unreachable or its pool exhausted, not ready.
+WR_UNAVAILABLE_RETRY_AFTER = env_int("WR_UNAVAILABLE_RETRY_AFTER", 5, minimum=1)
 
 # /metrics: a bearer token if set; otherwise only loopback and private addresses may scrape.
 WR_METRICS_TOKEN = env_str("WR_METRICS_TOKEN", "")

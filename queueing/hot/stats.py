@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import redis
+from django.conf import settings
 
 from queueing.hot import keys
 from queueing.hot.client import (
@@ -47,7 +48,7 @@ async def read_throughput_async(event_id: int) -> tuple[float, float, bool] | No
 def record_line_sample(event_id: int, *, minute: int, queue_length: int) -> None:
     pipe = client().pipeline(transaction=False)
     pipe.hset(keys.line_samples(event_id), str(minute), queue_length)
-    pipe.expire(keys.line_samples(event_id), 7200)
+    pipe.expire(keys.line_samples(event_id), settings.WR_LINE_SAMPLES_SECONDS)
     pipe.execute()
 
 
@@ -59,7 +60,7 @@ def line_samples(event_id: int, minutes: Sequence[int]) -> list[int | None]:
 
 @unavailable_on_redis_error
 def remember_tick(event_id: int, text: str) -> None:
-    client().set(keys.last_tick(event_id), text, ex=60)
+    client().set(keys.last_tick(event_id), text, ex=settings.WR_TICK_CACHE_SECONDS)
 
 
 @unavailable_on_redis_error

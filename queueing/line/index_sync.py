@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol
 
+from django.conf import settings
 from django.db import DatabaseError
 
 from events.models import Event
@@ -54,10 +55,6 @@ class IndexedRow(Protocol):
     order_key: int
 
 
-# Entries added per pipeline: one round trip each, bounded in size.
-INDEX_ADD_CHUNK = 1000
-
-
 def index_add(
     layout: EventLayout,
     entries: Sequence[IndexedRow],
@@ -74,7 +71,7 @@ def index_add(
     """
     placements: list[Placement | None] = []
     try:
-        for start in range(0, len(entries), INDEX_ADD_CHUNK):
+        for start in range(0, len(entries), settings.WR_INDEX_ADD_CHUNK):
             placements += line_index.locate_many(
                 layout,
                 [
@@ -85,7 +82,7 @@ def index_add(
                         add=add,
                         order_key=entry.order_key,
                     )
-                    for entry in entries[start : start + INDEX_ADD_CHUNK]
+                    for entry in entries[start : start + settings.WR_INDEX_ADD_CHUNK]
                 ],
             )
     except HotIndexUnavailable:
@@ -113,9 +110,6 @@ def _flag_stale(event_id: int) -> None:
         logger.warning("could not flag the index of event %s as stale", event_id)
 
 
-HEAD_CHECK_SIZE = 64
-
-
 def index_heal_head(*, event_id: int) -> int:
     """Take out of the front of each tier anyone PostgreSQL says is no longer waiting.
 
@@ -127,7 +121,7 @@ def index_heal_head(*, event_id: int) -> int:
     if layout is None:
         return 0
     try:
-        members = line_index.head_members(layout, count=HEAD_CHECK_SIZE)
+        members = line_index.head_members(layout, count=settings.WR_INDEX_HEAD_CHECK)
     except HotIndexUnavailable:
         return 0
     if not members:

@@ -2,7 +2,7 @@
 
 A join is committed to PostgreSQL with its audit record before the fan is answered. Joins of
 one on-sale are serialised by the lock on its audit chain head, so a busy sale start is bound
-by how many commits that lock lets through. The lean join path (queueing/hot_paths.py) hands
+by how many commits that lock lets through. The lean join path (queueing/web/hot_paths.py) hands
 every join that arrives while a batch is committing to the next batch: one transaction, one
 lock of the chain head, one chain extension, one round trip to the hot index for all of them.
 A single join (the Django view, the waiting page) is a batch of one: there is one copy of the
@@ -19,30 +19,31 @@ from datetime import datetime
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 
-from events.codes import is_well_formed_access_code, normalise_access_code
-from events.models import AccessCode, Event, EventState, Tier
+from events.models import Event, Tier
 from queueing.hot.client import HotIndexUnavailable
-from queueing.hot.line_index import LineCounts
 from queueing.line.index_sync import index_add
+from queueing.line.join_inputs import (
+    arrival_refusal,
+    arrival_status,
+    line_started,
+    live_entries,
+    tiers_for_access_codes,
+)
 from queueing.line.reads import current_counts
 from queueing.line.status import entry_answer, entry_poll, layout_with_tier
 from queueing.line.throughput import current_throughput
 from queueing.line.views import TicketView, entry_view_unplaced
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock
-from queueing.records.bulk_insert import insert_rows
+from queueing.records.entries import entries_insert
+from queueing.rules.admission_control import join_quote
 from queueing.rules.errors import (
-    EventClosed,
-    EventNotOpen,
-    InvalidAccessCode,
     QueueError,
-    QueueFull,
     TicketContention,
 )
-from queueing.rules.eta import Eta, Throughput, estimate_wait
+from queueing.rules.eta import Eta
 from queueing.rules.layout import EventLayout
-from queueing.rules.positions import position_in_line
-from queueing.rules.states import LIVE, EntryStatus
+from queueing.rules.states import EntryStatus
 
 logger = logging.getLogger(__name__)
 
@@ -119,10 +120,10 @@ class _Newcomer:
 def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
     event = requests[0].event
     outcomes: list[JoinOutcome | None] = [None] * len(requests)
-    tiers = _tiers_for_access_codes(event, [r.access_code for r in requests])
+    tiers = tiers_for_access_codes(event, [r.access_code for r in requests])
     open_indexes = []
     for index, request in enumerate(requests):
-        refusal = _refusal(event.state_at(request.now))
+        refusal = arrival_refusal(event.state_at(request.now))
         tier = tiers[request.access_code]
         if refusal is not None:
             outcomes[index] = refusal
@@ -130,7 +131,7 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
             outcomes[index] = tier
         else:
             open_indexes.append(index)
-    live = _live_entries(event.id, {requests[i].identity for i in open_indexes})
+    live = live_entries(event.id, {requests[i].identity for i in open_indexes})
     newcomers: dict[str, tuple[int, _Newcomer]] = {}
     for index in open_indexes:
         request = requests[index]
@@ -148,7 +149,7 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
         return _all_answered(outcomes)
 
     layout = layout_with_tier(event.id, *{n.tier.id for _, n in newcomers.values()})
-    status = _arrival_status(event, started=event.started_at is not None)
+    status = arrival_status(event, started=event.started_at is not None)
     admitted = _admit_to_line(event, layout, status, newcomers, outcomes)
     if admitted:
         try:
@@ -177,7 +178,7 @@ def _after_identity_conflict(
             except Exception as failure:  # noqa: BLE001  this fan's alone (see entry_join_many)
                 outcome = failure
         else:
-            existing = _live_entries(request.event.id, {request.identity}).get(request.identity)
+            existing = live_entries(request.event.id, {request.identity}).get(request.identity)
             outcome = (
                 JoinResult(view=entry_poll(existing, now=request.now), created=False)
                 if existing is not None
@@ -212,8 +213,19 @@ def _admit_to_line(
     admitted = []
     for index, newcomer in newcomers.values():
         try:
-            newcomer.quote = _quote(
-                event, layout, newcomer.tier.id, status, counts, added_per_tier, throughput
+            newcomer.quote = join_quote(
+                layout,
+                tier_id=newcomer.tier.id,
+                waiting=status == EntryStatus.WAITING,
+                queue_length=counts.queue_length + sum(added_per_tier),
+                tier_counts=[
+                    (counts.tiers[i] if i < len(counts.tiers) else 0) + added_per_tier[i]
+                    for i in range(len(layout.tiers))
+                ],
+                throughput=throughput,
+                max_queue_length=event.max_queue_length,
+                max_wait_seconds=event.max_wait_seconds,
+                full_retry_after=settings.WR_QUEUE_FULL_RETRY_AFTER,
             )
         except QueueError as refusal:
             for position in (index, *newcomer.repeats):
@@ -223,36 +235,6 @@ def _admit_to_line(
         added_per_tier[tier_index] += 1
         admitted.append((index, newcomer))
     return admitted
-
-
-def _quote(
-    event: Event,
-    layout: EventLayout,
-    tier_id: int,
-    status: EntryStatus,
-    counts: LineCounts,
-    added_per_tier: Sequence[int],
-    throughput: Throughput | None,
-) -> Eta | None:
-    """Refuse the join if the line is at its maximum or the predicted wait is too long;
-    otherwise the wait quoted to this fan (kept on the entry for the accuracy report)."""
-    queue_length = counts.queue_length + sum(added_per_tier)
-    if event.max_queue_length and queue_length >= event.max_queue_length:
-        raise QueueFull(retry_after=settings.WR_QUEUE_FULL_RETRY_AFTER)
-    if status != EntryStatus.WAITING:
-        return None
-    tier_counts = [
-        (counts.tiers[i] if i < len(counts.tiers) else 0) + added_per_tier[i]
-        for i in range(len(layout.tiers))
-    ]
-    index = layout.tier_index(tier_id) or 0
-    position = position_in_line(
-        layout, tier_id=tier_id, rank_in_tier=tier_counts[index], tier_counts=tier_counts
-    )
-    quote = estimate_wait(position, throughput)
-    if event.max_wait_seconds and quote is not None and quote.p50 > event.max_wait_seconds:
-        raise QueueFull(retry_after=max(1, min(3600, int(quote.p50 - event.max_wait_seconds))))
-    return quote
 
 
 def _commit(
@@ -266,8 +248,22 @@ def _commit(
         # shuffled cohort and those queued behind it is the shuffle itself, not each
         # request's clock reading (which could put a later arrival inside the cohort).
         if event.starts_at is not None:
-            status = _arrival_status(event, started=_line_started(event.id))
-        entries = _insert_entries(event, status, [newcomer for _, newcomer in admitted])
+            status = arrival_status(event, started=line_started(event.id))
+        entries = [
+            QueueEntry(
+                event=event,
+                tier=newcomer.tier,
+                identity=newcomer.request.identity,
+                status=status,
+                joined_at=newcomer.request.now,
+                status_changed_at=newcomer.request.now,
+                quoted_p10=newcomer.quote.p10 if newcomer.quote else None,
+                quoted_p50=newcomer.quote.p50 if newcomer.quote else None,
+                quoted_p90=newcomer.quote.p90 if newcomer.quote else None,
+            )
+            for _, newcomer in admitted
+        ]
+        entries_insert(entries)
         for (_, newcomer), entry in zip(admitted, entries, strict=True):
             newcomer.entry = entry
         audit_append_many(
@@ -291,67 +287,6 @@ def _commit(
             ],
         )
     return status
-
-
-# Every column a new entry is given; the rest are NULL or database defaults (the order key).
-# tests/queueing/test_join_batches.py fails when QueueEntry gains a column this misses.
-_NEW_ENTRY_FIELDS = (
-    "public_id",
-    "event",
-    "tier",
-    "identity",
-    "status",
-    "joined_at",
-    "status_changed_at",
-    "quoted_p10",
-    "quoted_p50",
-    "quoted_p90",
-)
-
-
-def _insert_entries(
-    event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]
-) -> list[QueueEntry]:
-    """The newcomers' rows, inserted in their order (their order keys follow it)."""
-    entries = [
-        QueueEntry(
-            event=event,
-            tier=newcomer.tier,
-            identity=newcomer.request.identity,
-            status=status,
-            joined_at=newcomer.request.now,
-            status_changed_at=newcomer.request.now,
-            quoted_p10=newcomer.quote.p10 if newcomer.quote else None,
-            quoted_p50=newcomer.quote.p50 if newcomer.quote else None,
-            quoted_p90=newcomer.quote.p90 if newcomer.quote else None,
-        )
-        for newcomer in newcomers
-    ]
-    inserted = insert_rows(
-        QueueEntry,
-        _NEW_ENTRY_FIELDS,
-        [
-            [
-                entry.public_id,
-                event.id,
-                entry.tier_id,
-                entry.identity,
-                entry.status,
-                entry.joined_at,
-                entry.status_changed_at,
-                entry.quoted_p10,
-                entry.quoted_p50,
-                entry.quoted_p90,
-            ]
-            for entry in entries
-        ],
-        returning=("public_id", "id", "order_key"),
-    )
-    by_public_id = {public_id: (pk, order_key) for public_id, pk, order_key in inserted}
-    for entry in entries:
-        entry.id, entry.order_key = by_public_id[entry.public_id]
-        entry._state.adding = False
-    return entries
 
 
 def _answer_newcomers(
@@ -379,65 +314,6 @@ def _answer_newcomers(
         outcomes[index] = JoinResult(view=view, created=True)
         for repeat in newcomer.repeats:
             outcomes[repeat] = JoinResult(view=view, created=False)
-
-
-def _refusal(state: EventState) -> QueueError | None:
-    if state == EventState.SCHEDULED:
-        return EventNotOpen()
-    if state == EventState.CLOSED:
-        return EventClosed()
-    return None
-
-
-def _tiers_for_access_codes(
-    event: Event, access_codes: Sequence[str | None]
-) -> dict[str | None, Tier | QueueError]:
-    """The tier each access code joins (the default tier without one), in two queries at
-    most for the whole batch."""
-    found: dict[str | None, Tier | QueueError] = {}
-    without_code: list[str | None] = []
-    with_code: dict[str, list[str]] = {}  # normalised code -> the spellings asked for
-    for raw in set(access_codes):
-        if raw is None or raw.strip() == "":
-            found[raw] = InvalidAccessCode("This on-sale needs an access code.")
-            without_code.append(raw)
-            continue
-        found[raw] = InvalidAccessCode()
-        code = normalise_access_code(raw)
-        if is_well_formed_access_code(code):
-            with_code.setdefault(code, []).append(raw)
-    if without_code:
-        default = Tier.objects.filter(event=event, is_default=True).first()
-        if default is not None:
-            found.update((raw, default) for raw in without_code)
-    if with_code:
-        for access in AccessCode.objects.filter(event=event, code__in=with_code).select_related(
-            "tier"
-        ):
-            found.update((raw, access.tier) for raw in with_code[access.code])
-    return found
-
-
-def _live_entries(event_id: int, identities: set[str]) -> dict[str, QueueEntry]:
-    if not identities:
-        return {}
-    return {
-        entry.identity: entry
-        for entry in QueueEntry.objects.filter(
-            event_id=event_id, identity__in=identities, status__in=LIVE
-        )
-    }
-
-
-def _arrival_status(event: Event, *, started: bool) -> EntryStatus:
-    """On-sales with a start time gather a pre-queue until the line starts (the shuffle)."""
-    if event.starts_at is not None and not started:
-        return EntryStatus.PREQUEUE
-    return EntryStatus.WAITING
-
-
-def _line_started(event_id: int) -> bool:
-    return Event.objects.filter(pk=event_id, started_at__isnull=False).exists()
 
 
 def _is_live_identity_conflict(exc: IntegrityError) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.conf import settings
+
 from queueing.line.index_sync import index_forget
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.transitions import transition_audited
@@ -21,7 +23,7 @@ _LEAVE_OUTCOME: dict[EntryStatus, tuple[EntryStatus, AuditAction]] = {
 
 def entry_leave(*, ref: TicketRef, now: datetime) -> bool:
     """The fan leaves. True if this call ended the ticket; False if it was already over."""
-    for _attempt in range(3):
+    for _attempt in range(settings.WR_LEAVE_ATTEMPTS):
         entry = QueueEntry.objects.filter(pk=ref.entry_id, event_id=ref.event_id).first()
         if entry is None or entry.status not in _LEAVE_OUTCOME:
             return False

@@ -13,6 +13,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core import signing
 
 from events.models import Event
@@ -20,7 +21,6 @@ from queueing.hot import keys, limits
 from queueing.hot.client import HotIndexUnavailable
 from queueing.rules.errors import ProofOfWorkInvalid, ProofOfWorkRequired
 
-CHALLENGE_SECONDS = 300
 _SALT = "waitingroom.pow.v1"
 
 
@@ -33,7 +33,11 @@ class Challenge:
 
 def pow_challenge(event: Event) -> Challenge:
     token = signing.TimestampSigner(salt=_SALT).sign(f"{event.pk}.{secrets.token_hex(12)}")
-    return Challenge(challenge=token, difficulty=event.pow_difficulty, expires_in=CHALLENGE_SECONDS)
+    return Challenge(
+        challenge=token,
+        difficulty=event.pow_difficulty,
+        expires_in=settings.WR_POW_CHALLENGE_SECONDS,
+    )
 
 
 def leading_zero_bits(digest: bytes) -> int:
@@ -73,7 +77,9 @@ def pow_check(*, event: Event, proof: Any) -> None:
     if not challenge.isascii() or len(challenge) > 200:
         raise _invalid("That challenge is not one of ours.")
     try:
-        payload = signing.TimestampSigner(salt=_SALT).unsign(challenge, max_age=CHALLENGE_SECONDS)
+        payload = signing.TimestampSigner(salt=_SALT).unsign(
+            challenge, max_age=settings.WR_POW_CHALLENGE_SECONDS
+        )
     except signing.SignatureExpired as exc:
         raise _invalid("That challenge expired; ask for a new one.") from exc
     except signing.BadSignature as exc:
@@ -84,7 +90,9 @@ def pow_check(*, event: Event, proof: Any) -> None:
     if not solves(challenge, nonce, event.pow_difficulty):
         raise _invalid("The nonce does not solve the challenge.")
     try:
-        fresh = limits.spend_once(keys.pow_used(challenge_id), ttl_seconds=CHALLENGE_SECONDS)
+        fresh = limits.spend_once(
+            keys.pow_used(challenge_id), ttl_seconds=settings.WR_POW_CHALLENGE_SECONDS
+        )
     except HotIndexUnavailable:
         fresh = True  # cannot tell reuse apart without Redis; the work was still done
     if not fresh:

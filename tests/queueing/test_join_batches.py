@@ -95,14 +95,14 @@ def test_a_fan_who_raced_another_process_gets_that_ticket_and_the_batch_survives
     (earlier,) = entry_join_many(_requests(event, ["racer"]))
     assert isinstance(earlier, JoinResult)
     # As if the other process committed between this batch's look-up and its insert.
-    real = joining._live_entries
+    real = joining.live_entries
     calls = []
 
     def blind_once(event_id: int, identities: set[str]) -> Any:
         calls.append(identities)
         return {} if len(calls) == 1 else real(event_id, identities)
 
-    monkeypatch.setattr(joining, "_live_entries", blind_once)
+    monkeypatch.setattr(joining, "live_entries", blind_once)
     outcomes = entry_join_many(_requests(event, ["new-1", "racer", "new-2"]))
     assert all(isinstance(o, JoinResult) for o in outcomes)
     assert [o.created for o in outcomes] == [True, False, True]
@@ -125,19 +125,19 @@ def test_a_prequeue_batch_waits_for_the_shuffle(make_event, batch: int) -> None:
 def test_a_new_entry_is_given_every_column_a_fresh_row_needs() -> None:
     """The join path inserts rows itself (queueing/bulk_insert.py): a column added to
     QueueEntry must be added there too, or be nullable / have a database default."""
-    from queueing.line.joining import _NEW_ENTRY_FIELDS
+    from queueing.records.entries import NEW_ENTRY_FIELDS
 
     left_out = {
         field.name
         for field in QueueEntry._meta.concrete_fields
-        if field.name not in _NEW_ENTRY_FIELDS and not field.primary_key
+        if field.name not in NEW_ENTRY_FIELDS and not field.primary_key
     }
     assert all(
         QueueEntry._meta.get_field(name).null or QueueEntry._meta.get_field(name).has_db_default()
         for name in left_out
     ), left_out
     assert {f.name for f in QueueEntry._meta.concrete_fields if f.has_default()} <= set(
-        _NEW_ENTRY_FIELDS
+        NEW_ENTRY_FIELDS
     )
 
 

@@ -1,0 +1,46 @@
+"""Admission control at the door: refuse a join when the line is at its maximum length or
+the wait predicted for a newcomer exceeds the on-sale's maximum; otherwise the wait quoted
+to them (kept on the entry for the accuracy report). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from queueing.rules.errors import QueueFull
+from queueing.rules.eta import Eta, Throughput, estimate_wait
+from queueing.rules.layout import EventLayout
+from queueing.rules.positions import position_in_line
+
+# The longest Retry-After a refused fan is told, whatever the predicted wait (seconds).
+MAX_RETRY_AFTER = 3600
+
+
+def join_quote(
+    layout: EventLayout,
+    *,
+    tier_id: int,
+    waiting: bool,
+    queue_length: int,
+    tier_counts: Sequence[int],
+    throughput: Throughput | None,
+    max_queue_length: int,
+    max_wait_seconds: int,
+    full_retry_after: int,
+) -> Eta | None:
+    """The quote for a fan joining the back of ``tier_id`` behind ``tier_counts`` (per tier,
+    layout order) and ``queue_length`` in all; None in the pre-queue (no pace yet). Raises
+    ``QueueFull`` when the line has no room for them (0 limits are off)."""
+    if max_queue_length and queue_length >= max_queue_length:
+        raise QueueFull(retry_after=full_retry_after)
+    if not waiting:
+        return None
+    index = layout.tier_index(tier_id) or 0
+    position = position_in_line(
+        layout, tier_id=tier_id, rank_in_tier=tier_counts[index], tier_counts=tier_counts
+    )
+    quote = estimate_wait(position, throughput)
+    if max_wait_seconds and quote is not None and quote.p50 > max_wait_seconds:
+        over = int(quote.p50 - max_wait_seconds)
+        raise QueueFull(retry_after=max(1, min(MAX_RETRY_AFTER, over)))
+    return quote
