@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 
 class ApiError(Exception):
-    """An expected failure with a stable error code from API.md."""
+    """An expected failure with a stable error code from docs/api.md."""
 
     def __init__(
         self,

@@ -22,7 +22,7 @@ if settings.WR_SERVE_STATIC:
     # Static files without a separate server; production puts a CDN in front.
     django_asgi_app = ASGIStaticFilesHandler(django_asgi_app)
 
-# Ticket status and joins take a lean path in front of everything (queueing/hot_paths.py).
+# Ticket status and joins take a lean path in front of everything (queueing/web/hot_paths.py).
 application = HotPaths(
     ProtocolTypeRouter(
         {

@@ -189,7 +189,7 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Waiting room API",
-    "DESCRIPTION": "Fans, shops, staff and auditors. See ../shared/API.md for the contract.",
+    "DESCRIPTION": "Fans, shops, staff and auditors. See docs/api.md in the repository for the contract.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],

@@ -1,4 +1,4 @@
-"""The auditors' API (API.md, "Auditors"): read-only, for staff and the auditors group."""
+"""The auditors' API (docs/api.md, "Auditors"): read-only, for staff and the auditors group."""
 
 from __future__ import annotations
 

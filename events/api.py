@@ -1,4 +1,4 @@
-"""Staff API for on-sales (API.md, "Staff API"): one view per operation."""
+"""Staff API for on-sales (docs/api.md, "Staff API"): one view per operation."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from django.db import transaction
 
 from events.models import Event
 from queueing.line.followups import admission_soon
+from queueing.line.views import IssuedPass
 from queueing.models import AuditAction, QueueEntry
 from queueing.passes.signing import PassInvalid, pass_decode, pass_issue
 from queueing.records.transitions import transition_audited
@@ -19,13 +20,6 @@ from queueing.rules.errors import InvalidInput, NotAuthorized
 from queueing.rules.states import EntryStatus
 
 PASS_QUERY_PARAMETER = "wr_pass"
-
-
-@dataclass(frozen=True)
-class IssuedPass:
-    token: str
-    expires_at: datetime
-    redirect_url: str
 
 
 def with_pass(target_url: str, token: str) -> str:

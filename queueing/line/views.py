@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from queueing.hot.line_index import IndexState, Placement, Where
-from queueing.line.sessions import IssuedPass
 from queueing.models import QueueEntry
 from queueing.rules.eta import Eta, Throughput, estimate_wait
 from queueing.rules.layout import EventLayout
@@ -13,6 +13,15 @@ from queueing.rules.polling import poll_after_seconds
 from queueing.rules.positions import position_in_line
 from queueing.rules.states import EntryStatus
 from queueing.rules.tickets import TicketRef, ticket_issue
+
+
+@dataclass(frozen=True)
+class IssuedPass:
+    """What an admitted fan is handed: the pass, and where to take it."""
+
+    token: str
+    expires_at: datetime
+    redirect_url: str
 
 
 @dataclass(frozen=True)

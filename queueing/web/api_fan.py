@@ -1,4 +1,4 @@
-"""The fans' endpoints (API.md, "Fans"): parse, call one service, shape the answer.
+"""The fans' endpoints (docs/api.md, "Fans"): parse, call one service, shape the answer.
 
 Plain Django views rather than DRF: these are the hot paths and need none of DRF's machinery.
 """

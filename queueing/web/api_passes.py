@@ -1,4 +1,4 @@
-"""The protected site's endpoints (API.md, "Protected sites"): JWKS, verify, complete."""
+"""The protected site's endpoints (docs/api.md, "Protected sites"): JWKS, verify, complete."""
 
 from __future__ import annotations
 

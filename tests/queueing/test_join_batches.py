@@ -123,7 +123,7 @@ def test_a_prequeue_batch_waits_for_the_shuffle(make_event, batch: int) -> None:
 
 
 def test_a_new_entry_is_given_every_column_a_fresh_row_needs() -> None:
-    """The join path inserts rows itself (queueing/bulk_insert.py): a column added to
+    """The join path inserts rows itself (queueing/records/entries.py): a column added to
     QueueEntry must be added there too, or be nullable / have a database default."""
     from queueing.records.entries import NEW_ENTRY_FIELDS
 
