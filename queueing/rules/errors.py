@@ -28,10 +28,18 @@ class ErrorCode(StrEnum):
 
 
 class QueueError(Exception):
-    """A refusal the contract names. ``retry_after`` (seconds) when trying again later helps."""
+    """A refusal the contract names. ``retry_after`` (seconds) when trying again later helps.
+
+    Each kind declares its code and default sentence in its class line:
+    ``class EventClosed(QueueError, code=ErrorCode.EVENT_CLOSED, detail="...")``.
+    """
 
     code: ClassVar[ErrorCode]
     default_detail: ClassVar[str]
+
+    def __init_subclass__(cls, *, code: ErrorCode, detail: str, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.code, cls.default_detail = code, detail
 
     def __init__(self, detail: str | None = None, *, retry_after: int | None = None) -> None:
         self.detail = detail or self.default_detail
@@ -39,66 +47,79 @@ class QueueError(Exception):
         super().__init__(self.detail)
 
 
-class InvalidInput(QueueError):
-    code = ErrorCode.BAD_REQUEST
-    default_detail = "The request could not be read."
+class InvalidInput(QueueError, code=ErrorCode.BAD_REQUEST, detail="The request is not readable."):
+    """A value the queue cannot take (the edge checks shapes; this is what only it knows)."""
 
 
-class TicketContention(QueueError):
-    """A ticket kept changing under a join or leave: nothing was done, retry."""
-
-    code = ErrorCode.CONFLICT
-    default_detail = "The ticket kept changing; please retry."
-
-
-class EventNotFound(QueueError):
-    code = ErrorCode.EVENT_NOT_FOUND
-    default_detail = "No on-sale with that slug."
+class NotAuthorized(
+    QueueError,
+    code=ErrorCode.UNAUTHORIZED,
+    detail="A valid integration key for this event is required.",
+):
+    """A shop reporting a session without the on-sale's integration key."""
 
 
-class EventNotOpen(QueueError):
-    code = ErrorCode.EVENT_NOT_OPEN
-    default_detail = "The waiting room for this on-sale is not open yet."
+class TicketContention(
+    QueueError, code=ErrorCode.CONFLICT, detail="The ticket kept changing; please retry."
+):
+    """Nothing was done: the ticket changed under a join or leave every time it was tried."""
 
 
-class EventClosed(QueueError):
-    code = ErrorCode.EVENT_CLOSED
-    default_detail = "This on-sale has ended."
+class EventNotFound(
+    QueueError, code=ErrorCode.EVENT_NOT_FOUND, detail="No on-sale with that slug."
+):
+    pass
 
 
-class InvalidAccessCode(QueueError):
-    code = ErrorCode.INVALID_ACCESS_CODE
-    default_detail = "That access code is not valid."
+class EventNotOpen(
+    QueueError,
+    code=ErrorCode.EVENT_NOT_OPEN,
+    detail="The waiting room for this on-sale is not open yet.",
+):
+    """Before the pre-queue opens."""
 
 
-class TicketNotFound(QueueError):
-    code = ErrorCode.TICKET_NOT_FOUND
-    default_detail = "No such ticket."
+class EventClosed(QueueError, code=ErrorCode.EVENT_CLOSED, detail="This on-sale has ended."):
+    """After ``ends_at``, or closed by staff."""
 
 
-class QueueFull(QueueError):
-    code = ErrorCode.QUEUE_FULL
-    default_detail = "The line is full. Please try again in a little while."
+class InvalidAccessCode(
+    QueueError, code=ErrorCode.INVALID_ACCESS_CODE, detail="That access code is not valid."
+):
+    """Unknown code, or none where every tier asks for one."""
+
+
+class TicketNotFound(QueueError, code=ErrorCode.TICKET_NOT_FOUND, detail="No such ticket."):
+    pass
+
+
+class QueueFull(
+    QueueError,
+    code=ErrorCode.QUEUE_FULL,
+    detail="The line is full. Please try again in a little while.",
+):
+    """At ``max_queue_length``, or the wait predicted for a newcomer is over
+    ``max_wait_seconds``; ``retry_after`` says when to try again."""
 
     def __init__(self, *, retry_after: int) -> None:
         super().__init__(retry_after=retry_after)
 
 
-class RateLimited(QueueError):
-    code = ErrorCode.RATE_LIMITED
-    default_detail = "Too many attempts. Please wait a moment."
+class RateLimited(
+    QueueError, code=ErrorCode.RATE_LIMITED, detail="Too many attempts. Please wait a moment."
+):
+    """Over a per-address or per-identity budget."""
 
 
-class ProofOfWorkRequired(QueueError):
-    code = ErrorCode.POW_REQUIRED
-    default_detail = "This on-sale asks for a solved challenge with each join."
+class ProofOfWorkRequired(
+    QueueError,
+    code=ErrorCode.POW_REQUIRED,
+    detail="This on-sale asks for a solved challenge with each join.",
+):
+    """The on-sale has a ``pow_difficulty`` and the join brought no solution."""
 
 
-class ProofOfWorkInvalid(QueueError):
-    code = ErrorCode.POW_INVALID
-    default_detail = "The challenge was not solved."
-
-
-class NotAuthorized(QueueError):
-    code = ErrorCode.UNAUTHORIZED
-    default_detail = "A valid integration key for this event is required."
+class ProofOfWorkInvalid(
+    QueueError, code=ErrorCode.POW_INVALID, detail="The challenge was not solved."
+):
+    """Malformed, expired, already spent, or the nonce does not solve it."""

@@ -18,11 +18,8 @@ _PAYLOAD_RE = re.compile(r"^([1-9][0-9]{0,18})-([1-9][0-9]{0,18})-([1-9][0-9]{0,
 MAX_TICKET_LENGTH = 200
 
 
-class InvalidTicket(QueueError):
+class InvalidTicket(QueueError, code=ErrorCode.INVALID_TICKET, detail="This ticket is not valid."):
     """Malformed, or the signature does not verify (the reason is not told to the client)."""
-
-    code = ErrorCode.INVALID_TICKET
-    default_detail = "This ticket is not valid."
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,12 @@
 // Without a WebSocket it polls the ticket API as X-Poll-After-Seconds says.
 (function () {
   "use strict";
+  // Under Node (tests/queueing/test_position_rule_js.py) only the pure rules are wanted; the
+  // function declarations below are hoisted, so they can be handed over before any page code.
+  if (typeof module !== "undefined" && module.exports) {
+    module.exports = { positionInLine: positionInLine, rankIn: rankIn };
+    return;
+  }
   var cfg = JSON.parse(document.getElementById("wr-config").textContent);
   var S = cfg.strings;
   var me = { tierId: null, orderKey: null, tiers: [] };
@@ -66,34 +72,40 @@
     return Math.min(r1 - 1, Math.max(r0 + 1, guess));
   }
 
-  // Same service order as queueing/positions.py: strict tiers alone, consecutive weighted
-  // tiers as one group sharing by weight.
-  function positionFrom(tick) {
-    var counts = {}, mineInTick = null;
-    tick.tiers.forEach(function (t) { counts[t.id] = t.count; if (t.id === me.tierId) mineInTick = t; });
-    if (!mineInTick || me.orderKey === null) return null;
+  // Same rule as queueing/rules/positions.py (position_in_line): 1-based position of the fan
+  // ranked `rank` (0 = first) in tier `tierId`, given `tiers` ([{id, share}], service order)
+  // and `counts` ({tier id: fans waiting}). Strict tiers alone, consecutive weighted tiers as
+  // one group sharing by weight. Pure; null if `tierId` is not one of `tiers`.
+  function positionInLine(tiers, tierId, rank, counts) {
     var groups = [];
-    me.tiers.forEach(function (t) {
+    tiers.forEach(function (t) {
       var last = groups[groups.length - 1];
       if (t.share && last && last[0].share) last.push(t); else groups.push([t]);
     });
     var ahead = 0;
     for (var g = 0; g < groups.length; g++) {
       var mine = null;
-      groups[g].forEach(function (t) { if (t.id === me.tierId) mine = t; });
+      groups[g].forEach(function (t) { if (t.id === tierId) mine = t; });
       if (!mine) {
         groups[g].forEach(function (t) { ahead += counts[t.id] || 0; });
         continue;
       }
-      var rank = rankIn(mineInTick.checkpoints, me.orderKey);
-      if (rank === null) return null;
       ahead += rank;
       groups[g].forEach(function (t) {
-        if (t.id !== me.tierId) ahead += Math.min(counts[t.id] || 0, Math.floor(rank * t.share / mine.share));
+        if (t.id !== tierId) ahead += Math.min(counts[t.id] || 0, Math.floor(rank * t.share / mine.share));
       });
       return ahead + 1;
     }
     return null;
+  }
+
+  function positionFrom(tick) {
+    var counts = {}, mineInTick = null;
+    tick.tiers.forEach(function (t) { counts[t.id] = t.count; if (t.id === me.tierId) mineInTick = t; });
+    if (!mineInTick || me.orderKey === null) return null;
+    var rank = rankIn(mineInTick.checkpoints, me.orderKey);
+    if (rank === null) return null;
+    return positionInLine(me.tiers, me.tierId, rank, counts);
   }
 
   function render(view) {
