@@ -164,7 +164,7 @@ def locate_many(layout: EventLayout, requests: Sequence[LocateRequest]) -> list[
 
 
 async def locate_async(layout: EventLayout, request: LocateRequest) -> Placement:
-    """``locate`` for the event loop (the lean status path in queueing/hot_paths.py)."""
+    """``locate`` for the event loop (the lean status path in queueing/web/hot_paths.py)."""
     try:
         raw = await async_script("locate")(
             keys=_locate_keys(layout, request.tier_id),

@@ -7,6 +7,10 @@ every join that arrives while a batch is committing to the next batch: one trans
 lock of the chain head, one chain extension, one round trip to the hot index for all of them.
 A single join (the Django view, the waiting page) is a batch of one: there is one copy of the
 rules.
+
+A little over 300 lines on purpose: the batch's one transaction, its identity-race fallback
+and its answers are one story, best read in one place (the reads before the commit are in
+join_inputs.py, the refusal rules in rules/admission_control.py).
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ _LIVE_IDENTITY_CONSTRAINT = "one_live_entry_per_identity"
 @dataclass(frozen=True)
 class JoinRequest:
     event: Event
-    identity: str  # the digest from queueing/identity.py
+    identity: str  # the digest from queueing/web/identity.py
     access_code: str | None
     now: datetime
 

@@ -92,7 +92,7 @@ def join(request: HttpRequest, slug: str) -> HttpResponse:
 
 def join_batch(requests: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse]:
     """The answers to many ``POST .../join`` (request, slug) at once, committed together
-    (group commit; see queueing/joining.py). Used by the lean path in queueing/hot_paths.py
+    (group commit; see queueing/line/joining.py). Used by the lean path in queueing/web/hot_paths.py
     from its batch thread; each request is checked exactly as ``join`` checks it."""
     events: dict[str, Event | QueueError] = {}
     answers: list[HttpResponse | PreparedJoin] = []
@@ -180,7 +180,7 @@ def event_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "starts_at": _iso(event.starts_at),
             "ends_at": _iso(event.ends_at),
             "started_at": _iso(event.started_at),
-            # The shuffle's commitment, then its reveal (see queueing/shuffle.py).
+            # The shuffle's commitment, then its reveal (see queueing/rules/shuffle.py).
             "shuffle_seed_sha256": event.shuffle_seed_sha256,
             "shuffle_seed": event.shuffle_seed if event.started_at else None,
         }

@@ -2,7 +2,7 @@
 
 Connect: verify the ticket (signature, no database), join the ticket's group, accept, then
 send one personal snapshot. Afterwards the socket only relays the event's tick (serialized once
-for everyone, handed over by this process's fan-out: queueing/tick_fanout.py) and, for an
+for everyone, handed over by this process's fan-out: queueing/live/fanout.py) and, for an
 admitted fan, where to go.
 """
 
@@ -17,7 +17,6 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.db import DatabaseError
 from django.utils import timezone
 
-from config.api_errors import ApiError
 from queueing.hot import stats
 from queueing.hot.channels import ticket_group
 from queueing.hot.client import HotIndexUnavailable
@@ -26,6 +25,7 @@ from queueing.line.status import hot_ticket_poll, ticket_poll
 from queueing.line.views import TicketView
 from queueing.live.fanout import TickRelay, tick_relay_close, tick_relay_open
 from queueing.live.watchers import watchers
+from queueing.rules.errors import TicketNotFound
 from queueing.rules.layout import EventLayout
 from queueing.rules.states import EntryStatus
 from queueing.rules.tickets import InvalidTicket, TicketRef, ticket_read
@@ -64,7 +64,7 @@ class LineConsumer(AsyncWebsocketConsumer):
     ref: TicketRef | None = None
     ticket: str = ""
     layout: EventLayout | None = None
-    ticks: TickRelay | None = None  # this page's share of the event's ticks (tick_fanout.py)
+    ticks: TickRelay | None = None  # this page's share of the event's ticks (live/fanout.py)
     left: bool = False
 
     async def connect(self) -> None:
@@ -114,7 +114,7 @@ class LineConsumer(AsyncWebsocketConsumer):
                 view = await database_sync_to_async(ticket_poll)(
                     ref=self.ref, ticket=self.ticket, now=timezone.now()
                 )
-            except ApiError:
+            except TicketNotFound:
                 await self.close(code=CLOSE_TICKET_GONE)
                 return False
         if snapshot:

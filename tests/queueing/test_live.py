@@ -15,6 +15,7 @@ from django_redis import get_redis_connection
 from config.asgi import application
 from queueing.line import layouts
 from queueing.live.ticks import broadcast_tick
+from queueing.rules.tickets import TicketRef, ticket_issue
 from queueing.ticks import event_tick
 from tests.queueing.helpers import entry_of, fans_join
 
@@ -94,6 +95,22 @@ def test_a_bad_ticket_closes_the_socket_with_4401(make_event, bad) -> None:
         ws = socket(event.slug, bad)
         await ws.connect()
         assert await ws.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
+
+    asyncio.run(scenario())
+
+
+def test_a_ticket_whose_entry_is_gone_closes_with_4404(make_event) -> None:
+    event = make_event()
+    tier = event.tiers.get()
+    # Signed by us, for a real event and tier, but for an entry the database does not have
+    # (a database restored from an older backup, say).
+    ticket = ticket_issue(TicketRef(entry_id=987_654_321, event_id=event.id, tier_id=tier.id))
+
+    async def scenario():
+        ws = socket(event.slug, ticket)
+        connected, _ = await ws.connect()
+        assert connected
+        assert await ws.receive_output(timeout=5) == {"type": "websocket.close", "code": 4404}
 
     asyncio.run(scenario())
 
