@@ -83,17 +83,29 @@ class ApiErrorMiddleware:
         if isinstance(exception, (OperationalError, InterfaceError)):
             # PostgreSQL unreachable or the pool exhausted: nothing was acknowledged.
             logger.warning("database unavailable on %s: %s", request.path, exception)
-            response = JsonResponse(
-                {"error": "unavailable", "detail": "The waiting room is briefly unavailable."},
-                status=503,
-            )
-            response["Retry-After"] = "5"
-            return response
+            return unavailable_response()
         # A bug, but integrators still get JSON rather than an HTML page.
         logger.exception("unhandled error on %s", request.path)
-        return JsonResponse(
-            {"error": "internal_error", "detail": "An unexpected error occurred."}, status=500
-        )
+        return internal_error_response()
+
+
+def unavailable_response() -> JsonResponse:
+    """``503 unavailable`` with ``Retry-After``: nothing was acknowledged, the client retries.
+    For PostgreSQL unreachable or its pool exhausted, and for the lean join path's queue when
+    it is full or a join waited in it past its deadline (queueing/web/hot_paths.py)."""
+    response = JsonResponse(
+        {"error": "unavailable", "detail": "The waiting room is briefly unavailable."},
+        status=503,
+    )
+    response["Retry-After"] = str(settings.WR_UNAVAILABLE_RETRY_AFTER)
+    return response
+
+
+def internal_error_response() -> JsonResponse:
+    """``500 internal_error``: a bug, told as JSON (never an HTML or plain-text page) and
+    without its details; whoever catches it logs the traceback."""
+    code, detail = _GENERIC_ERRORS[500]
+    return JsonResponse({"error": code, "detail": detail}, status=500)
 
 
 def api_exception_response(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -120,7 +132,7 @@ def _unused_get_response(request: HttpRequest) -> HttpResponse:
 @functools.cache
 def hot_path_headers(*, secure: bool) -> tuple[tuple[bytes, bytes], ...]:
     """The headers Django's security middleware adds to a JSON answer, for the lean ASGI
-    paths that answer without passing through the middleware (queueing/hot_paths.py).
+    paths that answer without passing through the middleware (queueing/web/hot_paths.py).
 
     Asked of the middleware itself (once per process), so the two cannot drift apart. The
     locale middleware's ``Content-Language`` is left out: these answers are not translated.

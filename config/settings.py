@@ -106,6 +106,17 @@ _REDIS_TIMEOUT = env_float("REDIS_SOCKET_TIMEOUT", 1.0, minimum=0.05)
 WR_JOIN_BATCH_MAX = env_int("WR_JOIN_BATCH_MAX", 200, minimum=1)
 # The lean ASGI status path's own Redis connections, per web process.
 WR_ASYNC_REDIS_MAX_CONNECTIONS = env_int("WR_ASYNC_REDIS_MAX_CONNECTIONS", 500, minimum=1)
+# Joins waiting for a batch on the lean join path, per web process, at most: one more is
+# refused at once with 503 unavailable and Retry-After (it would only wait to be refused).
+WR_JOIN_QUEUE_MAX = env_int("WR_JOIN_QUEUE_MAX", 2000, minimum=1)
+# How long a lean join may wait for its batch to start committing: as long as a join through
+# Django waits for a pool connection (DATABASE_POOL_TIMEOUT) before its 503. Past it, the join
+# is refused with 503 and never committed.
+WR_JOIN_QUEUE_DEADLINE_SECONDS = env_float(
+    "WR_JOIN_QUEUE_DEADLINE_SECONDS",
+    env_float("DATABASE_POOL_TIMEOUT", 10.0, minimum=0.1),
+    minimum=0.1,
+)
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
@@ -189,7 +200,7 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Waiting room API",
-    "DESCRIPTION": "Fans, shops, staff and auditors. See docs/api.md in the repository for the contract.",
+    "DESCRIPTION": "Fans, shops, staff and auditors. The contract: docs/api.md in the repository.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],

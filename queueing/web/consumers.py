@@ -115,6 +115,7 @@ class LineConsumer(AsyncWebsocketConsumer):
                     ref=self.ref, ticket=self.ticket, now=timezone.now()
                 )
             except TicketNotFound:
+                self._leave()  # nothing to keep alive; do not wait for the disconnect
                 await self.close(code=CLOSE_TICKET_GONE)
                 return False
         if snapshot:

@@ -15,6 +15,7 @@ from django_redis import get_redis_connection
 from config.asgi import application
 from queueing.line import layouts
 from queueing.live.ticks import broadcast_tick
+from queueing.live.watchers import watchers
 from queueing.rules.tickets import TicketRef, ticket_issue
 from queueing.ticks import event_tick
 from tests.queueing.helpers import entry_of, fans_join
@@ -111,6 +112,7 @@ def test_a_ticket_whose_entry_is_gone_closes_with_4404(make_event) -> None:
         connected, _ = await ws.connect()
         assert connected
         assert await ws.receive_output(timeout=5) == {"type": "websocket.close", "code": 4404}
+        assert watchers.snapshot() == []  # nobody keeps the gone ticket alive
 
     asyncio.run(scenario())
 
@@ -219,7 +221,6 @@ def test_a_database_outage_at_connect_asks_the_page_to_try_again(make_event, mon
 def test_a_page_that_cannot_get_ticks_is_closed_and_leaves_nothing_behind(
     make_event, monkeypatch
 ) -> None:
-    from queueing.live.watchers import watchers
     from queueing.web import consumers
 
     event = make_event(capacity=0)
