@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
@@ -11,6 +11,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import SAFE_METHODS, BasePermission, IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -21,6 +22,41 @@ from events.codes import ACCESS_CODE_MAX_LENGTH
 from events.models import Event, Tier
 from events.selectors import event_by_slug
 from events.services import EDITABLE_FIELDS, TierSpec
+
+VIEW_EVENT = "events.view_event"
+ADD_EVENT = "events.add_event"
+CHANGE_EVENT = "events.change_event"
+MANAGE_INTEGRATION_KEY = "events.manage_integration_key"
+
+
+def may_view(user: Any) -> bool:
+    # As in Django's admin, the right to change an on-sale includes the right to see it.
+    return bool(user.has_perm(VIEW_EVENT) or user.has_perm(CHANGE_EVENT))
+
+
+def may_see_integration_key(user: Any) -> bool:
+    return bool(user.has_perm(MANAGE_INTEGRATION_KEY))
+
+
+def _has(user: Any, permission: str) -> bool:
+    return may_view(user) if permission == VIEW_EVENT else bool(user.has_perm(permission))
+
+
+class EventPermissions(BasePermission):
+    """Staff is not enough: each method needs its model permissions (docs/api.md, "Staff
+    API"). A view names them per method in ``needs``; otherwise reads need the right to view
+    and writes the right to change."""
+
+    message = "You lack the permission for this."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        default = (VIEW_EVENT,) if request.method in SAFE_METHODS else (CHANGE_EVENT,)
+        for permission in getattr(view, "needs", {}).get(request.method, default):
+            if not _has(request.user, permission):
+                # A fresh instance per request (DRF), so the message is this request's own.
+                self.message = f"You lack the permission '{permission}'."
+                return False
+        return True
 
 
 class TierSerializer(serializers.Serializer):
@@ -91,7 +127,9 @@ class EventOutputSerializer(serializers.Serializer):
     ends_at = serializers.DateTimeField(allow_null=True)
     shuffle_at_start = serializers.BooleanField()
     pow_difficulty = serializers.IntegerField()
-    integration_key = serializers.CharField()
+    integration_key = serializers.CharField(
+        allow_null=True, help_text="null unless you hold events.manage_integration_key"
+    )
     state = serializers.ChoiceField(choices=["scheduled", "prequeue", "open", "paused", "closed"])
     control = serializers.ChoiceField(choices=["running", "paused", "closed"])
     started_at = serializers.DateTimeField(allow_null=True)
@@ -111,7 +149,8 @@ def _tier_output(tier: Tier) -> dict[str, Any]:
     }
 
 
-def event_output(event: Event) -> dict[str, Any]:
+def event_output(event: Event, *, with_key: bool) -> dict[str, Any]:
+    """The on-sale as staff see it; the integration key only ``with_key``."""
     now = timezone.now()
     data: dict[str, Any] = {"slug": event.slug}
     for name in EDITABLE_FIELDS:
@@ -119,7 +158,7 @@ def event_output(event: Event) -> dict[str, Any]:
         data[name] = value.isoformat() if hasattr(value, "isoformat") else value
     data.update(
         {
-            "integration_key": event.integration_key,
+            "integration_key": event.integration_key if with_key else None,
             "state": event.state_at(now).value,
             "control": event.control,
             "started_at": event.started_at.isoformat() if event.started_at else None,
@@ -151,6 +190,10 @@ def _actor(request: Request) -> str:
     return f"staff:{request.user.get_username()}"
 
 
+def _output(request: Request, event: Event) -> dict[str, Any]:
+    return event_output(event, with_key=may_see_integration_key(request.user))
+
+
 def _validation_error(exc: DjangoValidationError) -> ValidationError:
     if hasattr(exc, "error_dict"):
         return ValidationError(exc.message_dict)
@@ -158,13 +201,16 @@ def _validation_error(exc: DjangoValidationError) -> ValidationError:
 
 
 class EventListCreateApi(APIView):
+    permission_classes: ClassVar[list[type[BasePermission]]] = [IsAdminUser, EventPermissions]
+    needs: ClassVar[dict[str, tuple[str, ...]]] = {"POST": (ADD_EVENT,)}
+
     @extend_schema(
         operation_id="manage_events_list",
         responses={200: EventOutputSerializer(many=True), **errors(401, 403)},
     )
     def get(self, request: Request) -> Response:
         events = Event.objects.order_by("-created_at")[:500]
-        return Response([event_output(event) for event in events])
+        return Response([_output(request, event) for event in events])
 
     @extend_schema(
         operation_id="manage_events_create",
@@ -191,16 +237,18 @@ class EventListCreateApi(APIView):
         except IntegrityError as exc:
             # Two creations of the same slug at once: the loser is told like any duplicate.
             raise ValidationError({"slug": ["An on-sale with this slug exists."]}) from exc
-        return Response(event_output(event), status=201)
+        return Response(_output(request, event), status=201)
 
 
 class EventDetailApi(APIView):
+    permission_classes: ClassVar[list[type[BasePermission]]] = [IsAdminUser, EventPermissions]
+
     @extend_schema(
         operation_id="manage_event_read",
         responses={200: EventOutputSerializer, **errors(401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
-        return Response(event_output(event_by_slug(slug)))
+        return Response(_output(request, event_by_slug(slug)))
 
     @extend_schema(
         operation_id="manage_event_change",
@@ -220,16 +268,35 @@ class EventDetailApi(APIView):
             )
         except DjangoValidationError as exc:
             raise _validation_error(exc) from exc
-        return Response(event_output(event))
+        return Response(_output(request, event))
 
 
 class EventControlApi(APIView):
     """pause / resume / close: the service to call is given in the URL configuration."""
 
+    permission_classes: ClassVar[list[type[BasePermission]]] = [IsAdminUser, EventPermissions]
     service: Callable[..., Event] | None = None
 
     @extend_schema(request=None, responses={200: EventOutputSerializer, **errors(401, 403, 404)})
     def post(self, request: Request, slug: str) -> Response:
         assert self.service is not None
         event = self.service(event=event_by_slug(slug), actor=_actor(request), now=timezone.now())
-        return Response(event_output(event))
+        return Response(_output(request, event))
+
+
+class EventKeyRotateApi(APIView):
+    """A new integration key for the on-sale; the old one stops working at once."""
+
+    permission_classes: ClassVar[list[type[BasePermission]]] = [IsAdminUser, EventPermissions]
+    needs: ClassVar[dict[str, tuple[str, ...]]] = {"POST": (VIEW_EVENT, MANAGE_INTEGRATION_KEY)}
+
+    @extend_schema(
+        operation_id="manage_event_rotate_key",
+        request=None,
+        responses={200: EventOutputSerializer, **errors(401, 403, 404)},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        event = services.integration_key_rotate(
+            event=event_by_slug(slug), actor=_actor(request), now=timezone.now()
+        )
+        return Response(_output(request, event))

@@ -106,6 +106,9 @@ class Event(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        # The integration key lets its holder end any fan's session on the shop's behalf, so
+        # seeing it is a right of its own, beyond viewing or changing the on-sale.
+        permissions = [("manage_integration_key", "Can see and rotate the integration key")]
         constraints = [
             models.CheckConstraint(
                 condition=Q(control__in=EventControl.values), name="event_control_valid"

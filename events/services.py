@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import ProtectedError
 
 from events.codes import is_well_formed_access_code, normalise_access_code
-from events.models import AccessCode, Event, EventControl, Tier
+from events.models import AccessCode, Event, EventControl, Tier, new_integration_key
 from queueing.hot import epoch
 from queueing.hot.client import HotIndexUnavailable
 from queueing.models import AuditAction
@@ -200,6 +200,25 @@ def event_record_admin_change(*, event: Event, actor: str, now: datetime, what: 
             at=now,
             data={"changes": {"admin": what}},
         )
+
+
+def integration_key_rotate(*, event: Event, actor: str, now: datetime) -> Event:
+    """Give the on-sale a new integration key; the old one stops working at once.
+
+    The audit record says that the key was rotated, never the key: the trail is read by
+    auditors who may not hold the shop's credentials."""
+    with transaction.atomic():
+        locked = Event.objects.select_for_update(no_key=True).get(pk=event.pk)
+        locked.integration_key = new_integration_key()
+        locked.save(update_fields=["integration_key", "updated_at"])
+        audit_append(
+            event_id=locked.id,
+            action=AuditAction.EVENT_CHANGED,
+            actor=actor,
+            at=now,
+            data={"changes": {"integration_key": "rotated"}},
+        )
+    return locked
 
 
 _CONTROL_CHANGES: dict[EventControl, tuple[tuple[EventControl, ...], AuditAction]] = {

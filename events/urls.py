@@ -20,4 +20,9 @@ urlpatterns = [
         api.EventControlApi.as_view(service=services.event_close),
         name="manage-event-close",
     ),
+    path(
+        "events/<slug:slug>/rotate-key",
+        api.EventKeyRotateApi.as_view(),
+        name="manage-event-rotate-key",
+    ),
 ]

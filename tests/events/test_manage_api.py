@@ -1,24 +1,41 @@
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.test import Client
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from events.models import Event, EventControl
 from queueing.models import AuditRecord
 from queueing.records.audit import audit_chain_verify
+from queueing.ticks import event_tick
 from tests.conftest import join, new_fan
+from tests.queueing.helpers import fans_join, poll, statuses
 
 pytestmark = pytest.mark.django_db
 
 BASE = "/api/v1/manage/events/"
 
 
-@pytest.fixture
-def staff() -> APIClient:
-    user = get_user_model().objects.create_user("ann", password="pw-123456", is_staff=True)
+EDITOR = ("view_event", "add_event", "change_event", "manage_integration_key")
+
+
+def staff_with(username: str, *codenames: str) -> APIClient:
+    """A staff account holding exactly these permissions of the events app."""
+    user = get_user_model().objects.create_user(username, password="pw-123456", is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="events", codename__in=codenames)
+    )
+    assert user.user_permissions.count() == len(codenames)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     return client
+
+
+@pytest.fixture
+def staff() -> APIClient:
+    return staff_with("ann", *EDITOR)
 
 
 def create(staff: APIClient, **fields):
@@ -173,3 +190,136 @@ def test_json_nested_too_deep_is_a_bad_request_for_staff_too(staff) -> None:
     response = staff.post(BASE, b"[" * 5000, content_type="application/json")
     assert response.status_code == 400
     assert response.json()["error"] == "bad_request"
+
+
+# Permissions: staff status lets a user in, the model permissions decide what they may do.
+
+WRITES = [
+    ("post", BASE, {"slug": "other", "name": "Other", "target_url": "https://evil.example/"}),
+    ("patch", f"{BASE}tour/", {"target_url": "https://evil.example/", "name": "Gone"}),
+    ("post", f"{BASE}tour/pause", None),
+    ("post", f"{BASE}tour/resume", None),
+    ("post", f"{BASE}tour/close", None),
+    ("post", f"{BASE}tour/rotate-key", None),
+]
+
+
+def complete(token: str, key: str):
+    """The shop reports the pass used, with this integration key."""
+    return Client().post(
+        "/api/v1/passes/complete",
+        {"pass": token},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {key}"},
+    )
+
+
+def forbidden(response) -> bool:
+    return response.status_code == 403 and response.json()["error"] == "forbidden"
+
+
+def test_staff_without_permissions_may_not_read_write_or_see_the_key(staff) -> None:
+    key = create(staff).json()["integration_key"]
+    event = Event.objects.get()
+    nobody = staff_with("nobody")
+    for method, path, body in WRITES:
+        response = getattr(nobody, method)(path, body, format="json")
+        assert forbidden(response), (method, path, response.content)
+        assert key.encode() not in response.content
+    for path in (BASE, f"{BASE}tour/"):
+        assert forbidden(nobody.get(path))
+    assert Event.objects.count() == 1
+    after = Event.objects.get()
+    assert (after.name, after.target_url, after.control, after.integration_key) == (
+        event.name,
+        event.target_url,
+        event.control,
+        event.integration_key,
+    )
+    assert list(AuditRecord.objects.values_list("action", flat=True)) == ["event_created"]
+
+
+def test_a_missing_permission_is_named(staff) -> None:
+    create(staff)
+    response = staff_with("viewer", "view_event").patch(f"{BASE}tour/", {"capacity": 1})
+    assert response.json()["detail"] == "You lack the permission 'events.change_event'."
+
+
+def test_view_only_staff_see_on_sales_without_the_key_and_change_nothing(staff) -> None:
+    create(staff)
+    viewer = staff_with("viewer", "view_event")
+    listed = viewer.get(BASE).json()
+    assert [e["slug"] for e in listed] == ["tour"]
+    assert listed[0]["integration_key"] is None
+    detail = viewer.get(f"{BASE}tour/").json()
+    assert (detail["name"], detail["integration_key"]) == ("The Tour", None)
+    for method, path, body in WRITES:
+        assert forbidden(getattr(viewer, method)(path, body, format="json")), (method, path)
+    assert Event.objects.get().target_url == "https://shop.example/"
+    assert Event.objects.get().control == EventControl.RUNNING
+
+
+def test_changing_needs_change_and_the_audit_keeps_old_and_new_target(staff) -> None:
+    create(staff)
+    changer = staff_with("carl", "change_event")
+    response = changer.patch(
+        f"{BASE}tour/", {"target_url": "https://shop2.example/buy", "name": "Tour"}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["target_url"] == "https://shop2.example/buy"
+    assert response.json()["integration_key"] is None
+    record = AuditRecord.objects.get(action="event_changed")
+    assert record.actor == "staff:carl"
+    assert record.data["changes"]["target_url"] == [
+        "https://shop.example/",
+        "https://shop2.example/buy",
+    ]
+    assert record.data["changes"]["name"] == ["The Tour", "Tour"]
+    assert changer.post(f"{BASE}tour/pause").json()["control"] == "paused"
+    # Changing includes seeing, as in Django's admin; creating is a right of its own.
+    assert changer.get(f"{BASE}tour/").status_code == 200
+    assert forbidden(create(changer, slug="other"))
+    assert forbidden(changer.post(f"{BASE}tour/rotate-key"))
+
+
+def test_creating_needs_add(db) -> None:
+    creator = staff_with("cleo", "add_event")
+    response = create(creator)
+    assert response.status_code == 201, response.content
+    assert response.json()["integration_key"] is None
+    assert forbidden(creator.patch(f"{BASE}tour/", {"capacity": 1}, format="json"))
+
+
+def test_the_key_permission_shows_and_rotates_the_key(staff, make_event) -> None:
+    event = make_event(slug="tour", capacity=2, rate_per_minute=0)
+    tickets = fans_join(event.slug, 1)
+    event_tick(event_id=event.id, now=timezone.now())
+    token = poll(tickets[0])["pass"]
+    keeper = staff_with("kim", "view_event", "manage_integration_key")
+    old_key = keeper.get(f"{BASE}tour/").json()["integration_key"]
+    assert old_key == event.integration_key
+
+    response = keeper.post(f"{BASE}tour/rotate-key")
+    assert response.status_code == 200, response.content
+    new_key = response.json()["integration_key"]
+    assert len(new_key) >= 32 and new_key != old_key
+    assert complete(token, old_key).status_code == 401
+    assert statuses(tickets) == ["admitted"]
+    assert complete(token, new_key).status_code == 204
+    assert statuses(tickets) == ["completed"]
+
+    record = AuditRecord.objects.filter(action="event_changed").get()
+    assert (record.actor, record.data) == ("staff:kim", {"changes": {"integration_key": "rotated"}})
+    assert old_key not in str(record.data) and new_key not in str(record.data)
+    assert audit_chain_verify(event_id=event.id).ok
+    # Without the right to view the on-sale, the key permission alone opens nothing.
+    assert forbidden(staff_with("kay", "manage_integration_key").post(f"{BASE}tour/rotate-key"))
+
+
+def test_superusers_hold_every_permission(db) -> None:
+    boss = get_user_model().objects.create_superuser("boss", "b@example.com", "pw-123456")
+    client = APIClient()
+    client.force_authenticate(boss)
+    assert create(client).json()["integration_key"]
+    assert client.post(f"{BASE}tour/rotate-key").json()["integration_key"]
+    assert client.patch(f"{BASE}tour/", {"capacity": 3}, format="json").json()["capacity"] == 3
