@@ -56,7 +56,7 @@ class EventAdmin(admin.ModelAdmin):
     readonly_fields = ("integration_key", "control", "closed_at", "created_at", "updated_at")
     inlines = [TierInline, AccessCodeInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
-    actions = ["pause_events", "resume_events", "close_events", "admit_now"]
+    actions = ["pause_events", "resume_events", "close_events", "admit_now", "rotate_keys"]
     action_form = EventActionForm
     fieldsets = (
         (None, {"fields": ("slug", "name", "target_url")}),
@@ -85,6 +85,20 @@ class EventAdmin(admin.ModelAdmin):
             {"fields": ("control", "closed_at", "integration_key", "created_at", "updated_at")},
         ),
     )
+
+    def get_fieldsets(self, request: HttpRequest, obj: Event | None = None) -> Any:
+        fieldsets = super().get_fieldsets(request, obj)
+        if self.has_manage_integration_key_permission(request):
+            return fieldsets
+        # The key lets its holder end fans' sessions on the shop's behalf: shown only to
+        # staff allowed to manage it, as in the staff API.
+        return [
+            (name, {**options, "fields": [f for f in options["fields"] if f != "integration_key"]})
+            for name, options in fieldsets
+        ]
+
+    def has_manage_integration_key_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("events.manage_integration_key")
 
     def get_inline_instances(self, request: HttpRequest, obj: Event | None = None) -> list[Any]:
         # A new on-sale gets its default tier from the service; tiers are edited afterwards.
@@ -134,15 +148,17 @@ class EventAdmin(admin.ModelAdmin):
             service(event=event, actor=_actor(request), now=now)
         self.message_user(request, f"{verb} {queryset.count()} on-sale(s).", messages.SUCCESS)
 
-    @admin.action(description="Pause admission")
+    @admin.action(description="Pause admission", permissions=("change",))
     def pause_events(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
         self._control(request, queryset, services.event_pause, "Paused")
 
-    @admin.action(description="Resume admission")
+    @admin.action(description="Resume admission", permissions=("change",))
     def resume_events(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
         self._control(request, queryset, services.event_resume, "Resumed")
 
-    @admin.action(description="Admit N now (bypasses the rate, never the capacity)")
+    @admin.action(
+        description="Admit N now (bypasses the rate, never the capacity)", permissions=("change",)
+    )
     def admit_now(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
         count = request.POST.get("count", "")
         if not count.isdigit() or not 1 <= int(count) <= 10_000:
@@ -158,6 +174,13 @@ class EventAdmin(admin.ModelAdmin):
                 messages.SUCCESS,
             )
 
-    @admin.action(description="Close (refuse new joins)")
+    @admin.action(description="Close (refuse new joins)", permissions=("change",))
     def close_events(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
         self._control(request, queryset, services.event_close, "Closed")
+
+    @admin.action(
+        description="Rotate the integration key (the old one stops working)",
+        permissions=("manage_integration_key",),
+    )
+    def rotate_keys(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
+        self._control(request, queryset, services.integration_key_rotate, "Rotated the key of")

@@ -1,10 +1,14 @@
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.test import Client
+from django.utils import timezone
 
 from events.models import Event
-from queueing.models import AuditRecord
+from queueing.models import AuditRecord, QueueEntry
+from queueing.ticks import event_tick
 from tests.conftest import join, new_fan
+from tests.queueing.helpers import fans_join
 
 pytestmark = pytest.mark.django_db
 
@@ -65,3 +69,87 @@ def test_the_audit_trail_is_read_only_in_the_admin(admin_client_, event) -> None
     record = AuditRecord.objects.get(event=event)
     assert admin_client_.get("/admin/queueing/auditrecord/add/").status_code == 403
     assert admin_client_.post(f"/admin/queueing/auditrecord/{record.pk}/delete/").status_code == 403
+
+
+def staff_login(username: str, *codenames: str) -> Client:
+    user = get_user_model().objects.create_user(username, password="pw-123456", is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="events", codename__in=codenames)
+    )
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def run_action(client: Client, event: Event, action: str, **extra: str):
+    return client.post(
+        "/admin/events/event/", {"action": action, "_selected_action": [event.pk], **extra}
+    )
+
+
+def started_with_one_admitted(make_event) -> Event:
+    """Two fans in line; the first tick lets one in, and the rate lets no other in for now."""
+    event = make_event(rate_per_minute=1, capacity=10)
+    fans_join(event.slug, 2)
+    event_tick(event_id=event.id, now=timezone.now())
+    assert admitted_count() == 1
+    return event
+
+
+def admitted_count() -> int:
+    return QueueEntry.objects.filter(status="admitted").count()
+
+
+ACTIONS = [
+    ("pause_events", {}),
+    ("resume_events", {}),
+    ("close_events", {}),
+    ("admit_now", {"count": "5"}),
+    ("rotate_keys", {}),
+]
+
+
+def test_view_only_staff_can_neither_see_nor_run_the_actions(make_event) -> None:
+    event = started_with_one_admitted(make_event)
+    records = AuditRecord.objects.count()
+    viewer = staff_login("viewer", "view_event")
+    for action, extra in ACTIONS:
+        run_action(viewer, event, action, **extra)
+        after = Event.objects.get(pk=event.pk)
+        assert (after.control, after.integration_key) == ("running", event.integration_key)
+        assert AuditRecord.objects.count() == records, action
+        assert admitted_count() == 1
+    page = viewer.get("/admin/events/event/")
+    assert page.status_code == 200
+    for action, _ in ACTIONS:
+        assert action.encode() not in page.content
+
+
+def test_change_permitted_staff_run_the_actions(make_event) -> None:
+    event = started_with_one_admitted(make_event)
+    changer = staff_login("carl", "view_event", "change_event")
+    run_action(changer, event, "admit_now", count="1")
+    assert admitted_count() == 2
+    run_action(changer, event, "pause_events")
+    assert Event.objects.get(pk=event.pk).control == "paused"
+    last = AuditRecord.objects.filter(event=event).order_by("-seq").first()
+    assert (last.action, last.actor) == ("event_paused", "staff:carl")
+    # The key is a right of its own: changing the on-sale is not enough to rotate or see it.
+    run_action(changer, event, "rotate_keys")
+    assert Event.objects.get(pk=event.pk).integration_key == event.integration_key
+    page = changer.get(f"/admin/events/event/{event.pk}/change/")
+    assert page.status_code == 200
+    assert event.integration_key.encode() not in page.content
+
+
+def test_the_key_permission_shows_and_rotates_the_key_in_the_admin(event) -> None:
+    keeper = staff_login("kim", "view_event", "change_event", "manage_integration_key")
+    page = keeper.get(f"/admin/events/event/{event.pk}/change/")
+    assert event.integration_key.encode() in page.content
+    run_action(keeper, event, "rotate_keys")
+    assert Event.objects.get(pk=event.pk).integration_key != event.integration_key
+    last = AuditRecord.objects.filter(event=event).order_by("-seq").first()
+    assert (last.action, last.data) == (
+        "event_changed",
+        {"changes": {"integration_key": "rotated"}},
+    )
