@@ -1,8 +1,41 @@
 #!/usr/bin/env bash
 # Web (gunicorn + uvicorn workers), Celery worker and beat; one Ctrl-C stops them all.
+# `make run` runs it as the local demo. `--dry-run` prints the three command lines it would
+# start and exits (tests read the bind from there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
+
+# Loopback only unless told otherwise: with DEBUG on, any bad Host or unknown path gets
+# Django's technical page (settings, URLconf), and the demo's staff login is admin/admin.
+BIND="${BIND:-127.0.0.1:8000}"
+# The same reading of DJANGO_DEBUG as config/settings.py (default on).
+DEBUG=$("$BIN/python" -c 'from config.env import env_bool; print(int(env_bool("DJANGO_DEBUG", True)))') || exit 2
+if [[ $DEBUG == 1 ]]; then
+  if ! [[ $BIND =~ ^(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[::1\]):[0-9]+$ || $BIND == unix:* ]]; then
+    echo "refusing BIND=$BIND with DEBUG on: the demo shows technical error pages and its" >&2
+    echo "staff login is admin/admin. Bind to 127.0.0.1:<port>, or run the production" >&2
+    echo "setup (README.md, Production) with DJANGO_DEBUG=0." >&2
+    exit 2
+  fi
+  echo "DEMO MODE: DEBUG on, login admin/admin, do not expose"
+fi
+
+web=("$BIN/gunicorn" config.asgi:application
+  -k config.workers.UvicornWorker -w "${WEB_CONCURRENCY:-4}"
+  -b "$BIND" --graceful-timeout 5 --no-control-socket)
+worker=("$BIN/celery" -A config worker -l info -c "${WORKER_CONCURRENCY:-2}" --without-gossip)
+beat=("$BIN/celery" -A config beat -l info -s .run/celerybeat-schedule)
+
+if [[ ${1:-} == --dry-run ]]; then
+  for command in web worker beat; do
+    declare -n line=$command
+    printf '%q ' "${line[@]}"
+    echo
+  done
+  exit 0
+fi
+
 mkdir -p .run
 # Every gunicorn worker's request latencies reach /metrics through this directory.
 export PROMETHEUS_MULTIPROC_DIR="$PWD/.run/prometheus"
@@ -17,15 +50,17 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-"$BIN/gunicorn" config.asgi:application \
-  -k config.workers.UvicornWorker -w "${WEB_CONCURRENCY:-4}" \
-  -b "${BIND:-127.0.0.1:8000}" --graceful-timeout 5 --no-control-socket &
+"${web[@]}" &
 pids+=($!)
-"$BIN/celery" -A config worker -l info -c "${WORKER_CONCURRENCY:-2}" --without-gossip &
+"${worker[@]}" &
 pids+=($!)
-"$BIN/celery" -A config beat -l info -s .run/celerybeat-schedule &
+"${beat[@]}" &
 pids+=($!)
 
-echo "waiting room on http://${BIND:-127.0.0.1:8000}/ (admin: admin / admin). Ctrl-C stops it."
+if [[ $DEBUG == 1 ]]; then
+  echo "waiting room demo on http://$BIND/ (staff: admin / admin). Ctrl-C stops it."
+else
+  echo "waiting room on http://$BIND/. Ctrl-C stops it."
+fi
 # If any of the three dies, stop the others rather than run half a room.
 wait -n

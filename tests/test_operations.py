@@ -1,10 +1,13 @@
 import pytest
+import yaml
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import Client
 
 from config.env import database_from_url, env_bool, env_int
 from events.models import Event
+from tests.processes import ROOT
 
 
 def test_healthz_is_up(db) -> None:
@@ -43,11 +46,29 @@ def test_database_url_parsing() -> None:
         database_from_url("mysql://x/y")
 
 
-def test_seed_demo_is_idempotent(db, django_capture_on_commit_callbacks) -> None:
+def test_seed_demo_is_idempotent_and_says_it_is_a_demo(
+    db, settings, django_capture_on_commit_callbacks, capsys
+) -> None:
+    settings.DEBUG = True  # what `make run` has; pytest-django turns it off
     with django_capture_on_commit_callbacks(execute=True):
         call_command("seed_demo")
         call_command("seed_demo")
     assert Event.objects.filter(slug="demo").count() == 1
+    assert "DEMO MODE: DEBUG on, login admin/admin, do not expose" in capsys.readouterr().out
+
+
+def test_seed_demo_refuses_admin_admin_with_debug_off_unless_forced(
+    db, settings, django_capture_on_commit_callbacks, capsys
+) -> None:
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="createsuperuser"):
+        call_command("seed_demo")
+    assert not get_user_model().objects.filter(username="admin").exists()
+    assert not Event.objects.filter(slug="demo").exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("seed_demo", "--force")
+    assert get_user_model().objects.get(username="admin").check_password("admin")
+    assert "change its password now" in capsys.readouterr().out
 
 
 def test_rebuild_hot_queue_command(event, capsys) -> None:
@@ -59,3 +80,25 @@ def test_the_redis_eviction_policy_is_checked() -> None:
     from queueing.checks import redis_eviction_policy
 
     assert redis_eviction_policy() == []
+
+
+def test_the_readmes_production_commands_are_docker_composes() -> None:
+    """The documented production path runs what docker-compose.yml runs, no more, no less."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    readme = (ROOT / "README.md").read_text()
+    production = readme[readme.index("## Production") :]
+    environment = compose["x-app"]["environment"]
+    assert environment["DJANGO_DEBUG"] == "0"
+    for name in environment:
+        assert name in production, f"{name} is not in the README's Production section"
+    web = compose["services"]["web"]["command"][-1]
+    gunicorn = web[web.index("gunicorn") :]
+    commands = [
+        " ".join(gunicorn.split()),
+        " ".join(compose["services"]["worker"]["command"]),
+        " ".join(compose["services"]["beat"]["command"]),
+        " ".join(compose["services"]["migrate"]["command"]),
+    ]
+    for command in commands:
+        assert command in production, f"{command!r} is not in the README's Production section"
+    assert "createsuperuser" in production and "seed_demo" in production

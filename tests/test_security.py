@@ -1,5 +1,6 @@
 import os
 import secrets
+import shlex
 import subprocess
 import sys
 
@@ -61,3 +62,44 @@ def test_forms_need_their_csrf_token(event) -> None:
     assert response.status_code == 403
     event.refresh_from_db()
     assert event.control == "running"
+
+
+def _run_stack_dry_run(**env: str) -> subprocess.CompletedProcess[str]:
+    """What scripts/run_stack.sh (``make run``) would start, without starting it."""
+    base = {k: v for k, v in os.environ.items() if k not in {"BIND", "DJANGO_DEBUG"}}
+    return subprocess.run(
+        ["scripts/run_stack.sh", "--dry-run"],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def _gunicorn_bind(stdout: str) -> str:
+    (line,) = [line for line in stdout.splitlines() if "gunicorn" in line]
+    argv = shlex.split(line)
+    return argv[argv.index("-b") + 1]
+
+
+def test_the_demo_stack_binds_to_loopback_and_says_it_is_a_demo() -> None:
+    result = _run_stack_dry_run()
+    assert result.returncode == 0, result.stderr
+    assert _gunicorn_bind(result.stdout) == "127.0.0.1:8000"
+    assert "DEMO MODE: DEBUG on, login admin/admin, do not expose" in result.stdout
+
+
+@pytest.mark.parametrize("bind", ["0.0.0.0:8000", ":8000", "[::]:8000", "192.168.1.5:8000"])
+def test_the_demo_stack_refuses_to_listen_beyond_loopback_with_debug_on(bind) -> None:
+    result = _run_stack_dry_run(BIND=bind)
+    assert result.returncode != 0
+    assert "gunicorn" not in result.stdout
+    assert "refusing" in result.stderr
+
+
+def test_the_stack_may_listen_everywhere_with_debug_off() -> None:
+    result = _run_stack_dry_run(BIND="0.0.0.0:8000", DJANGO_DEBUG="0")
+    assert result.returncode == 0, result.stderr
+    assert _gunicorn_bind(result.stdout) == "0.0.0.0:8000"
+    assert "DEMO MODE" not in result.stdout

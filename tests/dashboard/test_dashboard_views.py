@@ -2,8 +2,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
+from django.utils import timezone
 
 from events.models import EventControl
+from events.services import event_pause
 from queueing.models import AuditRecord, QueueEntry
 from tests.queueing.helpers import fans_join
 
@@ -94,3 +96,43 @@ def test_admit_n_now_from_the_admin(make_event) -> None:
         {"action": "admit_now", "_selected_action": [event.pk], "count": "9"},
     )
     assert QueueEntry.objects.filter(status="admitted").count() == 5  # never past capacity
+
+
+def _csrf_token(client: Client, url: str) -> str:
+    """The token a page of ours hands its forms (and sets as the csrftoken cookie)."""
+    page = client.get(url)
+    assert page.status_code == 200
+    return page.context["csrf_token"]
+
+
+@pytest.mark.parametrize(
+    ("control", "start", "post", "changed"),
+    [
+        ("pause", EventControl.RUNNING, {"action": "pause"}, ("control", EventControl.PAUSED)),
+        ("resume", EventControl.PAUSED, {"action": "resume"}, ("control", EventControl.RUNNING)),
+        ("close", EventControl.RUNNING, {"action": "close"}, ("control", EventControl.CLOSED)),
+        ("capacity", EventControl.RUNNING, {"action": "capacity", "value": "7"}, ("capacity", 7)),
+        ("rate", EventControl.RUNNING, {"action": "rate", "value": "9"}, ("rate_per_minute", 9)),
+    ],
+)
+def test_every_control_needs_its_csrf_token(make_event, control, start, post, changed) -> None:
+    event = make_event(capacity=3, rate_per_minute=60)
+    if start == EventControl.PAUSED:
+        event_pause(event=event, actor="test", now=timezone.now())
+    url = f"/dashboard/events/{event.slug}/control"
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(steering_staff("eve"))
+    records = AuditRecord.objects.filter(event=event).count()
+    # A cross-site form: neither the confirmation step nor the confirmed control goes through.
+    assert browser.post(url, post).status_code == 403
+    assert browser.post(url, {**post, "confirmed": "yes"}).status_code == 403
+    event.refresh_from_db()
+    assert (event.control, event.capacity, event.rate_per_minute) == (start, 3, 60)
+    assert AuditRecord.objects.filter(event=event).count() == records
+    # The dashboard's own form, with the token, does it: the 403s were the missing token's.
+    token = _csrf_token(browser, f"/dashboard/events/{event.slug}/")
+    done = browser.post(url, {**post, "confirmed": "yes", "csrfmiddlewaretoken": token})
+    assert done.status_code == 302
+    event.refresh_from_db()
+    field, value = changed
+    assert getattr(event, field) == value

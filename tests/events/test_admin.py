@@ -5,6 +5,7 @@ from django.test import Client
 from django.utils import timezone
 
 from events.models import Event
+from events.services import event_pause
 from queueing.models import AuditRecord, QueueEntry
 from queueing.ticks import event_tick
 from tests.conftest import join, new_fan
@@ -153,3 +154,41 @@ def test_the_key_permission_shows_and_rotates_the_key_in_the_admin(event) -> Non
         "event_changed",
         {"changes": {"integration_key": "rotated"}},
     )
+
+
+@pytest.mark.parametrize(
+    ("action", "extra", "done"),
+    [
+        ("pause_events", {}, "event_paused"),
+        ("resume_events", {}, "event_resumed"),
+        ("close_events", {}, "event_closed"),
+        ("admit_now", {"count": "2"}, "admitted"),
+    ],
+)
+def test_admin_actions_need_their_csrf_token(make_event, action, extra, done) -> None:
+    event = make_event(capacity=5, rate_per_minute=1)
+    fans_join(event.slug, 3)
+    event_tick(event_id=event.id, now=timezone.now())  # the line starts; the rate lets one in
+    if action == "resume_events":
+        event_pause(event=event, actor="test", now=timezone.now())
+    admin = Client(enforce_csrf_checks=True)
+    admin.force_login(get_user_model().objects.create_superuser("root", "r@x.example", "pw"))
+    post = {"action": action, "_selected_action": [event.pk], "index": "0", **extra}
+    records = AuditRecord.objects.filter(event=event).count()
+    assert admin.post("/admin/events/event/", post).status_code == 403
+    assert AuditRecord.objects.filter(event=event).count() == records
+    # The changelist's own form carries the token, and then the same action goes through.
+    token = admin.get("/admin/events/event/").context["csrf_token"]
+    response = admin.post("/admin/events/event/", {**post, "csrfmiddlewaretoken": token})
+    assert response.status_code == 302
+    newest = AuditRecord.objects.filter(event=event).order_by("-seq").first()
+    assert newest.action == done
+
+
+def test_admin_saves_need_their_csrf_token(event) -> None:
+    admin = Client(enforce_csrf_checks=True)
+    admin.force_login(get_user_model().objects.create_superuser("root", "r@x.example", "pw"))
+    response = admin.post(f"/admin/events/event/{event.pk}/change/", {"capacity": 999})
+    assert response.status_code == 403
+    event.refresh_from_db()
+    assert event.capacity != 999

@@ -145,6 +145,36 @@ def test_a_foreign_origin_is_refused(make_event) -> None:
     asyncio.run(scenario())
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [],  # no Origin at all: a script outside any browser page
+        [(b"origin", b"null")],  # sandboxed frames and file:// pages
+        [(b"origin", b"http://testserver.evil.example")],
+        [(b"origin", b"http://evil.example.testserver")],
+        [(b"origin", b"http://evil.example"), (b"host", b"testserver")],
+    ],
+    ids=["missing", "null", "lookalike-suffix", "lookalike-prefix", "foreign-with-good-host"],
+)
+def test_sockets_without_our_origin_are_refused(make_event, headers) -> None:
+    event = make_event()
+    (ticket,) = fans_join(event.slug, 1)
+
+    async def scenario():
+        ws = WebsocketCommunicator(
+            application, f"/ws/events/{event.slug}/?ticket={ticket}", headers
+        )
+        connected, _ = await ws.connect()
+        assert not connected
+        # The same ticket with our Origin is let in: the refusal above is the Origin's alone.
+        ours = socket(event.slug, ticket)
+        connected, _ = await ours.connect()
+        assert connected
+        await ours.disconnect()
+
+    asyncio.run(scenario())
+
+
 def _channel_messages_during_one_tick(event, settings) -> tuple[int, int]:
     prefix = settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"]
     pubsub = get_redis_connection("default").pubsub()

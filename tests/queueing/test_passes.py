@@ -1,14 +1,20 @@
+import base64
+import hashlib
+import hmac
+import json
 from datetime import timedelta
 from types import SimpleNamespace
 
 import jwt
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.test import Client
 from django.utils import timezone
 from jwt.algorithms import OKPAlgorithm
 
 from queueing.line import followups
-from queueing.models import AuditRecord
+from queueing.models import AuditRecord, PassKey
 from queueing.passes.signing import pass_key_rotate
 from queueing.ticks import event_tick
 from tests.queueing.helpers import entry_of, fans_join, poll, statuses
@@ -171,3 +177,131 @@ def test_completion_stands_when_the_broker_is_down(admitted, monkeypatch) -> Non
     with TestCase.captureOnCommitCallbacks(execute=True):
         assert complete(token, event.integration_key).status_code == 204
     assert statuses(tickets[:1]) == ["completed"]
+
+
+# Forged passes built by hand, the attacks JWT libraries have fallen to: each carries the real
+# pass's claims (so only its header or signature is wrong) and must be worthless.
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _hand_made(header: dict, claims: dict, sign) -> str:
+    signing_input = (
+        f"{_b64(json.dumps(header).encode())}.{_b64(json.dumps(claims).encode())}".encode()
+    )
+    return f"{signing_input.decode()}.{_b64(sign(signing_input))}"
+
+
+def _hmac_with(secret: bytes):
+    return lambda signing_input: hmac.new(secret, signing_input, hashlib.sha256).digest()
+
+
+def _unsigned(signing_input: bytes) -> bytes:
+    return b""
+
+
+ATTACKER = Ed25519PrivateKey.generate()
+ATTACKER_JWK = {**json.loads(OKPAlgorithm.to_jwk(ATTACKER.public_key())), "kid": "attacker"}
+
+
+def _forgeries(token: str) -> dict[str, str]:
+    claims = jwt.decode(token, options={"verify_signature": False})
+    kid = jwt.get_unverified_header(token)["kid"]
+    (published,) = [k for k in Client().get("/.well-known/jwks.json").json()["keys"]]
+    public = OKPAlgorithm.from_jwk(published)
+    raw_public = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    pem_public = public.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    attacker = ATTACKER.sign
+    attacker_der = ATTACKER.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return {
+        "alg none, real kid": _hand_made({"alg": "none", "kid": kid}, claims, _unsigned),
+        "alg none, no kid": _hand_made({"alg": "none", "typ": "JWT"}, claims, _unsigned),
+        "alg None": _hand_made({"alg": "None", "kid": kid}, claims, _unsigned),
+        "alg none with the real signature": ".".join(
+            [_b64(json.dumps({"alg": "none", "kid": kid}).encode()), *token.split(".")[1:]]
+        ),
+        "HS256, raw public key": _hand_made(
+            {"alg": "HS256", "kid": kid}, claims, _hmac_with(raw_public)
+        ),
+        "HS256, the JWKS x": _hand_made(
+            {"alg": "HS256", "kid": kid}, claims, _hmac_with(published["x"].encode())
+        ),
+        "HS256, the JWK JSON": _hand_made(
+            {"alg": "HS256", "kid": kid}, claims, _hmac_with(json.dumps(published).encode())
+        ),
+        "HS256, the PEM public key": _hand_made(
+            {"alg": "HS256", "kid": kid}, claims, _hmac_with(pem_public)
+        ),
+        "kid a path, HS256 empty secret": _hand_made(
+            {"alg": "HS256", "kid": "../../../../../../dev/null"}, claims, _hmac_with(b"")
+        ),
+        "kid a path, attacker key": _hand_made(
+            {"alg": "EdDSA", "kid": "/proc/self/environ"}, claims, attacker
+        ),
+        "kid SQL": _hand_made({"alg": "EdDSA", "kid": "' OR '1'='1"}, claims, attacker),
+        "kid SQL union": _hand_made(
+            {"alg": "HS256", "kid": "x' UNION SELECT 'secret' --"}, claims, _hmac_with(b"secret")
+        ),
+        "kid unknown": _hand_made({"alg": "EdDSA", "kid": "f" * 16}, claims, attacker),
+        "kid a number": _hand_made({"alg": "EdDSA", "kid": 1}, claims, attacker),
+        "kid a list": _hand_made({"alg": "EdDSA", "kid": [kid]}, claims, attacker),
+        "kid an object": _hand_made({"alg": "EdDSA", "kid": {"$ne": None}}, claims, attacker),
+        "kid null": _hand_made({"alg": "EdDSA", "kid": None}, claims, attacker),
+        "jku to the attacker's keys": _hand_made(
+            {"alg": "EdDSA", "kid": "attacker", "jku": "https://evil.example/jwks.json"},
+            claims,
+            attacker,
+        ),
+        "jku with the real kid": _hand_made(
+            {"alg": "EdDSA", "kid": kid, "jku": "https://evil.example/jwks.json"}, claims, attacker
+        ),
+        "jwk embedded": _hand_made(
+            {"alg": "EdDSA", "kid": "attacker", "jwk": ATTACKER_JWK}, claims, attacker
+        ),
+        "jwk embedded with the real kid": _hand_made(
+            {"alg": "EdDSA", "kid": kid, "jwk": {**ATTACKER_JWK, "kid": kid}}, claims, attacker
+        ),
+        "jwk embedded, no kid": _hand_made({"alg": "EdDSA", "jwk": ATTACKER_JWK}, claims, attacker),
+        "x5c with the attacker's key": _hand_made(
+            {"alg": "EdDSA", "kid": kid, "x5c": [base64.b64encode(attacker_der).decode()]},
+            claims,
+            attacker,
+        ),
+        "x5u to the attacker": _hand_made(
+            {"alg": "EdDSA", "kid": kid, "x5u": "https://evil.example/cert.pem"}, claims, attacker
+        ),
+    }
+
+
+def test_forged_headers_are_worthless_to_verify_and_complete(admitted) -> None:
+    event, tickets, token = admitted
+    records = AuditRecord.objects.count()
+    forgeries = _forgeries(token)
+    for name, forged in forgeries.items():
+        verdict = verify(forged)
+        assert verdict in (
+            {"valid": False, "reason": "bad_signature"},
+            {"valid": False, "reason": "malformed"},
+        ), name
+        refused = complete(forged, event.integration_key)
+        assert refused.status_code == 400, name
+        assert refused.json()["error"] == "bad_request", name
+    # None of them touched the real session, which still verifies.
+    assert statuses(tickets[:1]) == ["admitted"]
+    assert AuditRecord.objects.count() == records
+    assert verify(token)["valid"] is True
+    # Sanity: the claims and the room's own key make a pass the room takes, so the refusals
+    # above are down to the forged header or signature alone.
+    claims = jwt.decode(token, options={"verify_signature": False})
+    header = jwt.get_unverified_header(token)
+    private = serialization.load_pem_private_key(
+        PassKey.objects.get(kid=header["kid"]).private_pem.encode(), password=None
+    )
+    resigned = _hand_made({"alg": "EdDSA", "kid": header["kid"]}, claims, private.sign)
+    assert verify(resigned)["valid"] is True
