@@ -8,6 +8,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import (
+    RequestDataTooBig,
+    SuspiciousOperation,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
@@ -75,6 +82,55 @@ def error_response(error: QueueError | ApiError) -> JsonResponse:
     return response
 
 
+def body_too_large() -> ApiError:
+    return ApiError(400, "bad_request", "The request body is too large.")
+
+
+def query_too_many_fields() -> ApiError:
+    return ApiError(400, "bad_request", "The query string has too many fields.")
+
+
+def unreadable_request(
+    *, query_string: str | bytes, content_length: str | bytes | None
+) -> ApiError | None:
+    """Why the room will not read a request, judged before anything reads it, or None
+    (docs/api.md, "Conventions"); callers pass the query string for paths under /api/ only.
+    Django would refuse the same request later, with a SuspiciousOperation raised wherever a
+    view or DRF first touches ``request.GET`` or the body.
+
+    The fields are counted as Django's QueryDict counts them (``&``-separated, empty ones
+    too), against ``DATA_UPLOAD_MAX_NUMBER_FIELDS``; the declared length is compared with
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE``. A body sent without a length is measured as it arrives
+    (config/request_limits.py)."""
+    if isinstance(query_string, bytes):
+        query_string = query_string.decode("latin-1")
+    max_fields = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+    if max_fields is not None and query_string and query_string.count("&") + 1 > max_fields:
+        return query_too_many_fields()
+    if isinstance(content_length, bytes):
+        content_length = content_length.decode("latin-1")
+    if content_length:
+        text = content_length.strip()
+        if not (text.isascii() and text.isdigit()):
+            return ApiError(400, "bad_request", "The Content-Length header is not a length.")
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and int(text) > limit:
+            return body_too_large()
+    return None
+
+
+def suspicious_request_error(exc: SuspiciousOperation) -> ApiError:
+    """A request Django refused to read (too many fields, too large, ...): Django answers it
+    400 on its pages; under /api/ it is ``400 bad_request``, never a 500."""
+    if isinstance(exc, RequestDataTooBig):
+        return body_too_large()
+    if isinstance(exc, TooManyFieldsSent):
+        return ApiError(400, "bad_request", "The request has too many fields.")
+    if isinstance(exc, TooManyFilesSent):
+        return ApiError(400, "bad_request", "The request has too many files.")
+    return ApiError(400, "bad_request", "The request cannot be read.")
+
+
 _DRF_CODES: dict[type[Exception], str] = {
     drf_exceptions.NotAuthenticated: "unauthorized",
     drf_exceptions.AuthenticationFailed: "unauthorized",
@@ -102,6 +158,12 @@ def drf_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         return Response(error.body(), status=error.status, headers=error.headers)
     if isinstance(exc, Http404):
         return Response({"error": "not_found", "detail": "Not found."}, status=404)
+    if isinstance(exc, SuspiciousOperation):
+        # DRF reads query_params and the body lazily, inside the view: what Django refuses
+        # to read surfaces here.
+        logger.warning("unreadable request: %s", exc)
+        error = suspicious_request_error(exc)
+        return Response(error.body(), status=error.status)
     response = drf_default_handler(exc, context)
     if response is None:
         return None

@@ -13,6 +13,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from config.request_limits import RequestLimits  # noqa: E402
 from queueing.web.hot_paths import HotPaths  # noqa: E402
 from queueing.web.routing import websocket_urlpatterns  # noqa: E402
 
@@ -22,13 +23,17 @@ if settings.WR_SERVE_STATIC:
     # Static files without a separate server; production puts a CDN in front.
     django_asgi_app = ASGIStaticFilesHandler(django_asgi_app)
 
-# Ticket status and joins take a lean path in front of everything (queueing/web/hot_paths.py).
-application = HotPaths(
-    ProtocolTypeRouter(
-        {
-            "http": django_asgi_app,
-            "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
-        }
+# In front of everything, a cap on what a request may make the room read (a body sent chunked
+# included: config/request_limits.py); then ticket status and joins take a lean path in front
+# of Django (queueing/web/hot_paths.py).
+application = RequestLimits(
+    HotPaths(
+        ProtocolTypeRouter(
+            {
+                "http": django_asgi_app,
+                "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
+            }
+        )
     )
 )
 

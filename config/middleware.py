@@ -7,13 +7,20 @@ import logging
 from collections.abc import Callable
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.db import DataError, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.test.signals import setting_changed
 
-from config.api_errors import ApiError, error_response
+from config.api_errors import (
+    ApiError,
+    body_too_large,
+    error_response,
+    suspicious_request_error,
+    unreadable_request,
+)
 from queueing.rules.errors import QueueError
 
 logger = logging.getLogger(__name__)
@@ -49,6 +56,10 @@ class ApiErrorMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith("/api/") and (refusal := _unreadable(request)) is not None:
+            # Before any view (or DRF, which reads the query and body lazily) touches it.
+            logger.warning("refused to read %r: %s", request.path, refusal.detail)
+            return error_response(refusal)
         response = self.get_response(request)
         if (
             response.status_code >= 400
@@ -73,6 +84,10 @@ class ApiErrorMiddleware:
             return error_response(exception)
         if not request.path.startswith("/api/"):
             return None
+        if isinstance(exception, SuspiciousOperation):
+            # What Django refuses to read (too many fields, too large): 400 on its pages too.
+            logger.warning("unreadable request on %r: %s", request.path, exception)
+            return error_response(suspicious_request_error(exception))
         if isinstance(exception, DataError):
             # A value the database cannot hold (out of range, NUL...): the input, not us.
             logger.warning("unusable input on %s: %s", request.path, exception)
@@ -87,6 +102,28 @@ class ApiErrorMiddleware:
         # A bug, but integrators still get JSON rather than an HTML page.
         logger.exception("unhandled error on %s", request.path)
         return internal_error_response()
+
+
+def _unreadable(request: HttpRequest) -> ApiError | None:
+    """Why the room will not read this request under /api/ (config/api_errors.py), or None.
+
+    A body sent without a length (chunked) has been received whole by Django's ASGI handler
+    by now, cut at the limit in front of it (config/request_limits.py). It is measured here
+    and its length recorded, because DRF reads only bodies that declare one: otherwise a
+    staff PATCH sent chunked would be taken for an empty one."""
+    refusal = unreadable_request(
+        query_string=request.META.get("QUERY_STRING", ""),
+        content_length=request.META.get("CONTENT_LENGTH"),
+    )
+    if refusal is not None or request.META.get("CONTENT_LENGTH"):
+        return refusal
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        return body_too_large()
+    if body:
+        request.META["CONTENT_LENGTH"] = str(len(body))
+    return None
 
 
 def unavailable_response() -> JsonResponse:

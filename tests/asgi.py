@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ class AsgiReply:
     status: int
     headers: dict[str, str]  # lower-case names; repeated headers joined with "\n"
     raw: bytes
+    chunks_read: int = 0  # body messages the app asked for
 
     @property
     def body(self) -> Any:
@@ -27,7 +29,12 @@ async def asgi_call(
     body: bytes = b"",
     headers: dict[str, str] | None = None,
     scheme: str = "http",
+    query: str = "",
+    chunks: Sequence[bytes] | None = None,
 ) -> AsgiReply:
+    """``chunks``: the body in several messages (``more_body``), as a server passes on one
+    sent chunked; give it with no ``content-length`` in ``headers`` to be one."""
+    messages = [body] if chunks is None else list(chunks) or [b""]
     all_headers = {"host": "testserver", **(headers or {})}
     scope = {
         "type": "http",
@@ -38,19 +45,20 @@ async def asgi_call(
         "path": path,
         "raw_path": path.encode(),
         "root_path": "",
-        "query_string": b"",
+        "query_string": query.encode(),
         "headers": [(k.lower().encode(), v.encode()) for k, v in all_headers.items()],
         "client": ("127.0.0.1", 40000),
         "server": ("testserver", 80),
     }
-    sent_body = False
+    sent = 0
     replies: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
-        nonlocal sent_body
-        if not sent_body:
-            sent_body = True
-            return {"type": "http.request", "body": body, "more_body": False}
+        nonlocal sent
+        if sent < len(messages):
+            sent += 1
+            more = sent < len(messages)
+            return {"type": "http.request", "body": messages[sent - 1], "more_body": more}
         await asyncio.sleep(3600)  # nothing more: the client waits for its answer
         return {"type": "http.disconnect"}
 
@@ -66,7 +74,7 @@ async def asgi_call(
         collected[key] = (
             f"{collected[key]}\n{value.decode()}" if key in collected else value.decode()
         )
-    return AsgiReply(status=start["status"], headers=collected, raw=content)
+    return AsgiReply(status=start["status"], headers=collected, raw=content, chunks_read=sent)
 
 
 def call(app: Any, method: str, path: str, **kwargs: Any) -> AsgiReply:

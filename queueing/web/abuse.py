@@ -12,7 +12,9 @@ is down, joins are not refused for it.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import math
+import threading
 import time
 
 from django.conf import settings
@@ -22,7 +24,33 @@ from queueing.hot import keys, limits
 from queueing.hot.client import HotIndexUnavailable
 from queueing.rules.errors import RateLimited
 
+logger = logging.getLogger(__name__)
+
 WINDOW_SECONDS = 60.0
+
+
+class _Sometimes:
+    """Says when to log again: a proxy that writes something else than an address writes it
+    on every join, and one line a minute tells the operator as much as a line a join."""
+
+    def __init__(self, every_seconds: float) -> None:
+        self.every_seconds = every_seconds
+        self.lock = threading.Lock()
+        self.last: float | None = None
+        self.count = 0
+
+    def due(self) -> int | None:
+        """How many times it happened since the last line, if one is due now; else None."""
+        now = time.monotonic()
+        with self.lock:
+            self.count += 1
+            if self.last is not None and now - self.last < self.every_seconds:
+                return None
+            count, self.count, self.last = self.count, 0, now
+            return count
+
+
+_not_an_address_warnings = _Sometimes(every_seconds=60.0)
 
 
 def client_ip(request: HttpRequest) -> str:
@@ -30,17 +58,44 @@ def client_ip(request: HttpRequest) -> str:
     hops = settings.WR_TRUSTED_PROXY_COUNT
     if not hops:
         return remote
-    forwarded = [part.strip() for part in request.headers.get("X-Forwarded-For", "").split(",")]
-    forwarded = [part for part in forwarded if part]
+    header = request.headers.get("X-Forwarded-For")
+    if header is None:
+        return remote
+    # Empty elements are kept: dropping them would shift a value the client wrote into the
+    # position our proxies vouch for.
+    forwarded = [part.strip() for part in header.split(",")]
     # The last `hops` entries were added by our own proxies; the one before them is the
     # address our outermost proxy saw. Anything further left is the client's to invent.
     if len(forwarded) < hops:
         return remote
     candidate = forwarded[-hops]
     try:
-        return str(ipaddress.ip_address(candidate))
+        # A bare address only: no port, no brackets, no zone (a proxy of ours writes none).
+        address = ipaddress.ip_address(candidate)
+        if isinstance(address, ipaddress.IPv6Address) and address.scope_id is not None:
+            raise ValueError(candidate)
     except ValueError:
+        _warn_not_an_address(candidate, remote)
         return remote
+    return str(address)
+
+
+def _warn_not_an_address(candidate: str, remote: str) -> None:
+    """The trusted position of X-Forwarded-For holds no address: the join limit falls back to
+    the peer's address (all clients of that proxy share it), which the operator must hear of:
+    WR_TRUSTED_PROXY_COUNT or the proxy's configuration is wrong."""
+    seen = _not_an_address_warnings.due()
+    if seen is None:
+        return
+    logger.warning(
+        "X-Forwarded-For holds %r where a trusted proxy (WR_TRUSTED_PROXY_COUNT=%d) writes the "
+        "client's address; limiting joins by the peer address %s instead (%d such since the "
+        "last warning); check the proxies' configuration",
+        candidate[:64],
+        settings.WR_TRUSTED_PROXY_COUNT,
+        remote,
+        seen,
+    )
 
 
 def rate_key_for_ip(address: str) -> str:

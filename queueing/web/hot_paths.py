@@ -37,7 +37,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_vary_headers
 from django.utils.functional import SimpleLazyObject
 
-from config.api_errors import error_response
+from config.api_errors import body_too_large, error_response
 from config.middleware import (
     api_exception_response,
     internal_error_response,
@@ -58,7 +58,6 @@ from queueing.web.asgi_io import (
     reply,
     served_securely,
 )
-from queueing.web.http import body_too_large
 from queueing.web.join_batcher import JoinBatcher
 from queueing.web.lean_routes import LeanRoute, lean_routes
 

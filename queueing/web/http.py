@@ -11,7 +11,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from config.api_errors import ApiError, error_response
+from config.api_errors import ApiError, body_too_large, error_response
 from queueing.rules.errors import QueueError
 
 View = Callable[..., HttpResponse]
@@ -53,10 +53,6 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ApiError(400, "bad_request", "The request body must be a JSON object.")
     return body
-
-
-def body_too_large() -> ApiError:
-    return ApiError(400, "bad_request", "The request body is too large.")
 
 
 def optional_str(body: dict[str, Any], name: str, *, max_length: int) -> str | None:

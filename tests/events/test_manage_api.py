@@ -152,6 +152,12 @@ def test_malformed_json_is_a_bad_request(staff) -> None:
     assert response.json()["error"] == "bad_request"
 
 
+def test_a_method_not_served_is_405_with_allow(staff) -> None:
+    response = staff.delete(BASE)
+    assert (response.status_code, response.json()["error"]) == (405, "method_not_allowed")
+    assert response["Allow"] == "GET, POST, HEAD, OPTIONS"
+
+
 def test_unknown_event_is_404(staff) -> None:
     assert staff.get(f"{BASE}nope/").json()["error"] == "event_not_found"
     assert staff.post(f"{BASE}nope/pause").status_code == 404

@@ -1,3 +1,4 @@
+import logging
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -5,6 +6,7 @@ from django.db import connection
 from django.test import Client, RequestFactory, override_settings
 
 from queueing.models import QueueEntry
+from queueing.web import abuse
 from queueing.web.abuse import client_ip
 from tests.conftest import join
 
@@ -57,12 +59,68 @@ def test_a_parallel_storm_cannot_slip_past_the_limit(make_event) -> None:
         (2, "6.6.6.6, 198.51.100.7, 10.0.0.2", "198.51.100.7"),
         (2, "198.51.100.7", "10.0.0.1"),  # fewer hops than proxies: not trusted
         (1, "not-an-ip", "10.0.0.1"),
+        (1, "2001:DB8::1", "2001:db8::1"),
     ],
 )
 def test_the_client_address_behind_trusted_proxies(settings, hops, forwarded, expected) -> None:
     settings.WR_TRUSTED_PROXY_COUNT = hops
     request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=forwarded)
     assert client_ip(request) == expected
+
+
+@pytest.mark.parametrize(
+    ("hops", "forwarded"),
+    [
+        (1, "banana"),
+        (1, "1.2.3.4, not-an-ip"),
+        (1, ""),
+        (1, "198.51.100.7, "),  # the trusted position is empty: not the client's value left of it
+        (2, "6.6.6.6, , 10.0.0.2"),
+        (1, "198.51.100.7:4711"),
+        (1, "[2001:db8::1]"),
+        (1, "[2001:db8::1]:4711"),
+        (1, "fe80::1%eth0"),
+        (1, "198.51.100.7/32"),
+        (1, "0x7f.1"),
+    ],
+)
+def test_a_trusted_position_without_an_address_falls_back_to_the_peer_with_a_warning(
+    settings, caplog, monkeypatch, hops, forwarded
+) -> None:
+    monkeypatch.setattr(abuse, "_not_an_address_warnings", abuse._Sometimes(every_seconds=60))
+    settings.WR_TRUSTED_PROXY_COUNT = hops
+    request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=forwarded)
+    with caplog.at_level(logging.WARNING, logger="queueing.web.abuse"):
+        assert client_ip(request) == "10.0.0.1"
+    (warning,) = caplog.records
+    assert "X-Forwarded-For" in warning.getMessage()
+    assert "10.0.0.1" in warning.getMessage()
+
+
+def test_the_warning_is_given_once_a_minute_with_a_count(settings, caplog, monkeypatch) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(abuse.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(abuse, "_not_an_address_warnings", abuse._Sometimes(every_seconds=60))
+    settings.WR_TRUSTED_PROXY_COUNT = 1
+    request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="banana")
+    with caplog.at_level(logging.WARNING, logger="queueing.web.abuse"):
+        for _ in range(5):
+            client_ip(request)
+        clock[0] += 61
+        client_ip(request)
+    first, second = (record.getMessage() for record in caplog.records)
+    assert "(1 such since the last warning)" in first
+    assert "(5 such since the last warning)" in second
+
+
+@override_settings(WR_TRUSTED_PROXY_COUNT=1, WR_JOIN_LIMIT_PER_IP=2, WR_JOIN_LIMIT_PER_IDENTITY=0)
+def test_a_value_that_is_no_address_is_not_a_join_limit_key_of_its_own(event) -> None:
+    # Every junk value would otherwise be a fresh budget: they all count against the peer.
+    statuses = [
+        join(Client(REMOTE_ADDR="10.0.0.1"), event.slug, X_Forwarded_For=junk).status_code
+        for junk in ("banana", "198.51.100.7:1", "[2001:db8::1]", "pear")
+    ]
+    assert statuses == [201, 201, 429, 429]
 
 
 def test_ipv6_clients_are_limited_per_slash_64() -> None:
