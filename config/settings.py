@@ -304,3 +304,6 @@ WR_JOIN_LIMIT_PER_IDENTITY = env_int("WR_JOIN_LIMIT_PER_IDENTITY", 20, minimum=0
 # How many proxies of ours stand in front of the app and append to X-Forwarded-For (0: none,
 # use the peer address; never trust the header then).
 WR_TRUSTED_PROXY_COUNT = env_int("WR_TRUSTED_PROXY_COUNT", 0, minimum=0)
+
+# Retry-After (seconds) when an address already holds an on-sale's max_live_per_address.
+WR_ADDRESS_LIMIT_RETRY_AFTER = env_int("WR_ADDRESS_LIMIT_RETRY_AFTER", 60, minimum=1)

@@ -11,6 +11,7 @@ is down, joins are not refused for it.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import math
 import time
@@ -56,6 +57,12 @@ def rate_key_for_ip(address: str) -> str:
     return str(ip)
 
 
+def address_digest(request: HttpRequest) -> str:
+    """What is kept of the client address (an IPv6 /64 counting as one): its SHA-256, as for
+    identities, never the address itself."""
+    return hashlib.sha256(f"address:{rate_key_for_ip(client_ip(request))}".encode()).hexdigest()
+
+
 def _refuse(retry_after: float) -> RateLimited:
     return RateLimited(
         "Too many attempts to join. Please wait a moment.",
@@ -80,3 +87,4 @@ def join_rate_check(*, request: HttpRequest, identity: str) -> None:
             return
         if wait is not None:
             raise _refuse(wait)
+

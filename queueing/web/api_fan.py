@@ -24,7 +24,7 @@ from queueing.line.status import ticket_poll
 from queueing.line.views import TicketView
 from queueing.rules.errors import QueueError
 from queueing.rules.tickets import TicketRef, ticket_read
-from queueing.web.abuse import join_rate_check
+from queueing.web.abuse import address_digest, join_rate_check
 from queueing.web.http import json_api, json_body, optional_str
 from queueing.web.identity import Identity, identity_from_request, identity_remember
 from queueing.web.pow import pow_challenge, pow_check
@@ -67,7 +67,11 @@ def join_prepare(request: HttpRequest, event: Event) -> PreparedJoin:
     pow_check(event=event, proof=body.get("pow"))
     return PreparedJoin(
         join=JoinRequest(
-            event=event, identity=identity.digest, access_code=access_code, now=timezone.now()
+            event=event,
+            identity=identity.digest,
+            access_code=access_code,
+            now=timezone.now(),
+            address=address_digest(request),
         ),
         identity=identity,
     )
