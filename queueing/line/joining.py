@@ -35,6 +35,7 @@ from queueing.line.join_inputs import (
     tiers_for_access_codes,
 )
 from queueing.line.reads import current_counts
+from queueing.line.rejections import wrong_codes_audit
 from queueing.line.status import entry_answer, entry_poll, layout_with_tier
 from queueing.line.throughput import current_throughput
 from queueing.line.views import TicketView, entry_view_unplaced
@@ -140,6 +141,7 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
     outcomes: list[JoinOutcome | None] = [None] * len(requests)
     tiers = tiers_for_access_codes(event, [r.access_code for r in requests])
     open_indexes = []
+    wrong_codes = []
     for index, request in enumerate(requests):
         refusal = arrival_refusal(event.state_at(request.now))
         tier = tiers[request.access_code]
@@ -147,8 +149,14 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
             outcomes[index] = refusal
         elif isinstance(tier, QueueError):
             outcomes[index] = tier
+            if request.access_code and request.access_code.strip():
+                wrong_codes.append(request)
         else:
             open_indexes.append(index)
+    if wrong_codes:
+        wrong_codes_audit(
+            event_id=event.id, tried=[(r.now, r.access_code or "") for r in wrong_codes]
+        )
     live = live_entries(event.id, {requests[i].identity for i in open_indexes})
     newcomers: dict[str, tuple[int, _Newcomer]] = {}
     for index in open_indexes:

@@ -25,7 +25,7 @@ from queueing.rules.errors import QueueError
 from queueing.rules.states import EntryStatus
 from queueing.rules.tickets import ticket_read
 from queueing.rules.wait_text import js_strings, wait_range_text
-from queueing.web.abuse import address_digest, join_rate_check
+from queueing.web.abuse import address_digest, join_rate_check, wrong_code_gate
 from queueing.web.identity import identity_from_request, identity_remember
 from queueing.web.pow import pow_check
 
@@ -115,6 +115,9 @@ def _join(
             now=now,
             address=address_digest(request),
         )
+        (refusal,) = wrong_code_gate([join])
+        if refusal is not None:
+            raise refusal
         (result,) = entry_join_many([join])
         if not isinstance(result, JoinResult):
             raise result
