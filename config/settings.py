@@ -304,3 +304,12 @@ WR_JOIN_LIMIT_PER_IDENTITY = env_int("WR_JOIN_LIMIT_PER_IDENTITY", 20, minimum=0
 # How many proxies of ours stand in front of the app and append to X-Forwarded-For (0: none,
 # use the peer address; never trust the header then).
 WR_TRUSTED_PROXY_COUNT = env_int("WR_TRUSTED_PROXY_COUNT", 0, minimum=0)
+
+# Abuse: wrong access codes per client address (IPv6 per /64) and on-sale in a sliding
+# window. Once spent, that address's joins *with a code* to that on-sale are refused (right
+# code or not) until the window has room; joins without a code are not affected. 0 = off.
+WR_WRONG_CODES_PER_ADDRESS = env_int("WR_WRONG_CODES_PER_ADDRESS", 10, minimum=0)
+WR_WRONG_CODES_WINDOW_SECONDS = env_int("WR_WRONG_CODES_WINDOW_SECONDS", 600, minimum=1)
+
+# Retry-After (seconds) when an address already holds an on-sale's max_live_per_address.
+WR_ADDRESS_LIMIT_RETRY_AFTER = env_int("WR_ADDRESS_LIMIT_RETRY_AFTER", 60, minimum=1)

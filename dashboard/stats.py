@@ -13,7 +13,7 @@ from events.models import Event
 from queueing.hot import stats
 from queueing.hot.client import HotIndexUnavailable
 from queueing.line.reads import event_public_view
-from queueing.models import QueueEntry
+from queueing.models import AuditAction, AuditRecord, QueueEntry
 from queueing.rules.states import EntryStatus
 
 MINUTES = 60
@@ -48,6 +48,11 @@ def event_figures(event: Event, *, now: datetime) -> dict[str, Any]:
         admitted_at__isnull=True,
         ended_at__gt=hour_ago,
     ).count()
+    # The audit trail's rejected records (index audit_event_action_at); the wrong-code budget
+    # per address bounds how many there can be.
+    wrong_codes_last_hour = AuditRecord.objects.filter(
+        event=event, action=AuditAction.REJECTED, at__gt=hour_ago
+    ).count()
     this_minute = int(now.timestamp() // 60)
     minutes = list(range(this_minute - MINUTES + 1, this_minute + 1))
     arrivals = _per_minute("joined_at", event, hour_ago)
@@ -67,6 +72,7 @@ def event_figures(event: Event, *, now: datetime) -> dict[str, Any]:
         "admissions_per_minute": entries.filter(admitted_at__gt=minute_ago).count(),
         "arrivals_per_minute": entries.filter(joined_at__gt=minute_ago).count(),
         "abandoned_last_hour": abandoned_last_hour,
+        "wrong_access_codes_last_hour": wrong_codes_last_hour,
         "abandonment_rate": (abandoned_last_hour / joined_last_hour) if joined_last_hour else None,
         "wait_p50_s": view.eta_new.p50 if view.eta_new else None,
         "wait_p90_s": view.eta_new.p90 if view.eta_new else None,

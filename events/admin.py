@@ -76,6 +76,7 @@ class EventAdmin(admin.ModelAdmin):
                     "max_queue_length",
                     "max_wait_seconds",
                     "pow_difficulty",
+                    "max_live_per_address",
                 )
             },
         ),

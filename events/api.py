@@ -86,6 +86,10 @@ class EventInputSerializer(serializers.Serializer):
     shuffle_at_start = serializers.BooleanField(required=False)
     # 20 bits is about a million hashes: seconds on a laptop, longer on an old phone.
     pow_difficulty = serializers.IntegerField(min_value=0, max_value=20, required=False)
+    # Live tickets one client address (IPv6: one /64) may hold; 0 = no cap.
+    max_live_per_address = serializers.IntegerField(
+        min_value=0, max_value=1_000_000, required=False
+    )
     tiers = TierSerializer(many=True, required=False, allow_empty=False, max_length=100)
 
     def validate_tiers(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -127,6 +131,7 @@ class EventOutputSerializer(serializers.Serializer):
     ends_at = serializers.DateTimeField(allow_null=True)
     shuffle_at_start = serializers.BooleanField()
     pow_difficulty = serializers.IntegerField()
+    max_live_per_address = serializers.IntegerField()
     integration_key = serializers.CharField(
         allow_null=True, help_text="null unless you hold events.manage_integration_key"
     )

@@ -68,6 +68,12 @@ class Event(models.Model):
         help_text="Joins are refused when the predicted wait for a new fan exceeds this "
         "(0 = no admission control).",
     )
+    max_live_per_address = models.PositiveIntegerField(
+        default=0,
+        help_text="Most live places (in line or in the shop) held from one client address, "
+        "an IPv6 /64 counting as one (0 = no cap). Venues and mobile carriers put many fans "
+        "behind one address: set it only with room to spare.",
+    )
     prequeue_opens_at = models.DateTimeField(
         null=True, blank=True, help_text="When fans may start joining (empty = now)."
     )

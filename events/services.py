@@ -31,6 +31,7 @@ EDITABLE_FIELDS = (
     "ends_at",
     "shuffle_at_start",
     "pow_difficulty",
+    "max_live_per_address",
 )
 DEFAULT_TIER_NAME = "General"
 

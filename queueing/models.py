@@ -24,6 +24,11 @@ class QueueEntry(models.Model):
     tier = models.ForeignKey("events.Tier", on_delete=models.PROTECT, related_name="entries")
     # SHA-256 of "<kind>:<value>" (user, cookie or idempotency key); never the raw value.
     identity = models.CharField(max_length=64)
+    # SHA-256 of the client address the join came from (an IPv6 /64 counts as one address;
+    # queueing/web/abuse.py), for max_live_per_address; never the address itself. Null for
+    # entries made before it was kept (NULL, not "": unknown is no address, left out of the
+    # partial index, and adding the column rewrites nothing).
+    address = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     # Monotonic across the whole room, assigned by PostgreSQL at insert; the pre-queue
     # shuffle permutes the keys of its cohort among themselves.
     order_key = models.BigIntegerField(db_default=NextVal(Value(ORDER_KEY_SEQUENCE)))
@@ -77,6 +82,12 @@ class QueueEntry(models.Model):
             models.Index(fields=["event", "status"], name="entry_event_status"),
             # Arrivals per minute on the dashboard.
             models.Index(fields=["event", "joined_at"], name="entry_event_joined_at"),
+            # Live places per client address (max_live_per_address), counted at join.
+            models.Index(
+                fields=["event", "address"],
+                condition=Q(status__in=LIVE, address__isnull=False),
+                name="entry_live_address",
+            ),
             # Rate window (admissions in the last minute) and throughput statistics.
             models.Index(
                 fields=["event", "admitted_at"],

@@ -38,7 +38,8 @@ def _staff_token() -> str:
     # Allowed to read, add and change on-sales: what is refused here is the request, not the user.
     user.user_permissions.add(
         *Permission.objects.filter(
-            content_type__app_label="events", codename__in=["view_event", "add_event", "change_event"]
+            content_type__app_label="events",
+            codename__in=["view_event", "add_event", "change_event"],
         )
     )
     return Token.objects.create(user=user).key

@@ -74,6 +74,13 @@ def join_rate(scope: str, caller: str) -> str:
     return f"{prefix()}:{{rl:{scope}:{caller}}}"
 
 
+def wrong_codes(event_id: int, address: str) -> str:
+    """Recent wrong access codes of one client address (its digest) for one event: the
+    wrong-code budget (queueing/web/abuse.py). Under the event's hash tag, so that an event's
+    keys stay together."""
+    return f"{_event(event_id)}:wc:{address}"
+
+
 def pow_used(challenge_id: str) -> str:
     """Set once a proof-of-work challenge was spent; expires with the challenge."""
     return f"{prefix()}:{{pow:{challenge_id}}}"

@@ -1,9 +1,12 @@
 """What a join needs to know before it commits: whether the on-sale takes joins, the tier
-each access code joins, the fans already in line, and whether the line has started."""
+each access code joins, the fans already in line (per identity and per client address), and
+whether the line has started."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from django.db.models import Count
 
 from events.codes import is_well_formed_access_code, normalise_access_code
 from events.models import AccessCode, Event, EventState, Tier
@@ -60,6 +63,18 @@ def live_entries(event_id: int, identities: set[str]) -> dict[str, QueueEntry]:
             event_id=event_id, identity__in=identities, status__in=LIVE
         )
     }
+
+
+def live_per_address(event_id: int, addresses: set[str]) -> dict[str, int]:
+    """How many live tickets of the event each client address (digest) holds."""
+    if not addresses:
+        return {}
+    return dict(
+        QueueEntry.objects.filter(event_id=event_id, address__in=addresses, status__in=LIVE)
+        .values("address")
+        .annotate(n=Count("id"))
+        .values_list("address", "n")
+    )
 
 
 def arrival_status(event: Event, *, started: bool) -> EntryStatus:

@@ -8,7 +8,7 @@ lock of the chain head, one chain extension, one round trip to the hot index for
 A single join (the Django view, the waiting page) is a batch of one: there is one copy of the
 rules.
 
-A little over 300 lines on purpose: the batch's one transaction, its identity-race fallback
+Nearly 400 lines on purpose: the batch's one transaction, its identity-race fallback
 and its answers are one story, best read in one place (the reads before the commit are in
 join_inputs.py, the refusal rules in rules/admission_control.py).
 """
@@ -31,17 +31,20 @@ from queueing.line.join_inputs import (
     arrival_status,
     line_started,
     live_entries,
+    live_per_address,
     tiers_for_access_codes,
 )
 from queueing.line.reads import current_counts
+from queueing.line.rejections import wrong_codes_audit
 from queueing.line.status import entry_answer, entry_poll, layout_with_tier
 from queueing.line.throughput import current_throughput
 from queueing.line.views import TicketView, entry_view_unplaced
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock
 from queueing.records.entries import entries_insert
-from queueing.rules.admission_control import join_quote
+from queueing.rules.admission_control import join_quote, within_address_cap
 from queueing.rules.errors import (
+    AddressLimited,
     QueueError,
     TicketContention,
 )
@@ -60,6 +63,9 @@ class JoinRequest:
     identity: str  # the digest from queueing/web/identity.py
     access_code: str | None
     now: datetime
+    # Digest of the client address (queueing/web/abuse.py), for max_live_per_address; None
+    # for joins that come from no address (they are never counted against one).
+    address: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,10 +80,19 @@ JoinOutcome = JoinResult | Exception
 
 
 def entry_join(
-    *, event: Event, identity: str, access_code: str | None, now: datetime
+    *,
+    event: Event,
+    identity: str,
+    access_code: str | None,
+    now: datetime,
+    address: str | None = None,
 ) -> JoinResult:
     (outcome,) = entry_join_many(
-        [JoinRequest(event=event, identity=identity, access_code=access_code, now=now)]
+        [
+            JoinRequest(
+                event=event, identity=identity, access_code=access_code, now=now, address=address
+            )
+        ]
     )
     if not isinstance(outcome, JoinResult):
         raise outcome
@@ -126,6 +141,7 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
     outcomes: list[JoinOutcome | None] = [None] * len(requests)
     tiers = tiers_for_access_codes(event, [r.access_code for r in requests])
     open_indexes = []
+    wrong_codes = []
     for index, request in enumerate(requests):
         refusal = arrival_refusal(event.state_at(request.now))
         tier = tiers[request.access_code]
@@ -133,8 +149,14 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
             outcomes[index] = refusal
         elif isinstance(tier, QueueError):
             outcomes[index] = tier
+            if request.access_code and request.access_code.strip():
+                wrong_codes.append(request)
         else:
             open_indexes.append(index)
+    if wrong_codes:
+        wrong_codes_audit(
+            event_id=event.id, tried=[(r.now, r.access_code or "") for r in wrong_codes]
+        )
     live = live_entries(event.id, {requests[i].identity for i in open_indexes})
     newcomers: dict[str, tuple[int, _Newcomer]] = {}
     for index in open_indexes:
@@ -157,14 +179,39 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
     admitted = _admit_to_line(event, layout, status, newcomers, outcomes)
     if admitted:
         try:
-            status = _commit(event, status, admitted)
+            status, placed = _commit(event, status, admitted, outcomes)
         except IntegrityError as exc:
             if not _is_live_identity_conflict(exc):
                 raise
             _after_identity_conflict(admitted, outcomes)
         else:
-            _answer_newcomers(layout, status, admitted, outcomes)
+            if placed:
+                _answer_newcomers(layout, status, placed, outcomes)
     return _all_answered(outcomes)
+
+
+def _within_address_cap(
+    event: Event,
+    admitted: Sequence[tuple[int, _Newcomer]],
+    outcomes: list[JoinOutcome | None],
+) -> list[tuple[int, _Newcomer]]:
+    """The newcomers the on-sale's ``max_live_per_address`` lets in; the others are refused
+    in ``outcomes``. Called under the chain head's lock, which every join of the on-sale
+    takes, so the cap holds across processes too."""
+    if not event.max_live_per_address:
+        return list(admitted)
+    addresses = [newcomer.request.address for _, newcomer in admitted]
+    allowed = within_address_cap(
+        addresses,
+        held=live_per_address(event.id, {a for a in addresses if a is not None}),
+        cap=event.max_live_per_address,
+    )
+    for (index, newcomer), ok in zip(admitted, allowed, strict=True):
+        if not ok:
+            refusal = AddressLimited(retry_after=settings.WR_ADDRESS_LIMIT_RETRY_AFTER)
+            for position in (index, *newcomer.repeats):
+                outcomes[position] = refusal
+    return [pair for pair, ok in zip(admitted, allowed, strict=True) if ok]
 
 
 def _after_identity_conflict(
@@ -242,12 +289,20 @@ def _admit_to_line(
 
 
 def _commit(
-    event: Event, status: EntryStatus, admitted: Sequence[tuple[int, _Newcomer]]
-) -> EntryStatus:
+    event: Event,
+    status: EntryStatus,
+    admitted: Sequence[tuple[int, _Newcomer]],
+    outcomes: list[JoinOutcome | None],
+) -> tuple[EntryStatus, list[tuple[int, _Newcomer]]]:
+    """The status the newcomers got and those placed (the others are refused in
+    ``outcomes``)."""
     with transaction.atomic():
         # Under the chain head's lock, order keys are drawn in commit order: no fan can
         # become visible to admission after someone who joined behind them.
         head = audit_chain_lock(event_id=event.id)
+        admitted = _within_address_cap(event, admitted, outcomes)
+        if not admitted:
+            return status, admitted
         # Decided again under the lock that the shuffle also takes: the boundary between the
         # shuffled cohort and those queued behind it is the shuffle itself, not each
         # request's clock reading (which could put a later arrival inside the cohort).
@@ -258,6 +313,7 @@ def _commit(
                 event=event,
                 tier=newcomer.tier,
                 identity=newcomer.request.identity,
+                address=newcomer.request.address,
                 status=status,
                 joined_at=newcomer.request.now,
                 status_changed_at=newcomer.request.now,
@@ -290,7 +346,7 @@ def _commit(
                 for (_, newcomer), entry in zip(admitted, entries, strict=True)
             ],
         )
-    return status
+    return status, admitted
 
 
 def _answer_newcomers(

@@ -1,11 +1,12 @@
 """Admission control at the door: refuse a join when the line is at its maximum length or
 the wait predicted for a newcomer exceeds the on-sale's maximum; otherwise the wait quoted
-to them (kept on the entry for the accuracy report). Pure: no I/O.
+to them (kept on the entry for the accuracy report). And the cap of live tickets per client
+address. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from queueing.rules.errors import QueueFull
 from queueing.rules.eta import Eta, Throughput, estimate_wait
@@ -44,3 +45,21 @@ def join_quote(
         over = int(quote.p50 - max_wait_seconds)
         raise QueueFull(retry_after=max(1, min(MAX_RETRY_AFTER, over)))
     return quote
+
+
+def within_address_cap(
+    addresses: Sequence[str | None], *, held: Mapping[str, int], cap: int
+) -> list[bool]:
+    """Whether each newcomer, in join order, may join: not when their client address already
+    holds ``cap`` live tickets (``held``), the newcomers let in before them included. A
+    newcomer without an address is never counted; a ``cap`` of 0 is off."""
+    if not cap:
+        return [True] * len(addresses)
+    counts = dict(held)
+    allowed = []
+    for address in addresses:
+        ok = address is None or counts.get(address, 0) < cap
+        if ok and address is not None:
+            counts[address] = counts.get(address, 0) + 1
+        allowed.append(ok)
+    return allowed

@@ -111,6 +111,15 @@ class RateLimited(
     """Over a per-address or per-identity budget."""
 
 
+class AddressLimited(
+    RateLimited,
+    code=ErrorCode.RATE_LIMITED,
+    detail="Too many places in this line are already held from your network address.",
+):
+    """The client address already holds the on-sale's ``max_live_per_address`` live tickets;
+    one of them ending makes room."""
+
+
 class ProofOfWorkRequired(
     QueueError,
     code=ErrorCode.POW_REQUIRED,

@@ -24,7 +24,7 @@ from queueing.line.status import ticket_poll
 from queueing.line.views import TicketView
 from queueing.rules.errors import QueueError
 from queueing.rules.tickets import TicketRef, ticket_read
-from queueing.web.abuse import join_rate_check
+from queueing.web.abuse import address_digest, join_rate_check, wrong_code_gate
 from queueing.web.http import json_api, json_body, optional_str
 from queueing.web.identity import Identity, identity_from_request, identity_remember
 from queueing.web.pow import pow_challenge, pow_check
@@ -67,7 +67,11 @@ def join_prepare(request: HttpRequest, event: Event) -> PreparedJoin:
     pow_check(event=event, proof=body.get("pow"))
     return PreparedJoin(
         join=JoinRequest(
-            event=event, identity=identity.digest, access_code=access_code, now=timezone.now()
+            event=event,
+            identity=identity.digest,
+            access_code=access_code,
+            now=timezone.now(),
+            address=address_digest(request),
         ),
         identity=identity,
     )
@@ -86,6 +90,9 @@ def join_response(request: HttpRequest, outcome: JoinOutcome, identity: Identity
 @json_api("POST")
 def join(request: HttpRequest, slug: str) -> HttpResponse:
     prepared = join_prepare(request, event_by_slug(slug))
+    (refusal,) = wrong_code_gate([prepared.join])
+    if refusal is not None:
+        raise refusal
     (outcome,) = entry_join_many([prepared.join])
     return join_response(request, outcome, prepared.identity)
 
@@ -109,6 +116,7 @@ def join_batch(requests: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse
             answers.append(join_prepare(request, event))
         except Exception as failure:  # noqa: BLE001  this fan's answer, not the batch's
             answers.append(api_exception_response(request, failure))
+    _wrong_code_refusals(requests, answers)
     waiting = [
         (request, answer)
         for (request, _), answer in zip(requests, answers, strict=True)
@@ -121,6 +129,23 @@ def join_batch(requests: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse
         else answer
         for (request, _), answer in zip(requests, answers, strict=True)
     ]
+
+
+def _wrong_code_refusals(
+    requests: Sequence[tuple[HttpRequest, str]], answers: list[HttpResponse | PreparedJoin]
+) -> None:
+    """Answer the batch's joins that the wrong-code budget refuses (in the batch's order)."""
+    prepared = [
+        (index, answer) for index, answer in enumerate(answers) if isinstance(answer, PreparedJoin)
+    ]
+    refusals: Sequence[Exception | None]
+    try:
+        refusals = wrong_code_gate([answer.join for _, answer in prepared])
+    except Exception as failure:  # noqa: BLE001  PostgreSQL gone: the joins with a code fail
+        refusals = [failure if answer.join.access_code else None for _, answer in prepared]
+    for (index, _), refusal in zip(prepared, refusals, strict=True):
+        if refusal is not None:
+            answers[index] = api_exception_response(requests[index][0], refusal)
 
 
 def ticket_status_payload(view: TicketView) -> dict[str, Any]:

@@ -18,14 +18,14 @@ from django.views.decorators.http import require_http_methods
 
 from config.api_errors import ApiError, api_error
 from events.models import Event
-from queueing.line.joining import entry_join
+from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
 from queueing.line.status import ticket_poll
 from queueing.line.views import TicketView
 from queueing.rules.errors import QueueError
 from queueing.rules.states import EntryStatus
 from queueing.rules.tickets import ticket_read
 from queueing.rules.wait_text import js_strings, wait_range_text
-from queueing.web.abuse import join_rate_check
+from queueing.web.abuse import address_digest, join_rate_check, wrong_code_gate
 from queueing.web.identity import identity_from_request, identity_remember
 from queueing.web.pow import pow_check
 
@@ -108,7 +108,19 @@ def _join(
                 "nonce": request.POST.get("pow_nonce", ""),
             }
             pow_check(event=event, proof=proof if proof["challenge"] else None)
-        result = entry_join(event=event, identity=identity.digest, access_code=access_code, now=now)
+        join = JoinRequest(
+            event=event,
+            identity=identity.digest,
+            access_code=access_code,
+            now=now,
+            address=address_digest(request),
+        )
+        (refusal,) = wrong_code_gate([join])
+        if refusal is not None:
+            raise refusal
+        (result,) = entry_join_many([join])
+        if not isinstance(result, JoinResult):
+            raise result
     except (QueueError, ApiError) as error:
         return _render_join_refused(request, event, error, now)
     response = HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))

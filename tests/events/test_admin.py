@@ -36,12 +36,14 @@ def test_creating_an_event_in_the_admin_goes_through_the_service(admin_client_) 
             "max_queue_length": 0,
             "max_wait_seconds": 0,
             "pow_difficulty": 0,
+            "max_live_per_address": 3,
             "shuffle_at_start": "on",
         },
     )
     assert response.status_code == 302, response.content[:2000]
     event = Event.objects.get(slug="gig")
     assert event.tiers.get().is_default
+    assert event.max_live_per_address == 3
     record = AuditRecord.objects.get(event=event)
     assert (record.action, record.actor) == ("event_created", "staff:boss")
 

@@ -16,6 +16,7 @@
         set("fig-admissions", f.admissions_per_minute);
         set("fig-arrivals", f.arrivals_per_minute);
         set("fig-abandoned", f.abandoned_last_hour);
+        set("fig-wrong-codes", f.wrong_access_codes_last_hour);
         set("fig-wait", f.wait_text);
         ["waiting", "arrivals", "admissions"].forEach(function (name) {
           document.getElementById("chart-" + name).innerHTML = f.charts[name];

@@ -6,6 +6,7 @@
 -- ARGV[2]  window (seconds)
 -- ARGV[3]  limit (calls per window)
 -- ARGV[4]  a unique id for this call
+-- ARGV[5]  '0' to only ask (judge without recording the call); anything else records it
 -- Returns {allowed (1/0), seconds until a call would be allowed (0 when allowed)}.
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
@@ -19,6 +20,9 @@ if count >= limit then
     retry = tonumber(oldest[2]) + window - now
   end
   return {0, tostring(math.max(retry, 0.001))}
+end
+if ARGV[5] == '0' then
+  return {1, '0'}
 end
 redis.call('ZADD', KEYS[1], now, ARGV[4])
 redis.call('EXPIRE', KEYS[1], math.ceil(window))
