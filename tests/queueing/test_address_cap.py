@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test import Client, override_settings
 from django.utils import timezone
@@ -221,6 +222,9 @@ def test_batches_of_two_processes_cannot_both_fill_the_cap(make_event, monkeypat
 def test_staff_set_the_cap_through_the_api(make_event) -> None:
     event = make_event()
     user = get_user_model().objects.create_user("ann", password="pw-123456", is_staff=True)
+    user.user_permissions.add(
+        *Permission.objects.filter(content_type__app_label="events", codename="change_event")
+    )
     staff = APIClient()
     staff.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     url = f"/api/v1/manage/events/{event.slug}/"
