@@ -304,3 +304,8 @@ WR_JOIN_LIMIT_PER_IDENTITY = env_int("WR_JOIN_LIMIT_PER_IDENTITY", 20, minimum=0
 # How many proxies of ours stand in front of the app and append to X-Forwarded-For (0: none,
 # use the peer address; never trust the header then).
 WR_TRUSTED_PROXY_COUNT = env_int("WR_TRUSTED_PROXY_COUNT", 0, minimum=0)
+
+# Tickets: still read tickets of the earlier, signed format (they show entry ids in clear).
+# Only the encrypted format is issued; turn this off once no on-sale that was running before
+# the upgrade is still on.
+WR_TICKETS_READ_SIGNED = env_bool("WR_TICKETS_READ_SIGNED", True)
