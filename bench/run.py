@@ -49,6 +49,7 @@ ENV = {
     # One load generator on one address stands for many fans.
     "WR_JOIN_LIMIT_PER_IP": "0",
     "WR_JOIN_LIMIT_PER_IDENTITY": "0",
+    "WR_SOCKETS_PER_ADDRESS": "0",
     "LOG_LEVEL": "WARNING",
 }
 

@@ -313,3 +313,19 @@ WR_WRONG_CODES_WINDOW_SECONDS = env_int("WR_WRONG_CODES_WINDOW_SECONDS", 600, mi
 
 # Retry-After (seconds) when an address already holds an on-sale's max_live_per_address.
 WR_ADDRESS_LIMIT_RETRY_AFTER = env_int("WR_ADDRESS_LIMIT_RETRY_AFTER", 60, minimum=1)
+
+# Tickets: still read tickets of the earlier, signed format (they show entry ids in clear).
+# Only the encrypted format is issued; turn this off once no on-sale that was running before
+# the upgrade is still on.
+WR_TICKETS_READ_SIGNED = env_bool("WR_TICKETS_READ_SIGNED", True)
+
+# WebSockets. At most this many sockets stay open per ticket, across all web processes: the
+# newest wins, the oldest page is told it was opened elsewhere (close code 4409).
+WR_SOCKETS_PER_TICKET = env_int("WR_SOCKETS_PER_TICKET", 3, minimum=1)
+# At most this many sockets per client address (IPv6 per /64) in each web process; past it a
+# socket is closed with 4429 and its page polls instead (0 = no cap). Fans behind one NAT
+# share it: keep it generous.
+WR_SOCKETS_PER_ADDRESS = env_int("WR_SOCKETS_PER_ADDRESS", 200, minimum=0)
+# The biggest WebSocket message a client may send (bytes); the page sends none. The server
+# closes the socket with 1009 on a bigger one.
+WR_WS_MAX_MESSAGE_BYTES = env_int("WR_WS_MAX_MESSAGE_BYTES", 64 * 1024, minimum=1024)

@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from django.conf import settings
 from uvicorn_worker import UvicornWorker as _UvicornWorker
+
+# The server reads its own settings before the application (config/asgi.py) is loaded.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+
+def uvicorn_config() -> dict[str, Any]:
+    """What the worker changes in uvicorn's configuration (read from Django's settings)."""
+    return {
+        # Every waiting page gets the same tick each second; compressed, it was compressed
+        # again for every socket, which cost more CPU than sending it (docs/benchmarks.md). A
+        # tick is about a kilobyte a second per fan uncompressed.
+        "ws_per_message_deflate": False,
+        # uvicorn's default is 16 MiB per client message, buffered before the application sees
+        # any of it; the page sends nothing, so a big message is someone holding memory.
+        "ws_max_size": settings.WR_WS_MAX_MESSAGE_BYTES,
+    }
 
 
 class UvicornWorker(_UvicornWorker):
-    """uvicorn's gunicorn worker without per-message compression of WebSocket frames.
+    """uvicorn's gunicorn worker without per-message compression of WebSocket frames, and
+    with a small limit on what a client may send over one."""
 
-    Every waiting page gets the same tick each second; compressed, it was compressed again
-    for every socket, which cost more CPU than sending it (docs/benchmarks.md). A tick is
-    about a kilobyte a second per fan uncompressed.
-    """
-
-    CONFIG_KWARGS: dict[str, Any] = {
-        **_UvicornWorker.CONFIG_KWARGS,
-        "ws_per_message_deflate": False,
-    }
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Read here, in the worker, rather than at import in gunicorn's master.
+        self.CONFIG_KWARGS = {**_UvicornWorker.CONFIG_KWARGS, **uvicorn_config()}
+        super().__init__(*args, **kwargs)

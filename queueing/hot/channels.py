@@ -1,5 +1,6 @@
 """The channel layer's groups (Redis pub/sub): one per event for ticks, one per ticket for
-the personal "you are in" message, and the publishes to them.
+the personal "you are in" message, and the publishes to them; and the word to one socket that a
+newer one on its ticket replaced it.
 """
 
 from __future__ import annotations
@@ -48,3 +49,9 @@ def notify_admitted(entry_ids: Iterable[int]) -> None:
     except Exception:
         # The next tick or poll tells the pages anyway.
         logger.warning("could not notify %d admitted entries", len(ids), exc_info=True)
+
+
+async def sockets_replaced(channels: Iterable[str]) -> None:
+    """Tell these sockets (in whichever web process) that newer ones took their ticket."""
+    layer = get_channel_layer()
+    await asyncio.gather(*(layer.send(name, {"type": "ticket.replaced"}) for name in channels))

@@ -54,6 +54,12 @@ def last_tick(event_id: int) -> str:
     return f"{_event(event_id)}:tick"
 
 
+def ticket_sockets(event_id: int, entry_id: int) -> str:
+    """Sorted set of the channel names of the WebSockets open on one ticket, scored by arrival
+    (1, 2, 3, ...): the oldest are closed when more open than WR_SOCKETS_PER_TICKET."""
+    return f"{_event(event_id)}:socks:{entry_id}"
+
+
 def tombstones(event_id: int) -> str:
     """Set of entry ids removed while a rebuild runs: the rebuild must not load them again."""
     return f"{_event(event_id)}:gone"

@@ -1,25 +1,62 @@
-"""Tickets: the fan's signed, URL-safe handle on a queue entry.
+"""Tickets: the fan's opaque, URL-safe handle on a queue entry.
 
 A ticket names the entry, its event and its tier, so that the status path can find the entry
-in the hot index after checking only the signature: no database or Redis call to verify.
+in the hot index after checking only the ticket: no database or Redis call to verify.
+
+The three ids are encrypted, not merely signed: entry ids are drawn in join order, and a
+readable id would tell anyone holding two tickets how many fans joined between them. A ticket
+is AES-SIV (RFC 5297, deterministic authenticated encryption) of the ids packed as three
+64-bit integers, in base64url without padding: always 54 characters, of which nothing can be
+read or changed without the key. It is deterministic so one entry always has the same ticket
+(pages, cookies and sockets compare them); two entries never share a plaintext, so that
+reveals nothing either.
+
+The key is derived from ``SECRET_KEY`` with HKDF; tickets issued under a key that was moved to
+``SECRET_KEY_FALLBACKS`` are still read, as Django's signer does. Tickets of the earlier format
+(Django's ``Signer``, ``"<entry>-<event>-<tier>.<signature>"``) are still read while
+``WR_TICKETS_READ_SIGNED`` is on, so a deploy in the middle of an on-sale loses nobody's place;
+only the new format is issued.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import functools
 import re
+import struct
 from dataclasses import dataclass
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESSIV
+from cryptography.hazmat.primitives.hashes import SHA256
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from django.conf import settings
 from django.core import signing
+from django.utils.encoding import force_bytes
 
 from queueing.rules.errors import ErrorCode, QueueError
 
-_SALT = "waitingroom.ticket.v1"
-_PAYLOAD_RE = re.compile(r"^([1-9][0-9]{0,18})-([1-9][0-9]{0,18})-([1-9][0-9]{0,18})$")
-MAX_TICKET_LENGTH = 200
+# The earlier, signed format: read only.
+_SIGNED_SALT = "waitingroom.ticket.v1"
+_SIGNED_PAYLOAD_RE = re.compile(r"^([1-9][0-9]{0,18})-([1-9][0-9]{0,18})-([1-9][0-9]{0,18})$")
+
+# The encrypted format. Salt and info bind the derived key to tickets alone: the same
+# SECRET_KEY also keys sessions, cookies and proof-of-work challenges.
+_HKDF_SALT = b"waitingroom.ticket"
+_HKDF_INFO = b"waitingroom.ticket.v2 AES-SIV-512"
+_IDS = struct.Struct(">QQQ")  # entry, event, tier
+_SEALED_LENGTH = 54  # base64url of 24 bytes of ids + 16 bytes of synthetic IV, unpadded
+_SEALED_RE = re.compile(r"^[A-Za-z0-9_-]{54}$")
+_MAX_ID = 2**63 - 1  # PostgreSQL bigint
+
+# Both formats fit (a signed ticket is at most 103 characters); anything longer is refused
+# before any work.
+MAX_TICKET_LENGTH = 128
 
 
 class InvalidTicket(QueueError, code=ErrorCode.INVALID_TICKET, detail="This ticket is not valid."):
-    """Malformed, or the signature does not verify (the reason is not told to the client)."""
+    """Malformed, or it does not authenticate (the reason is not told to the client)."""
 
 
 @dataclass(frozen=True)
@@ -29,12 +66,18 @@ class TicketRef:
     tier_id: int
 
 
-def _signer() -> signing.Signer:
-    return signing.Signer(salt=_SALT, sep=".")
+@functools.lru_cache(maxsize=16)
+def _cipher(secret: bytes) -> AESSIV:
+    # Cached per secret: HKDF and the key schedule cost more than the decryption itself.
+    key = HKDF(algorithm=SHA256(), length=64, salt=_HKDF_SALT, info=_HKDF_INFO).derive(secret)
+    return AESSIV(key)
 
 
 def ticket_issue(ref: TicketRef) -> str:
-    return _signer().sign(f"{ref.entry_id}-{ref.event_id}-{ref.tier_id}")
+    sealed = _cipher(force_bytes(settings.SECRET_KEY)).encrypt(
+        _IDS.pack(ref.entry_id, ref.event_id, ref.tier_id), None
+    )
+    return base64.urlsafe_b64encode(sealed).rstrip(b"=").decode("ascii")
 
 
 def ticket_read(ticket: str) -> TicketRef:
@@ -46,12 +89,45 @@ def ticket_read(ticket: str) -> TicketRef:
         or not ticket.isascii()
     ):
         raise InvalidTicket()
+    if len(ticket) == _SEALED_LENGTH and _SEALED_RE.match(ticket):
+        return _read_sealed(ticket)
+    if "." in ticket and settings.WR_TICKETS_READ_SIGNED:
+        return _read_signed(ticket)
+    raise InvalidTicket()
+
+
+def _read_sealed(ticket: str) -> TicketRef:
     try:
-        payload = _signer().unsign(ticket)
+        sealed = base64.urlsafe_b64decode(ticket + "==")
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidTicket() from exc
+    # One string per ticket: the last character's two spare bits must be zero, or several
+    # spellings of a ticket would all be accepted.
+    if base64.urlsafe_b64encode(sealed).rstrip(b"=") != ticket.encode("ascii"):
+        raise InvalidTicket()
+    for secret in (settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS):
+        try:
+            plain = _cipher(force_bytes(secret)).decrypt(sealed, None)
+        except InvalidTag:
+            continue
+        return _ref(*_IDS.unpack(plain))
+    raise InvalidTicket()
+
+
+def _read_signed(ticket: str) -> TicketRef:
+    try:
+        payload = signing.Signer(salt=_SIGNED_SALT, sep=".").unsign(ticket)
     except signing.BadSignature as exc:
         raise InvalidTicket() from exc
-    match = _PAYLOAD_RE.match(payload)
+    match = _SIGNED_PAYLOAD_RE.match(payload)
     if match is None:
         raise InvalidTicket()
-    entry_id, event_id, tier_id = (int(part) for part in match.groups())
+    return _ref(*(int(part) for part in match.groups()))
+
+
+def _ref(entry_id: int, event_id: int, tier_id: int) -> TicketRef:
+    # Only we can make a ticket that authenticates, but ids a database would refuse must not
+    # reach it whatever the format.
+    if not all(1 <= value <= _MAX_ID for value in (entry_id, event_id, tier_id)):
+        raise InvalidTicket()
     return TicketRef(entry_id=entry_id, event_id=event_id, tier_id=tier_id)

@@ -45,6 +45,9 @@ def js_strings() -> dict[str, str]:
         "inLine": gettext("You're in line."),
         "admitted": gettext("It's your turn! Taking you to the shop…"),
         "offline": gettext("Live updates paused; we'll keep checking."),
+        # The WebSocket's "replaced" message (queueing/web/consumers.py), translated.
+        "replaced": gettext("This page was opened elsewhere."),
+        "replacedHint": gettext("Reload this page to follow your place here instead."),
         "paused": gettext("The sale is paused for a moment. You keep your place."),
         "countdownDays": gettext("%(d)dd %(h)02d:%(m)02d:%(s)02d"),
         "countdown": gettext("%(h)02d:%(m)02d:%(s)02d"),

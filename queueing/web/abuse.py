@@ -5,9 +5,9 @@ Unlike a read-then-write throttle, a burst of parallel joins cannot slip past th
 call is counted and judged in one script. The identity limit only slows down one client
 hammering join (a client chooses its identity); the IP limit is the one that binds bots.
 
-The client IP is REMOTE_ADDR, or, behind trusted proxies, the address the nearest trusted
-proxy saw (``WR_TRUSTED_PROXY_COUNT`` hops from the right of ``X-Forwarded-For``). If Redis
-is down, joins are not refused for it.
+The client IP (of a request, or of a WebSocket's scope) is the peer's address, or, behind
+trusted proxies, the address the nearest trusted proxy saw (``WR_TRUSTED_PROXY_COUNT`` hops
+from the right of ``X-Forwarded-For``). If Redis is down, joins are not refused for it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
@@ -59,16 +60,34 @@ _not_an_address_warnings = _Sometimes(every_seconds=60.0)
 
 
 def client_ip(request: HttpRequest) -> str:
-    remote = request.META.get("REMOTE_ADDR", "") or "unknown"
+    return client_ip_from(
+        request.META.get("REMOTE_ADDR", ""), request.headers.get("X-Forwarded-For")
+    )
+
+
+def scope_client_ip(scope: Mapping[str, Any]) -> str:
+    """``client_ip`` for an ASGI scope (a WebSocket's), by the same trusted-proxy rule."""
+    client = scope.get("client")
+    remote = str(client[0]) if client else ""
+    # Repeated headers count as one comma-separated list, as Django joins them.
+    values = [
+        value.decode("latin-1")
+        for name, value in scope.get("headers", ())
+        if name.lower() == b"x-forwarded-for"
+    ]
+    return client_ip_from(remote, ",".join(values) if values else None)
+
+
+def client_ip_from(remote: str, forwarded_for: str | None) -> str:
+    remote = remote or "unknown"
     hops = settings.WR_TRUSTED_PROXY_COUNT
     if not hops:
         return remote
-    header = request.headers.get("X-Forwarded-For")
-    if header is None:
+    if forwarded_for is None:
         return remote
     # Empty elements are kept: dropping them would shift a value the client wrote into the
     # position our proxies vouch for.
-    forwarded = [part.strip() for part in header.split(",")]
+    forwarded = [part.strip() for part in forwarded_for.split(",")]
     # The last `hops` entries were added by our own proxies; the one before them is the
     # address our outermost proxy saw. Anything further left is the client's to invent.
     if len(forwarded) < hops:

@@ -1,9 +1,11 @@
 """The waiting page's WebSocket: relay only.
 
-Connect: verify the ticket (signature, no database), join the ticket's group, accept, then
-send one personal snapshot. Afterwards the socket only relays the event's tick (serialized once
-for everyone, handed over by this process's fan-out: queueing/live/fanout.py) and, for an
-admitted fan, where to go.
+Connect: verify the ticket (no database), take one of the client address's sockets in this
+process, join the ticket's group, accept, count the socket on its ticket (the oldest beyond
+the cap are told to go: queueing/live/sockets.py), then send one personal snapshot. Afterwards
+the socket only relays the event's tick (serialized once for everyone, handed over by this
+process's fan-out: queueing/live/fanout.py) and, for an admitted fan, where to go. The page
+sends nothing; a frame bigger than any page would send ends the socket.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
@@ -24,15 +27,22 @@ from queueing.line.layouts import event_layout_async
 from queueing.line.status import hot_ticket_poll, ticket_poll
 from queueing.line.views import TicketView
 from queueing.live.fanout import TickRelay, tick_relay_close, tick_relay_open
+from queueing.live.sockets import address_slots, ticket_socket_closed, ticket_socket_open
 from queueing.live.watchers import watchers
 from queueing.rules.errors import TicketNotFound
 from queueing.rules.layout import EventLayout
 from queueing.rules.states import EntryStatus
 from queueing.rules.tickets import InvalidTicket, TicketRef, ticket_read
+from queueing.web.abuse import rate_key_for_ip, scope_client_ip
 
 CLOSE_BAD_TICKET = 4401
 CLOSE_TICKET_GONE = 4404
+CLOSE_REPLACED = 4409  # a newer page took this ticket's socket: the page stops
+CLOSE_TOO_MANY = 4429  # this address holds too many sockets: the page polls
 CLOSE_TRY_AGAIN = 1013  # the page polls, then reconnects
+CLOSE_TOO_BIG = 1009  # RFC 6455 "message too big"
+
+REPLACED = {"type": "replaced", "detail": "This page was opened elsewhere."}
 
 
 def snapshot_message(
@@ -65,7 +75,18 @@ class LineConsumer(AsyncWebsocketConsumer):
     ticket: str = ""
     layout: EventLayout | None = None
     ticks: TickRelay | None = None  # this page's share of the event's ticks (live/fanout.py)
+    address: str | None = None  # the client address bucket holding one of its slots
+    watching: bool = False  # keeping the ticket alive (live/watchers.py)
+    replaced: bool = False
     left: bool = False
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # However the socket ends (a disconnect, an error, the server cancelling it), its
+            # address slot and its ticket's keep-alive end with it.
+            self._leave()
 
     async def connect(self) -> None:
         slug = self.scope["url_route"]["kwargs"]["slug"]
@@ -85,11 +106,18 @@ class LineConsumer(AsyncWebsocketConsumer):
         if layout is None or layout.slug != slug or layout.tier_index(ref.tier_id) is None:
             await self._refuse(CLOSE_BAD_TICKET)
             return
-        self.ref, self.layout = ref, layout
-        await self.channel_layer.group_add(ticket_group(ref.entry_id), self.channel_name)
-        await self.accept()
-        watchers.add(ref.event_id, ref.entry_id, layout.heartbeat_seconds)
+        # One bucket per IPv4 address or IPv6 /64, as the join limits count them.
+        address = rate_key_for_ip(scope_client_ip(self.scope))
+        if not address_slots.take(address):
+            await self._refuse(CLOSE_TOO_MANY)
+            return
+        self.address, self.ref, self.layout = address, ref, layout
         try:
+            await self.channel_layer.group_add(ticket_group(ref.entry_id), self.channel_name)
+            await self.accept()
+            watchers.add(ref.event_id, ref.entry_id, layout.heartbeat_seconds)
+            self.watching = True
+            await ticket_socket_open(ref, self.channel_name)
             if await self._send_personal(snapshot=True):
                 # Ticks only after the snapshot: a page places itself from its order key.
                 self.ticks = await tick_relay_open(ref.event_id, self._send_text)
@@ -130,25 +158,55 @@ class LineConsumer(AsyncWebsocketConsumer):
         return True
 
     async def disconnect(self, code: int) -> None:
+        self._leave()
         if self.ref is None:
             return
-        self._leave()
         await self.channel_layer.group_discard(ticket_group(self.ref.entry_id), self.channel_name)
+        if not self.replaced:  # a replaced socket was already taken off its ticket
+            await ticket_socket_closed(self.ref, self.channel_name)
 
     def _leave(self) -> None:
-        """Stop keeping the ticket alive and relaying ticks (once, whoever asks first)."""
-        if self.ref is None or self.left:
+        """Give the address's slot back, stop keeping the ticket alive and relaying ticks
+        (once, whoever asks first)."""
+        if self.left:
             return
         self.left = True
-        watchers.remove(self.ref.event_id, self.ref.entry_id)
+        if self.address is not None:
+            address_slots.give_back(self.address)
+        if self.ref is None:
+            return
+        if self.watching:
+            watchers.remove(self.ref.event_id, self.ref.entry_id)
         if self.ticks is not None:
             tick_relay_close(self.ref.event_id, self.ticks)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        """Pages have nothing to say; whatever arrives is ignored."""
+        """Pages have nothing to say; whatever arrives is ignored, unless it is bigger than a
+        page would ever send (the server refuses such frames first where it can:
+        config/workers.py)."""
+        limit = settings.WR_WS_MAX_MESSAGE_BYTES
+        if text_data is not None:
+            # Characters never outnumber their UTF-8 bytes: encode only when it could matter.
+            size = len(text_data)
+            if limit // 4 < size <= limit:
+                size = len(text_data.encode("utf-8", "surrogatepass"))
+        else:
+            size = len(bytes_data or b"")
+        if size > limit:
+            self._leave()
+            await self.close(code=CLOSE_TOO_BIG)
 
     async def _send_text(self, text: str) -> None:
         await self.send(text_data=text)
 
     async def ticket_admitted(self, message: dict[str, Any]) -> None:
         await self._send_personal(snapshot=False)
+
+    async def ticket_replaced(self, message: dict[str, Any]) -> None:
+        """A newer socket took this ticket (another tab or device): say why, then close."""
+        if self.left:
+            return
+        self.replaced = True
+        await self.send(text_data=json.dumps(REPLACED))
+        self._leave()
+        await self.close(code=CLOSE_REPLACED)

@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 
 from queueing.models import QueueEntry
+from queueing.rules.tickets import ticket_read
 from tests.http import request
 from tests.processes import running_stack, wait_until
 
@@ -67,7 +68,7 @@ def test_capacity_completion_and_expiry_with_worker_and_beat(make_event) -> None
 
 
 def _public_id(ticket: str):
-    return QueueEntry.objects.get(pk=int(ticket.split("-")[0])).public_id
+    return QueueEntry.objects.get(pk=ticket_read(ticket).entry_id).public_id
 
 
 def test_the_whole_journey_ends_in_the_demo_shop(make_event) -> None:

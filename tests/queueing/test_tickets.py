@@ -1,29 +1,79 @@
-import pytest
-from django.test import override_settings
+import base64
+import re
 
+import pytest
+from django.conf import settings
+from django.core import signing
+from django.test import override_settings
+from django.utils.encoding import force_bytes
+
+from queueing.rules import tickets
 from queueing.rules.tickets import InvalidTicket, TicketRef, ticket_issue, ticket_read
 
 REF = TicketRef(entry_id=12345, event_id=7, tier_id=3)
+OTHER_KEY = "another-room-entirely-" + "k" * 40
+
+
+def signed_ticket(payload: str) -> str:
+    """A ticket of the earlier format (Django's Signer), as issued before the upgrade."""
+    return signing.Signer(salt="waitingroom.ticket.v1", sep=".").sign(payload)
+
+
+def decoded(ticket: str) -> bytes:
+    return base64.urlsafe_b64decode(ticket + "=" * (-len(ticket) % 4))
 
 
 def test_a_ticket_round_trips_and_is_url_safe() -> None:
     ticket = ticket_issue(REF)
     assert ticket_read(ticket) == REF
-    assert all(c.isalnum() or c in "-_." for c in ticket)
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", ticket)
+    assert len(ticket) <= tickets.MAX_TICKET_LENGTH
+
+
+def test_consecutive_tickets_reveal_no_ids() -> None:
+    # Entry ids are drawn in join order: readable, two tickets would tell how many joined.
+    first = TicketRef(entry_id=1_234_567, event_id=4242, tier_id=4343)
+    second = TicketRef(entry_id=1_234_568, event_id=4242, tier_id=4343)
+    a, b = ticket_issue(first), ticket_issue(second)
+    assert (ticket_read(a), ticket_read(b)) == (first, second)
+    for ticket, ref in ((a, first), (b, second)):
+        raw = decoded(ticket)
+        for value in (ref.entry_id, ref.event_id, ref.tier_id):
+            assert str(value) not in ticket
+            assert str(value).encode() not in raw
+            for width in (4, 8):
+                assert value.to_bytes(width, "big") not in raw
+                assert value.to_bytes(width, "little") not in raw
+    # Not a stream cipher under a fixed nonce either: neighbours differ almost everywhere.
+    same = sum(x == y for x, y in zip(decoded(a), decoded(b), strict=True))
+    assert same < 8
+    # And the length does not grow with the ids.
+    huge = TicketRef(entry_id=2**62, event_id=2**40, tier_id=2**40)
+    assert len(ticket_issue(TicketRef(entry_id=1, event_id=1, tier_id=1))) == len(
+        ticket_issue(huge)
+    )
+
+
+def test_one_entry_always_gets_the_same_ticket() -> None:
+    # Pages, cookies and sockets compare tickets: re-issuing one must not change it.
+    assert ticket_issue(REF) == ticket_issue(TicketRef(12345, 7, 3))
 
 
 @pytest.mark.parametrize(
     "mutate",
     [
-        lambda t: t[:-1],  # truncated signature
+        lambda t: t[:-1],  # truncated
         lambda t: t[: len(t) // 2],
-        lambda t: "9" + t,  # payload changed
-        lambda t: t.replace("12345", "12346"),
-        lambda t: t[:-1] + ("A" if t[-1] != "A" else "B"),  # signature changed
+        lambda t: "A" + t[1:] if t[0] != "A" else "B" + t[1:],  # first byte changed
+        lambda t: t[:20] + ("A" if t[20] != "A" else "B") + t[21:],  # a middle byte changed
+        lambda t: t[:-1] + ("A" if t[-1] != "A" else "B"),  # last byte changed
         lambda t: t + "x",
-        lambda t: t.split(".")[0],  # no signature
+        lambda t: t + "==",  # padded
+        lambda t: t.replace("-", "+").replace("_", "/") if ("-" in t or "_" in t) else "+" + t,
+        lambda t: t[::-1],
         lambda t: "",
         lambda t: "x" * 500,
+        lambda t: "12345-7-3",  # the old payload, unsigned
     ],
 )
 def test_tampered_or_truncated_tickets_are_rejected(mutate) -> None:
@@ -31,16 +81,56 @@ def test_tampered_or_truncated_tickets_are_rejected(mutate) -> None:
         ticket_read(mutate(ticket_issue(REF)))
 
 
-def test_a_ticket_signed_with_another_key_is_rejected() -> None:
-    with override_settings(SECRET_KEY="another-room-entirely-" + "k" * 40):
+def test_only_one_spelling_of_a_ticket_is_read() -> None:
+    ticket = ticket_issue(REF)
+    # 40 bytes leave two spare bits in the last character: setting them must not pass.
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    last = alphabet.index(ticket[-1])
+    for spare in (1, 2, 3):
+        variant = ticket[:-1] + alphabet[last | spare]
+        assert decoded(variant) == decoded(ticket)
+        with pytest.raises(InvalidTicket):
+            ticket_read(variant)
+
+
+def test_a_ticket_issued_with_another_key_is_rejected() -> None:
+    with override_settings(SECRET_KEY=OTHER_KEY):
         foreign = ticket_issue(REF)
     with pytest.raises(InvalidTicket):
         ticket_read(foreign)
 
 
-def test_a_signed_but_malformed_payload_is_rejected() -> None:
-    from django.core import signing
+def test_tickets_survive_a_secret_key_rotation() -> None:
+    # Issued under the old key, read after it moved to SECRET_KEY_FALLBACKS (both formats).
+    with override_settings(SECRET_KEY=OTHER_KEY):
+        sealed, signed = ticket_issue(REF), signed_ticket("12345-7-3")
+    with override_settings(SECRET_KEY="the-new-key-" + "n" * 40, SECRET_KEY_FALLBACKS=[OTHER_KEY]):
+        assert ticket_read(sealed) == REF
+        assert ticket_read(signed) == REF
+        assert ticket_issue(REF) != sealed  # new tickets use the new key
 
-    forged = signing.Signer(salt="waitingroom.ticket.v1", sep=".").sign("0-1-2")
+
+def test_a_ticket_of_the_earlier_signed_format_is_still_read() -> None:
+    # Issued before the upgrade: a deploy during an on-sale must not lose anybody's place.
+    old = signed_ticket("12345-7-3")
+    assert ticket_read(old) == REF
+    with override_settings(WR_TICKETS_READ_SIGNED=False), pytest.raises(InvalidTicket):
+        ticket_read(old)
+
+
+@pytest.mark.parametrize(
+    "payload", ["0-1-2", "1-2", "01-2-3", "99999999999999999999-1-1", "9999999999999999999-1-1"]
+)
+def test_a_signed_but_malformed_payload_is_rejected(payload: str) -> None:
     with pytest.raises(InvalidTicket):
-        ticket_read(forged)
+        ticket_read(signed_ticket(payload))
+
+
+def test_an_authentic_ticket_with_impossible_ids_is_rejected() -> None:
+    # Only the room can seal one, but ids a database would refuse never get past the door.
+    for ids in ((0, 7, 3), (12345, 0, 3), (2**63, 7, 3)):
+        sealed = tickets._cipher(force_bytes(settings.SECRET_KEY)).encrypt(
+            tickets._IDS.pack(*ids), None
+        )
+        with pytest.raises(InvalidTicket):
+            ticket_read(base64.urlsafe_b64encode(sealed).rstrip(b"=").decode())

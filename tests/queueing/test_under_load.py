@@ -11,6 +11,7 @@ from django_redis import get_redis_connection
 from queueing.hot import epoch
 from queueing.hot.line_index import IndexState
 from queueing.models import QueueEntry
+from queueing.rules.tickets import ticket_read
 from tests.http import request
 from tests.processes import running_stack, wait_until
 
@@ -47,7 +48,7 @@ def test_300_concurrent_joins_get_distinct_tickets_and_positions_1_to_300(make_e
         now_positions = positions(base, tickets)
         assert sorted(now_positions) == list(range(1, 301))
         by_order_key = dict(QueueEntry.objects.values_list("id", "order_key"))
-        entry_ids = [int(t.split("-")[0]) for t in tickets]
+        entry_ids = [ticket_read(t).entry_id for t in tickets]
         ranked = sorted(entry_ids, key=by_order_key.__getitem__)
         assert [now_positions[entry_ids.index(e)] for e in ranked] == list(range(1, 301))
 

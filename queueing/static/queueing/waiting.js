@@ -7,7 +7,7 @@
   // Under Node (tests/queueing/test_position_rule_js.py) only the pure rules are wanted; the
   // function declarations below are hoisted, so they can be handed over before any page code.
   if (typeof module !== "undefined" && module.exports) {
-    module.exports = { positionInLine: positionInLine, rankIn: rankIn };
+    module.exports = { positionInLine: positionInLine, rankIn: rankIn, afterClose: afterClose };
     return;
   }
   var cfg = JSON.parse(document.getElementById("wr-config").textContent);
@@ -18,6 +18,7 @@
   var socket = null;
   var pollTimer = null;
   var checking = false;
+  var stopped = false;  // another page of this ticket took over: this one does nothing more
 
   function $(id) { return document.getElementById(id); }
   function fmt(template, values) {
@@ -132,7 +133,7 @@
 
   // Ask the server about this ticket: when the tick no longer shows us, or when polling.
   function check(thenSchedule) {
-    if (checking) return;
+    if (checking || stopped) return;
     checking = true;
     fetch(cfg.ticketApi, { headers: { Accept: "application/json" }, credentials: "same-origin" })
       .then(function (response) {
@@ -159,7 +160,7 @@
 
   function schedulePoll(seconds) {
     clearTimeout(pollTimer);
-    if (socketOpen()) return;  // the socket keeps the place alive
+    if (stopped || socketOpen()) return;  // the socket (or the other page) keeps the place
     pollTimer = setTimeout(function () { check(true); }, Math.max(1, seconds) * 1000);
   }
 
@@ -174,9 +175,31 @@
 
   function socketOpen() { return socket !== null && socket.readyState === 1; }
 
+  // What the page does when the server closes its socket (docs/api.md lists the codes). Pure.
+  //   reload:   the ticket is not valid here (4401) or is gone (4404)
+  //   stop:     a newer page took this ticket's socket (4409): say so, stop polling too
+  //   poll:     this address holds too many sockets (4429): poll, try a socket much later
+  //   retry:    anything else (1013, a network drop): poll meanwhile, reconnect soon
+  function afterClose(code) {
+    if (code === 4401 || code === 4404) return { action: "reload" };
+    if (code === 4409) return { action: "stop" };
+    if (code === 4429) return { action: "poll", reconnectAfter: [60, 120] };
+    return { action: "retry", reconnectAfter: [5, 10] };
+  }
+
+  function stop(detail) {
+    stopped = true;
+    clearTimeout(pollTimer);
+    pollTimer = null;
+    // The server's sentence, in the page's language; then what the fan can do about it.
+    $("offline").textContent = (S.replaced || detail) + " " + S.replacedHint;
+    $("offline").hidden = false;
+  }
+
   function connect() {
     if (!("WebSocket" in window)) { schedulePoll(cfg.pollAfter); return; }
     var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+    var replacedDetail = null;
     socket = new WebSocket(scheme + window.location.host + cfg.wsPath + "?ticket=" + encodeURIComponent(cfg.ticket));
     socket.onopen = function () {
       clearTimeout(pollTimer);
@@ -194,14 +217,19 @@
         onTick(message);
       } else if (message.type === "admitted" && message.redirect_url) {
         goTo(message.redirect_url);
+      } else if (message.type === "replaced") {
+        replacedDetail = message.detail;
       }
     };
     socket.onclose = function (event) {
-      if (event.code === 4401 || event.code === 4404) { window.location.reload(); return; }
+      var next = afterClose(event.code);
+      if (next.action === "reload") { window.location.reload(); return; }
+      if (next.action === "stop") { stop(replacedDetail); return; }
       $("offline").textContent = S.offline;
       $("offline").hidden = false;
       schedulePoll(Math.min(cfg.pollAfter, 5));  // polling keeps the place alive meanwhile
-      setTimeout(connect, 5000 + Math.random() * 5000);
+      var wait = next.reconnectAfter;
+      setTimeout(connect, (wait[0] + Math.random() * (wait[1] - wait[0])) * 1000);
     };
   }
 
@@ -212,7 +240,9 @@
     var d = Math.floor(left / 86400), h = Math.floor(left % 86400 / 3600);
     var m = Math.floor(left % 3600 / 60), s = left % 60;
     node.textContent = d ? fmt(S.countdownDays, { d: d, h: h, m: m, s: s }) : fmt(S.countdown, { h: h, m: m, s: s });
-    if (left === 0) setTimeout(function () { window.location.reload(); }, 2000 + Math.random() * 3000);
+    if (left === 0) {
+      setTimeout(function () { if (!stopped) window.location.reload(); }, 2000 + Math.random() * 3000);
+    }
     else setTimeout(countdown, 1000);
   }
 

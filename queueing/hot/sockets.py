@@ -1,0 +1,39 @@
+"""The WebSockets open on each ticket, across every web process (a sorted set per ticket).
+
+A ticket's page may be open in a few tabs or devices; hundreds of sockets on one ticket are a
+client holding server memory. The newest socket wins: registering one over the cap names the
+oldest, whose consumers are then told to go (queueing/live/sockets.py).
+"""
+
+from __future__ import annotations
+
+import redis
+
+from queueing.hot import keys
+from queueing.hot.client import HotIndexUnavailable, async_client, async_script
+
+# Longer than any page stays open in practice; refreshed by every arrival on the ticket. A set
+# left by a process that died only holds names the next arrivals push out.
+SOCKETS_TTL_SECONDS = 24 * 3600
+
+
+async def ticket_socket_claim(
+    event_id: int, entry_id: int, channel: str, *, keep: int
+) -> list[str]:
+    """Register ``channel`` on the ticket; the channels of the oldest sockets beyond ``keep``."""
+    try:
+        over = await async_script("sockets_claim")(
+            keys=[keys.ticket_sockets(event_id, entry_id)],
+            args=[channel, keep, SOCKETS_TTL_SECONDS],
+            client=async_client(),
+        )
+    except redis.RedisError as exc:
+        raise HotIndexUnavailable(str(exc)) from exc
+    return [name.decode() if isinstance(name, bytes) else str(name) for name in over]
+
+
+async def ticket_socket_release(event_id: int, entry_id: int, channel: str) -> None:
+    try:
+        await async_client().zrem(keys.ticket_sockets(event_id, entry_id), channel)
+    except redis.RedisError as exc:
+        raise HotIndexUnavailable(str(exc)) from exc
