@@ -25,7 +25,8 @@ CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 WR_PUBLIC_URL = env_str("WR_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin on our site: its login (also the dashboard's) is throttled.
+    "dashboard.admin_app.WaitingRoomAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -304,3 +305,12 @@ WR_JOIN_LIMIT_PER_IDENTITY = env_int("WR_JOIN_LIMIT_PER_IDENTITY", 20, minimum=0
 # How many proxies of ours stand in front of the app and append to X-Forwarded-For (0: none,
 # use the peer address; never trust the header then).
 WR_TRUSTED_PROXY_COUNT = env_int("WR_TRUSTED_PROXY_COUNT", 0, minimum=0)
+
+# Staff password logins (/admin/login/, which /dashboard/ sends staff to): failed logins per
+# account (username) and per client address (IPv6 per /64) within the window; reaching either
+# budget locks that account or address out, right password included, for the lockout
+# (0 = no limit). Counted in Redis; while Redis is unreachable logins are not throttled.
+WR_LOGIN_FAILURES_PER_ACCOUNT = env_int("WR_LOGIN_FAILURES_PER_ACCOUNT", 5, minimum=0)
+WR_LOGIN_FAILURES_PER_ADDRESS = env_int("WR_LOGIN_FAILURES_PER_ADDRESS", 20, minimum=0)
+WR_LOGIN_FAILURE_WINDOW_SECONDS = env_int("WR_LOGIN_FAILURE_WINDOW_SECONDS", 900, minimum=1)
+WR_LOGIN_LOCKOUT_SECONDS = env_int("WR_LOGIN_LOCKOUT_SECONDS", 900, minimum=1)
