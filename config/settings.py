@@ -25,7 +25,8 @@ CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 WR_PUBLIC_URL = env_str("WR_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin on our site: its login (also the dashboard's) is throttled.
+    "dashboard.admin_app.WaitingRoomAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -329,3 +330,12 @@ WR_SOCKETS_PER_ADDRESS = env_int("WR_SOCKETS_PER_ADDRESS", 200, minimum=0)
 # The biggest WebSocket message a client may send (bytes); the page sends none. The server
 # closes the socket with 1009 on a bigger one.
 WR_WS_MAX_MESSAGE_BYTES = env_int("WR_WS_MAX_MESSAGE_BYTES", 64 * 1024, minimum=1024)
+
+# Staff password logins (/admin/login/, which /dashboard/ sends staff to): failed logins per
+# account (username) and per client address (IPv6 per /64) within the window; reaching either
+# budget locks that account or address out, right password included, for the lockout
+# (0 = no limit). Counted in Redis; while Redis is unreachable logins are not throttled.
+WR_LOGIN_FAILURES_PER_ACCOUNT = env_int("WR_LOGIN_FAILURES_PER_ACCOUNT", 5, minimum=0)
+WR_LOGIN_FAILURES_PER_ADDRESS = env_int("WR_LOGIN_FAILURES_PER_ADDRESS", 20, minimum=0)
+WR_LOGIN_FAILURE_WINDOW_SECONDS = env_int("WR_LOGIN_FAILURE_WINDOW_SECONDS", 900, minimum=1)
+WR_LOGIN_LOCKOUT_SECONDS = env_int("WR_LOGIN_LOCKOUT_SECONDS", 900, minimum=1)

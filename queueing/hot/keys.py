@@ -90,3 +90,14 @@ def wrong_codes(event_id: int, address: str) -> str:
 def pow_used(challenge_id: str) -> str:
     """Set once a proof-of-work challenge was spent; expires with the challenge."""
     return f"{prefix()}:{{pow:{challenge_id}}}"
+
+
+def login_failures(scope: str, caller: str) -> str:
+    """Sorted set of recent failed (or still running) password logins of one caller: an
+    account digest or an address bucket. Shares its hash tag with the caller's lock."""
+    return f"{prefix()}:{{login:{scope}:{caller}}}:failures"
+
+
+def login_lock(scope: str, caller: str) -> str:
+    """The unix time until which one caller's password logins are refused (a lockout)."""
+    return f"{prefix()}:{{login:{scope}:{caller}}}:lock"

@@ -1,8 +1,10 @@
-"""Atomic counters for abuse controls: sliding-window rate limits and spend-once keys."""
+"""Atomic counters for abuse controls: sliding-window rate limits, spend-once keys, and
+failure budgets with lockouts (password logins)."""
 
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 
 from queueing.hot.client import client, run_script, unavailable_on_redis_error
 
@@ -34,3 +36,76 @@ def rate_limit_peek(key: str, *, now: float, window: float, limit: int) -> float
 def spend_once(key: str, *, ttl_seconds: int) -> bool:
     """True the first time ``key`` is spent, False ever after (until it expires)."""
     return bool(client().set(key, "1", nx=True, ex=ttl_seconds))
+
+
+@dataclass(frozen=True)
+class Lockout:
+    """A caller locked out of password logins."""
+
+    seconds: float  # until it ends
+    started: bool  # this call started it (it is recorded once)
+    failures: int  # failures that started it (0 when it was already running)
+
+
+@unavailable_on_redis_error
+def lockout_reserve(
+    failures_key: str,
+    lock_key: str,
+    *,
+    now: float,
+    window: float,
+    limit: int,
+    lockout_seconds: float,
+    attempt: str,
+) -> Lockout | None:
+    """Before a password check: None if it may go ahead (and it counts as a failure until
+    ``lockout_forget``), else the lockout that refuses it."""
+    allowed, wait, started, failures = run_script(
+        "lockout_reserve",
+        keys=[failures_key, lock_key],
+        args=[repr(now), repr(window), limit, repr(lockout_seconds), attempt],
+    )
+    if allowed:
+        return None
+    return Lockout(seconds=float(wait), started=bool(started), failures=int(failures))
+
+
+@unavailable_on_redis_error
+def lockout_fail(
+    failures_key: str,
+    lock_key: str,
+    *,
+    now: float,
+    window: float,
+    limit: int,
+    lockout_seconds: float,
+) -> Lockout | None:
+    """After a failed password check: the lockout the caller is in now, if any."""
+    wait, started, failures = run_script(
+        "lockout_fail",
+        keys=[failures_key, lock_key],
+        args=[repr(now), repr(window), limit, repr(lockout_seconds)],
+    )
+    if float(wait) <= 0:
+        return None
+    return Lockout(seconds=float(wait), started=bool(started), failures=int(failures))
+
+
+@unavailable_on_redis_error
+def lockout_forget(failures_key: str, *, attempt: str | None = None) -> None:
+    """Stop counting one attempt, or (``attempt`` None) every failure of the caller. A lockout
+    already running stays."""
+    if attempt is None:
+        client().delete(failures_key)
+    else:
+        client().zrem(failures_key, attempt)
+
+
+@unavailable_on_redis_error
+def lockout_lift(failures_key: str, lock_key: str) -> bool:
+    """End a caller's lockout and forget its failures; True if a lockout was running."""
+    pipe = client().pipeline(transaction=False)
+    pipe.delete(lock_key)
+    pipe.delete(failures_key)
+    lifted, _ = pipe.execute()
+    return bool(lifted)

@@ -1,0 +1,247 @@
+"""Failed password logins of staff, throttled per account and per client address.
+
+Every password login of the room goes through the admin's login form (``/dashboard/`` sends
+staff there), which calls these around its password check:
+
+- ``login_attempt_begin`` before it: refuses while the account or the address is locked out,
+  and counts the attempt as a failure until it is known to have succeeded, so a parallel burst
+  cannot check more passwords than the budget (``queueing/hot/lua/lockout_reserve.lua``);
+- ``login_attempt_failed`` after a refused password: the budget that reaches its limit
+  (``WR_LOGIN_FAILURES_PER_ACCOUNT`` / ``_PER_ADDRESS`` within
+  ``WR_LOGIN_FAILURE_WINDOW_SECONDS``) locks out for ``WR_LOGIN_LOCKOUT_SECONDS``, right
+  password included;
+- ``login_attempt_succeeded``: the account's failures are forgotten (as Queue-it and
+  django-axes do); the address's are not, so one good account does not launder an address
+  trying many.
+
+Refusals are ``RateLimited`` with ``retry_after``. A lockout is recorded once, when it starts:
+a ``LoginLockout`` row and a WARNING line on the ``waitingroom.security`` logger. The counters
+live in Redis; while it is unreachable logins go unthrottled (fail open, logged) rather than
+locking every staff member out of steering a live on-sale.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import math
+import secrets
+from dataclasses import dataclass
+from typing import NoReturn
+
+from django.conf import settings
+from django.http import HttpRequest
+
+from dashboard.models import LockoutScope, LoginLockout
+from queueing.hot import keys, limits
+from queueing.hot.client import HotIndexUnavailable
+from queueing.rules.errors import RateLimited
+from queueing.web.abuse import client_ip, rate_key_for_ip
+
+logger = logging.getLogger("waitingroom.security")
+
+
+@dataclass(frozen=True)
+class _Budget:
+    scope: LockoutScope
+    caller: str
+    limit: int
+
+    @property
+    def failures_key(self) -> str:
+        return keys.login_failures(self.scope.value, self.caller)
+
+    @property
+    def lock_key(self) -> str:
+        return keys.login_lock(self.scope.value, self.caller)
+
+
+@dataclass(frozen=True)
+class LoginAttempt:
+    """One password check under way, and the budgets it was counted against."""
+
+    username: str
+    address: str
+    address_bucket: str
+    attempt_id: str
+    budgets: tuple[_Budget, ...]
+
+
+def lockout_message(seconds: float) -> str:
+    minutes = max(1, math.ceil(seconds / 60))
+    unit = "minute" if minutes == 1 else "minutes"
+    return f"Too many failed logins for this account or address; try again in {minutes} {unit}."
+
+
+def _refusal(seconds: float) -> RateLimited:
+    return RateLimited(lockout_message(seconds), retry_after=max(1, math.ceil(seconds)))
+
+
+def _account(username: str) -> str:
+    # A digest: usernames are the attacker's text, and keys stay short and brace-free.
+    return hashlib.sha256(username.encode()).hexdigest()
+
+
+def _budgets(username: str, address_bucket: str) -> tuple[_Budget, ...]:
+    budgets = (
+        _Budget(LockoutScope.ACCOUNT, _account(username), settings.WR_LOGIN_FAILURES_PER_ACCOUNT),
+        _Budget(LockoutScope.ADDRESS, address_bucket, settings.WR_LOGIN_FAILURES_PER_ADDRESS),
+    )
+    return tuple(budget for budget in budgets if budget.limit)
+
+
+def _throttle_unavailable(step: str, attempt: LoginAttempt, exc: Exception) -> None:
+    logger.warning(
+        "login_throttle_unavailable %s",
+        json.dumps(
+            {
+                "step": step,
+                "username": attempt.username,
+                "address": attempt.address,
+                "error": str(exc),
+            },
+            sort_keys=True,
+        ),
+    )
+
+
+def login_lockout_record(
+    *, attempt: LoginAttempt, scope: LockoutScope, lockout: limits.Lockout, now: float
+) -> LoginLockout:
+    at = dt.datetime.fromtimestamp(now, tz=dt.UTC)
+    record = LoginLockout.objects.create(
+        at=at,
+        scope=scope,
+        username=attempt.username[:150],
+        address=attempt.address[:64],
+        address_bucket=attempt.address_bucket[:64],
+        failures=lockout.failures,
+        locked_until=at + dt.timedelta(seconds=lockout.seconds),
+    )
+    # json.dumps escapes whatever the username holds: one line per lockout, always.
+    logger.warning(
+        "login_lockout %s",
+        json.dumps(
+            {
+                "scope": scope.value,
+                "username": attempt.username,
+                "address": attempt.address,
+                "address_bucket": attempt.address_bucket,
+                "failures": lockout.failures,
+                "lockout_seconds": round(lockout.seconds),
+                "locked_until": record.locked_until.isoformat(),
+                "record_id": record.pk,
+            },
+            sort_keys=True,
+        ),
+    )
+    return record
+
+
+def _locked(attempt: LoginAttempt, budget: _Budget, lockout: limits.Lockout, now: float) -> None:
+    if lockout.started:
+        login_lockout_record(attempt=attempt, scope=budget.scope, lockout=lockout, now=now)
+
+
+def _refuse_unchecked(
+    attempt: LoginAttempt,
+    budget: _Budget,
+    lockout: limits.Lockout,
+    *,
+    reserved: list[_Budget],
+    now: float,
+) -> NoReturn:
+    _locked(attempt, budget, lockout, now)
+    # No password is checked: the budgets counted so far get their attempt back.
+    for counted in reserved:
+        try:
+            limits.lockout_forget(counted.failures_key, attempt=attempt.attempt_id)
+        except HotIndexUnavailable as exc:
+            _throttle_unavailable("begin", attempt, exc)
+    raise _refusal(lockout.seconds)
+
+
+def login_attempt_begin(*, request: HttpRequest, username: str, now: float) -> LoginAttempt:
+    """Before checking ``username``'s password; raises ``RateLimited`` while locked out."""
+    address = client_ip(request)
+    bucket = rate_key_for_ip(address)
+    attempt = LoginAttempt(
+        username=username,
+        address=address,
+        address_bucket=bucket,
+        attempt_id=secrets.token_hex(8),
+        budgets=_budgets(username, bucket),
+    )
+    reserved: list[_Budget] = []
+    try:
+        for budget in attempt.budgets:
+            lockout = limits.lockout_reserve(
+                budget.failures_key,
+                budget.lock_key,
+                now=now,
+                window=settings.WR_LOGIN_FAILURE_WINDOW_SECONDS,
+                limit=budget.limit,
+                lockout_seconds=settings.WR_LOGIN_LOCKOUT_SECONDS,
+                attempt=attempt.attempt_id,
+            )
+            if lockout is not None:
+                _refuse_unchecked(attempt, budget, lockout, reserved=reserved, now=now)
+            reserved.append(budget)
+    except HotIndexUnavailable as exc:
+        _throttle_unavailable("begin", attempt, exc)
+    return attempt
+
+
+def login_attempt_failed(*, attempt: LoginAttempt, now: float) -> None:
+    """After a refused password; raises ``RateLimited`` when that locked the caller out."""
+    longest: limits.Lockout | None = None
+    for budget in attempt.budgets:
+        try:
+            lockout = limits.lockout_fail(
+                budget.failures_key,
+                budget.lock_key,
+                now=now,
+                window=settings.WR_LOGIN_FAILURE_WINDOW_SECONDS,
+                limit=budget.limit,
+                lockout_seconds=settings.WR_LOGIN_LOCKOUT_SECONDS,
+            )
+        except HotIndexUnavailable as exc:
+            _throttle_unavailable("failed", attempt, exc)
+            break
+        if lockout is not None:
+            _locked(attempt, budget, lockout, now)
+            if longest is None or lockout.seconds > longest.seconds:
+                longest = lockout
+    if longest is not None:
+        raise _refusal(longest.seconds)
+
+
+def login_attempt_succeeded(*, attempt: LoginAttempt) -> None:
+    """After a login: the account starts afresh; the address keeps its failures."""
+    for budget in attempt.budgets:
+        try:
+            if budget.scope == LockoutScope.ACCOUNT:
+                limits.lockout_forget(budget.failures_key)
+            else:
+                limits.lockout_forget(budget.failures_key, attempt=attempt.attempt_id)
+        except HotIndexUnavailable as exc:
+            _throttle_unavailable("succeeded", attempt, exc)
+            return
+
+
+def login_lockout_lift(*, username: str | None = None, address: str | None = None) -> list[str]:
+    """End the lockouts of an account and/or an address (and forget their failures), for an
+    operator; names the lockouts that were running."""
+    named: list[tuple[str, _Budget]] = []
+    if username is not None:
+        named.append((username, _Budget(LockoutScope.ACCOUNT, _account(username), 0)))
+    if address is not None:
+        bucket = rate_key_for_ip(address)
+        named.append((bucket, _Budget(LockoutScope.ADDRESS, bucket, 0)))
+    return [
+        f"{budget.scope.value} {name}"
+        for name, budget in named
+        if limits.lockout_lift(budget.failures_key, budget.lock_key)
+    ]
