@@ -6,36 +6,13 @@ run here on every code the server sends (queueing/web/consumers.py) and a few it
 
 from __future__ import annotations
 
-import json
-import subprocess
-from pathlib import Path
-
 from queueing.web import consumers
-
-NODE = Path("/usr/bin/node")  # a system package here: without it the test fails, never skips
-SCRIPT = Path(__file__).resolve().parents[2] / "queueing" / "static" / "queueing" / "waiting.js"
-
-HARNESS = r"""
-const fs = require("fs");
-const vm = require("vm");
-const [scriptPath] = process.argv.slice(1);
-const sandbox = { module: { exports: {} } };
-vm.runInNewContext(fs.readFileSync(scriptPath, "utf8"), sandbox, { filename: scriptPath });
-const codes = JSON.parse(fs.readFileSync(0, "utf8"));
-process.stdout.write(JSON.stringify(codes.map((c) => sandbox.module.exports.afterClose(c))));
-"""
+from tests.waiting_js import run_waiting_js
 
 
 def after_close(codes: list[int]) -> dict[int, dict]:
-    done = subprocess.run(
-        [str(NODE), "-e", HARNESS, str(SCRIPT)],
-        input=json.dumps(codes),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=30,
-    )
-    return dict(zip(codes, json.loads(done.stdout), strict=True))
+    answers = run_waiting_js("return input.map((c) => rules.afterClose(c));", codes)
+    return dict(zip(codes, answers, strict=True))
 
 
 def test_each_close_code_gets_the_documented_reaction() -> None:

@@ -8,38 +8,24 @@ anywhere), and must agree exactly. The script runs in Node, once for all the lin
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
 from itertools import pairwise
-from pathlib import Path
 
 import pytest
 
 from queueing.rules.admission_plan import service_groups
 from queueing.rules.layout import EventLayout, TierLayout
 from queueing.rules.positions import position_in_line
+from tests.waiting_js import run_waiting_js
 
-NODE = Path("/usr/bin/node")  # a system package here: without it the test fails, never skips
-SCRIPT = Path(__file__).resolve().parents[2] / "queueing" / "static" / "queueing" / "waiting.js"
-
-# Loads waiting.js in a fresh context without a DOM (the script hands over its pure rules when
-# it sees ``module``), then answers every case read from stdin, in order, on stdout.
-HARNESS = r"""
-const fs = require("fs");
-const vm = require("vm");
-const [scriptPath] = process.argv.slice(1);
-const sandbox = { module: { exports: {} } };
-vm.runInNewContext(fs.readFileSync(scriptPath, "utf8"), sandbox, { filename: scriptPath });
-const rules = sandbox.module.exports;
+# For each case: the tiers' counts by id, then the script's own rule.
+POSITIONS = r"""
 if (typeof rules.positionInLine !== "function") throw new Error("no positionInLine exported");
-const cases = JSON.parse(fs.readFileSync(0, "utf8"));
-const answers = cases.map((c) => {
+return input.map((c) => {
   const counts = {};
   c.tiers.forEach((t, i) => { counts[t.id] = c.counts[i]; });
   return rules.positionInLine(c.tiers, c.tier_id, c.rank, counts);
 });
-process.stdout.write(JSON.stringify(answers));
 """
 
 
@@ -144,20 +130,9 @@ def python_position(case):
 @pytest.fixture(scope="module")
 def js_answers():
     """The script's answers for the explicit cases (by name) and the generated ones (a list)."""
-    if not NODE.exists():
-        pytest.fail(f"{NODE} is missing: it is a system package here, install nodejs")
     names = list(EXPLICIT)
     cases = [EXPLICIT[name] for name in names] + GENERATED
-    result = subprocess.run(
-        [str(NODE), "-e", HARNESS, str(SCRIPT)],
-        input=json.dumps(cases),
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    answers = json.loads(result.stdout)
+    answers = run_waiting_js(POSITIONS, cases)
     assert len(answers) == len(cases)
     return dict(zip(names, answers, strict=False)), answers[len(names) :]
 
