@@ -12,7 +12,6 @@ from the right of ``X-Forwarded-For``). If Redis is down, joins are not refused 
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import logging
 import math
@@ -23,6 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
+from django.utils.crypto import salted_hmac
 
 from queueing.hot import keys, limits
 from queueing.hot.client import HotIndexUnavailable
@@ -135,10 +135,16 @@ def rate_key_for_ip(address: str) -> str:
     return str(ip)
 
 
+_ADDRESS_DIGEST_SALT = "waitingroom.address"
+
+
 def address_digest(request: HttpRequest) -> str:
-    """What is kept of the client address (an IPv6 /64 counting as one): its SHA-256, as for
-    identities, never the address itself."""
-    return hashlib.sha256(f"address:{rate_key_for_ip(client_ip(request))}".encode()).hexdigest()
+    """What is kept of the client address (an IPv6 /64 counting as one): a keyed digest
+    (HMAC under SECRET_KEY), never the address itself. Keyed, because a plain hash of an IPv4
+    address is undone by trying all 2^32 of them."""
+    return salted_hmac(
+        _ADDRESS_DIGEST_SALT, rate_key_for_ip(client_ip(request)), algorithm="sha256"
+    ).hexdigest()
 
 
 def _refuse(retry_after: float, detail: str = "Too many attempts to join.") -> RateLimited:

@@ -15,6 +15,7 @@ from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test import Client, override_settings
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -34,7 +35,7 @@ NO_JOIN_LIMITS = override_settings(WR_JOIN_LIMIT_PER_IP=0, WR_JOIN_LIMIT_PER_IDE
 
 
 def _digest(address: str) -> str:
-    return hashlib.sha256(f"address:{address}".encode()).hexdigest()
+    return salted_hmac("waitingroom.address", address, algorithm="sha256").hexdigest()
 
 
 @NO_JOIN_LIMITS
@@ -43,6 +44,9 @@ def test_the_cap_is_off_by_default_and_the_address_is_kept_as_a_digest(make_even
     assert event.max_live_per_address == 0
     assert [join(Client(), event.slug).status_code for _ in range(8)] == [201] * 8
     assert set(QueueEntry.objects.values_list("address", flat=True)) == {_digest("127.0.0.1")}
+    # Keyed: a plain hash of the address, which anyone can recompute, is not what is kept.
+    plain = hashlib.sha256(b"address:127.0.0.1").hexdigest()
+    assert not QueueEntry.objects.filter(address=plain).exists()
 
 
 @NO_JOIN_LIMITS
