@@ -319,6 +319,10 @@ WR_ADDRESS_LIMIT_RETRY_AFTER = env_int("WR_ADDRESS_LIMIT_RETRY_AFTER", 60, minim
 # Only the encrypted format is issued; turn this off once no on-sale that was running before
 # the upgrade is still on.
 WR_TICKETS_READ_SIGNED = env_bool("WR_TICKETS_READ_SIGNED", True)
+# Issue the encrypted format. For a rolling upgrade from a release that knew only the signed
+# format, run the first release with this off (it reads both), then turn it on: a ticket is
+# never handed out that a process still on the earlier release cannot read.
+WR_TICKETS_ISSUE_SEALED = env_bool("WR_TICKETS_ISSUE_SEALED", True)
 
 # WebSockets. At most this many sockets stay open per ticket, across all web processes: the
 # newest wins, the oldest page is told it was opened elsewhere (close code 4409).

@@ -74,6 +74,11 @@ def _cipher(secret: bytes) -> AESSIV:
 
 
 def ticket_issue(ref: TicketRef) -> str:
+    if not settings.WR_TICKETS_ISSUE_SEALED:
+        # A rolling upgrade: processes still on the earlier release read only this format.
+        return signing.Signer(salt=_SIGNED_SALT, sep=".").sign(
+            f"{ref.entry_id}-{ref.event_id}-{ref.tier_id}"
+        )
     sealed = _cipher(force_bytes(settings.SECRET_KEY)).encrypt(
         _IDS.pack(ref.entry_id, ref.event_id, ref.tier_id), None
     )

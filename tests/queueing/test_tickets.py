@@ -110,6 +110,15 @@ def test_tickets_survive_a_secret_key_rotation() -> None:
         assert ticket_issue(REF) != sealed  # new tickets use the new key
 
 
+def test_a_rolling_upgrade_can_keep_issuing_the_earlier_format() -> None:
+    # Processes still on the earlier release read only signed tickets: none of them may be
+    # handed a ticket they cannot read while the upgrade rolls out.
+    with override_settings(WR_TICKETS_ISSUE_SEALED=False):
+        old_format = ticket_issue(REF)
+    assert old_format == signed_ticket("12345-7-3")
+    assert ticket_read(old_format) == REF
+
+
 def test_a_ticket_of_the_earlier_signed_format_is_still_read() -> None:
     # Issued before the upgrade: a deploy during an on-sale must not lose anybody's place.
     old = signed_ticket("12345-7-3")
