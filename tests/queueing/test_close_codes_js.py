@@ -29,8 +29,9 @@ def test_each_close_code_gets_the_documented_reaction() -> None:
         ]
     )
     assert got[4401] == got[4404] == {"action": "reload"}
-    # Another page of this ticket took over: say so and stop, no reconnect and no polling
-    # (reconnecting would take the socket back, and the two pages would take turns).
+    # Another page of this ticket took over: say so and never reconnect (that would take the
+    # socket back, and the two pages would take turns); the page still polls (stop() in the
+    # script), so the place stays alive if the newer page goes away.
     assert got[4409] == {"action": "stop"}
     # Too many sockets from this address: poll, and try a socket again only much later.
     assert got[4429]["action"] == "poll"

@@ -121,7 +121,8 @@ def test_sixty_sockets_on_one_ticket_over_two_servers_leave_three_open(make_even
 
 
 def test_a_page_opened_elsewhere_says_so_and_stops(make_event) -> None:
-    make_event(slug="tabs", capacity=0, heartbeat_seconds=600)
+    # A short heartbeat: the page polls every few seconds when it has no socket.
+    make_event(slug="tabs", capacity=0, heartbeat_seconds=10)
     with running_stack(WR_SOCKETS_PER_TICKET="1") as stack:
         base = stack.web()
         with chromium() as browser:
@@ -137,14 +138,16 @@ def test_a_page_opened_elsewhere_says_so_and_stops(make_event) -> None:
             first.wait_for_function("document.getElementById('offline').hidden === true")
             second.goto(f"{base}/e/tabs/")
             second.wait_for_selector("#position")
-            # The older page is told why, in words, and stops: no reconnect (it would take
-            # the socket back and the two pages would take turns), no polling.
+            # The older page is told why, in words, and never reconnects (it would take the
+            # socket back and the two pages would take turns), but keeps polling: if the newer
+            # page goes away, the polls still keep the place alive.
             first.wait_for_function("!document.getElementById('offline').hidden", timeout=10_000)
             assert first.inner_text("#offline").startswith("This page was opened elsewhere.")
             polls.clear()
             first.wait_for_timeout(10_500)  # past the longest reconnect delay (10 s)
             assert len(sockets["first"]) == 1
-            assert polls == []
+            assert polls, "the replaced page stopped keeping its ticket alive"
+            assert "opened elsewhere" in first.inner_text("#offline")  # polls keep the word
             assert second.locator("#offline").is_hidden()
             # Reloading the older page takes the ticket back.
             first.reload()

@@ -18,7 +18,7 @@
   var socket = null;
   var pollTimer = null;
   var checking = false;
-  var stopped = false;  // another page of this ticket took over: this one does nothing more
+  var stopped = false;  // another page of this ticket took its socket: this one only polls
 
   function $(id) { return document.getElementById(id); }
   function fmt(template, values) {
@@ -133,7 +133,7 @@
 
   // Ask the server about this ticket: when the tick no longer shows us, or when polling.
   function check(thenSchedule) {
-    if (checking || stopped) return;
+    if (checking) return;
     checking = true;
     fetch(cfg.ticketApi, { headers: { Accept: "application/json" }, credentials: "same-origin" })
       .then(function (response) {
@@ -160,7 +160,7 @@
 
   function schedulePoll(seconds) {
     clearTimeout(pollTimer);
-    if (stopped || socketOpen()) return;  // the socket (or the other page) keeps the place
+    if (socketOpen()) return;  // the socket keeps the place
     pollTimer = setTimeout(function () { check(true); }, Math.max(1, seconds) * 1000);
   }
 
@@ -177,7 +177,8 @@
 
   // What the page does when the server closes its socket (docs/api.md lists the codes). Pure.
   //   reload:   the ticket is not valid here (4401) or is gone (4404)
-  //   stop:     a newer page took this ticket's socket (4409): say so, stop polling too
+  //   stop:     a newer page took this ticket's socket (4409): say so, never reconnect, but
+  //             keep polling: if that page dies, the polls still keep the place alive
   //   poll:     this address holds too many sockets (4429): poll, try a socket much later
   //   retry:    anything else (1013, a network drop): poll meanwhile, reconnect soon
   function afterClose(code) {
@@ -189,11 +190,12 @@
 
   function stop(detail) {
     stopped = true;
-    clearTimeout(pollTimer);
-    pollTimer = null;
     // The server's sentence, in the page's language; then what the fan can do about it.
     $("offline").textContent = (S.replaced || detail) + " " + S.replacedHint;
     $("offline").hidden = false;
+    // No socket again (it would take the socket back and the pages would take turns), but
+    // polls hold no socket: they keep the ticket alive should the newer page go away.
+    schedulePoll(cfg.pollAfter);
   }
 
   function connect() {
