@@ -176,7 +176,11 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
 
     layout = layout_with_tier(event.id, *{n.tier.id for _, n in newcomers.values()})
     status = arrival_status(event, started=event.started_at is not None)
-    admitted = _admit_to_line(event, layout, status, newcomers, outcomes)
+    # The cap is asked before the quotes too, so that a newcomer it refuses takes no place
+    # in the counts the others are quoted (or refused queue_full) by; under the lock it is
+    # asked again, and has the last word.
+    capped = _within_address_cap(event, list(newcomers.values()), outcomes)
+    admitted = _admit_to_line(event, layout, status, capped, outcomes)
     if admitted:
         try:
             status, placed = _commit(event, status, admitted, outcomes)
@@ -196,8 +200,8 @@ def _within_address_cap(
     outcomes: list[JoinOutcome | None],
 ) -> list[tuple[int, _Newcomer]]:
     """The newcomers the on-sale's ``max_live_per_address`` lets in; the others are refused
-    in ``outcomes``. Called under the chain head's lock, which every join of the on-sale
-    takes, so the cap holds across processes too."""
+    in ``outcomes``. Its last word is said under the chain head's lock, which every join of
+    the on-sale takes, so the cap holds across processes too."""
     if not event.max_live_per_address:
         return list(admitted)
     addresses = [newcomer.request.address for _, newcomer in admitted]
@@ -248,21 +252,21 @@ def _admit_to_line(
     event: Event,
     layout: EventLayout,
     status: EntryStatus,
-    newcomers: dict[str, tuple[int, _Newcomer]],
+    newcomers: Sequence[tuple[int, _Newcomer]],
     outcomes: list[JoinOutcome | None],
 ) -> list[tuple[int, _Newcomer]]:
     """Quote every newcomer's wait and refuse those the line has no room for, as if they had
     joined one after the other in the batch's order."""
     limited = bool(event.max_queue_length or event.max_wait_seconds)
     if not limited and status != EntryStatus.WAITING:
-        return list(newcomers.values())
+        return list(newcomers)
     # Checked against the line as it is now: exact for one batch; concurrent batches racing
     # past a limit can overshoot it by at most their size.
     counts = current_counts(layout)
     throughput = current_throughput(layout)
     added_per_tier = [0] * len(layout.tiers)
     admitted = []
-    for index, newcomer in newcomers.values():
+    for index, newcomer in newcomers:
         try:
             newcomer.quote = join_quote(
                 layout,

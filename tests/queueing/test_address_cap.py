@@ -109,6 +109,26 @@ def test_the_waiting_page_keeps_the_same_cap(make_event) -> None:
     assert join(Client(), event.slug).status_code == 429
 
 
+def test_a_fan_the_cap_refuses_takes_no_place_in_the_line_others_are_counted_by(
+    make_event,
+) -> None:
+    # Room for two in the line: the second fan of address a is refused by the cap, so the
+    # fan of address b still fits (and is not told queue_full for a place nobody took).
+    event = make_event(capacity=0, max_live_per_address=1, max_queue_length=2)
+    now = timezone.now()
+    a, b = _digest("198.51.100.1"), _digest("198.51.100.2")
+    outcomes = entry_join_many(
+        [
+            JoinRequest(event=event, identity=f"fan-{i}", access_code=None, now=now, address=x)
+            for i, x in enumerate([a, a, b])
+        ]
+    )
+    kinds = [
+        "created" if isinstance(o, JoinResult) and o.created else type(o).__name__ for o in outcomes
+    ]
+    assert kinds == ["created", "AddressLimited", "created"]
+
+
 def test_a_batch_is_counted_as_if_its_joins_came_one_after_another(make_event) -> None:
     event = make_event(capacity=0, max_live_per_address=2)
     now = timezone.now()
