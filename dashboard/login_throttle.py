@@ -5,7 +5,7 @@ staff there), which calls these around its password check:
 
 - ``login_attempt_begin`` before it: refuses while the account or the address is locked out,
   and counts the attempt as a failure until it is known to have succeeded, so a parallel burst
-  cannot check more passwords than the budget (``queueing/hot/lua/lockout_reserve.lua``);
+  cannot check more passwords than the budget (``queueing/hot/lua/lockout_count.lua``);
 - ``login_attempt_failed`` after a refused password: the budget that reaches its limit
   (``WR_LOGIN_FAILURES_PER_ACCOUNT`` / ``_PER_ADDRESS`` within
   ``WR_LOGIN_FAILURE_WINDOW_SECONDS``) locks out for ``WR_LOGIN_LOCKOUT_SECONDS``, right
@@ -163,6 +163,18 @@ def _refuse_unchecked(
     raise _refusal(lockout.seconds)
 
 
+def _count(budget: _Budget, *, now: float, attempt: str | None) -> limits.Lockout | None:
+    return limits.lockout_count(
+        budget.failures_key,
+        budget.lock_key,
+        now=now,
+        window=settings.WR_LOGIN_FAILURE_WINDOW_SECONDS,
+        limit=budget.limit,
+        lockout_seconds=settings.WR_LOGIN_LOCKOUT_SECONDS,
+        attempt=attempt,
+    )
+
+
 def login_attempt_begin(*, request: HttpRequest, username: str, now: float) -> LoginAttempt:
     """Before checking ``username``'s password; raises ``RateLimited`` while locked out."""
     address = client_ip(request)
@@ -177,15 +189,7 @@ def login_attempt_begin(*, request: HttpRequest, username: str, now: float) -> L
     reserved: list[_Budget] = []
     try:
         for budget in attempt.budgets:
-            lockout = limits.lockout_reserve(
-                budget.failures_key,
-                budget.lock_key,
-                now=now,
-                window=settings.WR_LOGIN_FAILURE_WINDOW_SECONDS,
-                limit=budget.limit,
-                lockout_seconds=settings.WR_LOGIN_LOCKOUT_SECONDS,
-                attempt=attempt.attempt_id,
-            )
+            lockout = _count(budget, now=now, attempt=attempt.attempt_id)
             if lockout is not None:
                 _refuse_unchecked(attempt, budget, lockout, reserved=reserved, now=now)
             reserved.append(budget)
@@ -199,14 +203,7 @@ def login_attempt_failed(*, attempt: LoginAttempt, now: float) -> None:
     longest: limits.Lockout | None = None
     for budget in attempt.budgets:
         try:
-            lockout = limits.lockout_fail(
-                budget.failures_key,
-                budget.lock_key,
-                now=now,
-                window=settings.WR_LOGIN_FAILURE_WINDOW_SECONDS,
-                limit=budget.limit,
-                lockout_seconds=settings.WR_LOGIN_LOCKOUT_SECONDS,
-            )
+            lockout = _count(budget, now=now, attempt=None)
         except HotIndexUnavailable as exc:
             _throttle_unavailable("failed", attempt, exc)
             break

@@ -48,7 +48,7 @@ class Lockout:
 
 
 @unavailable_on_redis_error
-def lockout_reserve(
+def lockout_count(
     failures_key: str,
     lock_key: str,
     *,
@@ -56,35 +56,15 @@ def lockout_reserve(
     window: float,
     limit: int,
     lockout_seconds: float,
-    attempt: str,
+    attempt: str | None,
 ) -> Lockout | None:
-    """Before a password check: None if it may go ahead (and it counts as a failure until
-    ``lockout_forget``), else the lockout that refuses it."""
-    allowed, wait, started, failures = run_script(
-        "lockout_reserve",
-        keys=[failures_key, lock_key],
-        args=[repr(now), repr(window), limit, repr(lockout_seconds), attempt],
-    )
-    if allowed:
-        return None
-    return Lockout(seconds=float(wait), started=bool(started), failures=int(failures))
-
-
-@unavailable_on_redis_error
-def lockout_fail(
-    failures_key: str,
-    lock_key: str,
-    *,
-    now: float,
-    window: float,
-    limit: int,
-    lockout_seconds: float,
-) -> Lockout | None:
-    """After a failed password check: the lockout the caller is in now, if any."""
+    """The lockout the caller is in, if any. Before a password check (``attempt`` its unique
+    id): the attempt counts as a failure until ``lockout_forget``. After a failed check
+    (``attempt`` None): it stays counted, and the lock is decided again."""
     wait, started, failures = run_script(
-        "lockout_fail",
+        "lockout_count",
         keys=[failures_key, lock_key],
-        args=[repr(now), repr(window), limit, repr(lockout_seconds)],
+        args=[repr(now), repr(window), limit, repr(lockout_seconds), attempt or ""],
     )
     if float(wait) <= 0:
         return None
