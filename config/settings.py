@@ -163,12 +163,17 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The room ticks once a second: the beat sends each on-sale with work its own tick
+# (queueing/ticks.py). A tick not started within WR_TICK_STALE_SECONDS is dropped (a newer one
+# has been sent), so workers that fall behind never face a backlog.
+WR_TICK_SECONDS = env_float("WR_TICK_SECONDS", 1.0, minimum=0.2)
+WR_TICK_STALE_SECONDS = env_float("WR_TICK_STALE_SECONDS", 2 * WR_TICK_SECONDS, minimum=0.5)
 CELERY_BEAT_SCHEDULE = {
     "room-tick": {
         "task": "queueing.tasks.room_tick",
-        "schedule": env_float("WR_TICK_SECONDS", 1.0, minimum=0.2),
-        # A tick that waited longer than its period is superseded by the next one.
-        "options": {"expires": 1.0},
+        "schedule": WR_TICK_SECONDS,
+        # A dispatch that waited longer than its period is superseded by the next one.
+        "options": {"expires": WR_TICK_SECONDS},
     },
     "hot-index-maintain": {
         "task": "queueing.tasks.hot_index_maintain",
@@ -278,6 +283,9 @@ WR_REBUILD_REQUEST_SECONDS = env_int("WR_REBUILD_REQUEST_SECONDS", 5, minimum=1)
 WR_QUEUE_FULL_RETRY_AFTER = env_int("WR_QUEUE_FULL_RETRY_AFTER", 30, minimum=1)
 # Most fans admitted by one admission run of one event.
 WR_ADMISSION_BATCH = env_int("WR_ADMISSION_BATCH", 500, minimum=1)
+# Rate credit left unspent (a late tick, a full shop) builds up to this many seconds of the
+# pace and no further, so a late tick loses nothing and an idle spell floods nothing.
+WR_ADMISSION_BURST_SECONDS = env_float("WR_ADMISSION_BURST_SECONDS", 3.0, minimum=0.0)
 # Entries added to the hot index per pipeline (one round trip each) after a commit.
 WR_INDEX_ADD_CHUNK = env_int("WR_INDEX_ADD_CHUNK", 1000, minimum=1)
 # Entries at the front of each tier checked against PostgreSQL every tick (ghost removal).

@@ -115,6 +115,13 @@ class Event(models.Model):
         # The integration key lets its holder end any fan's session on the shop's behalf, so
         # seeing it is a right of its own, beyond viewing or changing the on-sale.
         permissions = [("manage_integration_key", "Can see and rotate the integration key")]
+        indexes = [
+            # The beat's "whose start is due" (queueing/line/activity.py) looks only at on-sales
+            # that have not started: a handful, however many are configured.
+            models.Index(
+                fields=["starts_at"], condition=Q(started_at__isnull=True), name="event_not_started"
+            ),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(control__in=EventControl.values), name="event_control_valid"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 from django.utils import timezone
 
 from queueing import ticks
@@ -11,8 +12,25 @@ from queueing.line.admission import admission_run
 
 
 @shared_task(ignore_result=True)
-def room_tick() -> None:
-    ticks.room_tick(clock=timezone.now)
+def room_tick() -> int:
+    """The beat's once-a-second task: one tick sent per on-sale with work."""
+    return len(
+        ticks.room_dispatch(
+            now=timezone.now(), send=_send_event_tick, claim_seconds=settings.WR_TICK_STALE_SECONDS
+        )
+    )
+
+
+def _send_event_tick(event_id: int, claim: str) -> None:
+    # A tick not started within WR_TICK_STALE_SECONDS is dropped by the worker that receives
+    # it: a newer one has been sent meanwhile (its claim expired at the same moment).
+    event_tick.apply_async(args=[event_id, claim], expires=settings.WR_TICK_STALE_SECONDS)
+
+
+@shared_task(ignore_result=True)
+def event_tick(event_id: int, claim: str = "") -> None:
+    """One on-sale's tick: schedule, expiry, admission, live broadcast."""
+    ticks.event_beat(event_id=event_id, now=timezone.now(), claim=claim)
 
 
 @shared_task(ignore_result=True)

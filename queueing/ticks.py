@@ -1,4 +1,13 @@
-"""One beat of the room for one event: schedule, expiry, admission, in that order."""
+"""The room's beat: each second, a tick for every on-sale that has something to do.
+
+- ``room_dispatch`` (beat, once a second, one task for the whole room) finds the on-sales with
+  work (``line/activity.py``: fans in the room, a start due) and sends each its own tick,
+  unless one is still outstanding (``hot/tick_claims.py``), so no backlog builds up.
+- ``event_beat`` (a worker, one task per on-sale) runs that on-sale's tick: schedule, expiry,
+  admission, in that order, then the live broadcast. On-sales tick in parallel on as many
+  workers as there are; a slow or failing one delays no other. A duplicate is harmless: the
+  admission lock and the compare-and-set transitions make a second run a no-op.
+"""
 
 from __future__ import annotations
 
@@ -6,31 +15,21 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
-from django.db.models import Exists, OuterRef, Q
-
-from events.models import Event, EventControl, EventState
+from events.models import Event, EventState
+from queueing.hot import tick_claims
+from queueing.hot.client import HotIndexUnavailable
+from queueing.line.activity import events_with_work
 from queueing.line.admission import AdmissionOutcome, admission_run
 from queueing.line.expiry import queued_expire_unseen, sessions_expire
 from queueing.line.index_sync import index_heal_head
 from queueing.line.schedule import line_admit_stragglers, line_revoke_closed, line_start
 from queueing.live.ticks import broadcast_tick
-from queueing.models import QueueEntry
-from queueing.rules.states import LIVE
 
 logger = logging.getLogger(__name__)
 
 
-def events_needing_ticks() -> list[int]:
-    """Events not closed, and closed ones that still have fans to end."""
-    has_live = Exists(QueueEntry.objects.filter(event=OuterRef("pk"), status__in=LIVE))
-    return list(
-        Event.objects.filter(~Q(control=EventControl.CLOSED) | has_live).values_list(
-            "id", flat=True
-        )
-    )
-
-
 def event_tick(*, event_id: int, now: datetime) -> AdmissionOutcome | None:
+    """Schedule, expiry, admission of one on-sale, in that order."""
     event = Event.objects.filter(pk=event_id).first()
     if event is None:
         return None
@@ -51,13 +50,32 @@ def event_tick(*, event_id: int, now: datetime) -> AdmissionOutcome | None:
     return None
 
 
-def room_tick(*, clock: Callable[[], datetime]) -> None:
-    for event_id in events_needing_ticks():
-        # Each event reads the clock itself: a slow event must not age the next one's time.
-        now = clock()
-        # One event's failure must not stop the others' ticks.
-        try:
-            event_tick(event_id=event_id, now=now)
-            broadcast_tick(event_id=event_id, now=now)
-        except Exception:
-            logger.exception("tick of event %s failed", event_id)
+def event_beat(*, event_id: int, now: datetime, claim: str = "") -> None:
+    """One on-sale's whole tick, then its claim released so that the next can be sent."""
+    try:
+        event_tick(event_id=event_id, now=now)
+        broadcast_tick(event_id=event_id, now=now)
+    except Exception:
+        logger.exception("tick of event %s failed", event_id)
+    finally:
+        if claim:
+            try:
+                tick_claims.tick_release(event_id, claim)
+            except HotIndexUnavailable:
+                pass  # the claim expires by itself
+
+
+def room_dispatch(
+    *, now: datetime, send: Callable[[int, str], None], claim_seconds: float
+) -> list[int]:
+    """Send a tick to every on-sale with work and none outstanding; returns their ids."""
+    event_ids = events_with_work(now)
+    try:
+        claims = tick_claims.ticks_claim(event_ids, ttl_seconds=claim_seconds)
+    except HotIndexUnavailable:
+        # No claims without Redis: every on-sale with work gets a tick, whose expiry drops it
+        # if it is not run in time.
+        claims = dict.fromkeys(event_ids, "")
+    for event_id, claim in claims.items():
+        send(event_id, claim)
+    return list(claims)

@@ -54,6 +54,12 @@ def last_tick(event_id: int) -> str:
     return f"{_event(event_id)}:tick"
 
 
+def tick_claim(event_id: int) -> str:
+    """Held (with a short expiry) from when an event's tick is sent to the workers until it has
+    run, so that the beat sends no second tick while one is queued: no backlog builds up."""
+    return f"{_event(event_id)}:tick-claim"
+
+
 def ticket_sockets(event_id: int, entry_id: int) -> str:
     """Sorted set of the channel names of the WebSockets open on one ticket, scored by arrival
     (1, 2, 3, ...): the oldest are closed when more open than WR_SOCKETS_PER_TICKET."""

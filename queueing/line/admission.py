@@ -1,6 +1,7 @@
 """Letting fans in: PostgreSQL first, one admission per event at a time.
 
-Per run: ``n = min(capacity - active, rate tokens, rate-window room, batch limit)``; the next
+Per run: ``n = min(capacity - active, rate credit, rate-window room, batch limit)``, the rate
+credit earned by the time elapsed since the last run (``rules/admission_plan.py``); the next
 ``n`` are picked per tier in (priority, order key) order with ``FOR UPDATE SKIP LOCKED``, moved
 to ``admitted`` by compare-and-set and audited in one transaction; the hot index is updated
 after the commit. A transaction-scoped advisory lock makes a second, concurrent run (two beats,
@@ -135,7 +136,12 @@ def admission_run(
         bucket = TokenBucket(state.tokens, state.refilled_at)
         in_window = 0
         if event.rate_per_minute:
-            bucket = bucket_refill(bucket, rate_per_minute=event.rate_per_minute, now=now)
+            bucket = bucket_refill(
+                bucket,
+                rate_per_minute=event.rate_per_minute,
+                burst_seconds=settings.WR_ADMISSION_BURST_SECONDS,
+                now=now,
+            )
             in_window = QueueEntry.objects.filter(
                 event_id=event_id,
                 admitted_at__gt=now - timedelta(seconds=RATE_WINDOW_SECONDS),

@@ -7,6 +7,7 @@ import time
 from datetime import datetime
 
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from events.models import Event, EventControl
@@ -14,6 +15,7 @@ from queueing.hot import epoch
 from queueing.hot.client import HotIndexUnavailable
 from queueing.hot.epoch import IndexedEntry, RebuildSuperseded
 from queueing.hot.line_index import IndexState
+from queueing.line.activity import events_with_fans
 from queueing.line.followups import rebuild_soon
 from queueing.line.index_sync import mark_index_dirty
 from queueing.line.layouts import event_layout
@@ -87,10 +89,16 @@ def hot_index_rebuild(*, event_id: int, now: datetime | None = None) -> bool:
 
 
 def hot_index_maintain(*, now: datetime | None = None) -> list[int]:
-    """Rebuild the index of every event that Redis lost or that was flagged stale.
-    Returns the ids of the events rebuilt."""
+    """Rebuild the index of every event with fans that Redis lost, or that was flagged stale.
+    Returns the ids of the events rebuilt.
+
+    Only on-sales with fans in the room (or flagged) are looked at, so the check costs what
+    the busy ones cost. An idle on-sale whose index Redis lost is rebuilt once a fan joins it:
+    the join makes it busy, and the fan's first poll asks for the rebuild at once."""
     events = list(
-        Event.objects.exclude(control=EventControl.CLOSED).values_list("id", "hot_index_dirty")
+        Event.objects.filter(Q(pk__in=events_with_fans()) | Q(hot_index_dirty=True))
+        .exclude(control=EventControl.CLOSED)
+        .values_list("id", "hot_index_dirty")
     )
     if not events:
         return []

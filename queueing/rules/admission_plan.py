@@ -1,9 +1,12 @@
 """How many fans to let in now, and from which tiers. Pure: no I/O, ``now`` passed in.
 
 - Batch size: ``n = min(capacity - active, rate tokens, rate window room, batch limit)``.
-- Rate: a token bucket refilled at ``rate_per_minute / 60`` per second holding at most one
-  second's worth (at least one token), so admissions are paced evenly; plus a hard sliding
-  window so that no 60-second window ever holds more than ``rate_per_minute`` admissions.
+- Rate: credit earned from the time elapsed since the last admission run, at
+  ``rate_per_minute / 60`` per second, carried over (fractions too) and capped at a small
+  burst (``burst_seconds`` worth, at least one), so a tick that runs late admits what the time
+  it missed earned instead of losing it, and a long idle spell cannot flood the shop; plus a
+  hard sliding window so that no 60-second window ever holds more than ``rate_per_minute``
+  admissions. (A token bucket whose size is the burst cap: the same thing, said as time.)
 - Tiers, in service order (priority, id): a strict tier (share 0) is emptied before any tier
   after it; a run of consecutive weighted tiers (share > 0) splits what is left by weight with
   smooth weighted round-robin, whose credits carry over between batches so that even a batch
@@ -27,16 +30,25 @@ class TokenBucket:
     refilled_at: datetime | None
 
 
-def bucket_size(rate_per_minute: int) -> float:
+def one_second_of(rate_per_minute: int) -> float:
     return max(1.0, rate_per_minute / 60.0)
 
 
-def bucket_refill(bucket: TokenBucket, *, rate_per_minute: int, now: datetime) -> TokenBucket:
-    size = bucket_size(rate_per_minute)
+def burst_cap(rate_per_minute: int, burst_seconds: float) -> float:
+    """The most credit that may build up: ``burst_seconds`` of the pace, at least one fan."""
+    return max(1.0, rate_per_minute / 60.0 * burst_seconds)
+
+
+def bucket_refill(
+    bucket: TokenBucket, *, rate_per_minute: int, burst_seconds: float, now: datetime
+) -> TokenBucket:
+    """Credit for the time elapsed since the last run. A new on-sale starts with one second's
+    worth, so its first minute is paced like every other."""
+    cap = burst_cap(rate_per_minute, burst_seconds)
     if bucket.refilled_at is None:
-        return TokenBucket(tokens=size, refilled_at=now)
+        return TokenBucket(tokens=min(cap, one_second_of(rate_per_minute)), refilled_at=now)
     elapsed = max(0.0, (now - bucket.refilled_at).total_seconds())
-    tokens = min(size, bucket.tokens + elapsed * rate_per_minute / 60.0)
+    tokens = min(cap, bucket.tokens + elapsed * rate_per_minute / 60.0)
     return TokenBucket(tokens=tokens, refilled_at=now)
 
 

@@ -43,14 +43,44 @@ def test_capacity_rate_and_batch_limit_all_cap_the_batch() -> None:
     )
 
 
-def test_the_bucket_paces_admissions_evenly() -> None:
-    bucket = bucket_refill(TokenBucket(0.0, None), rate_per_minute=120, now=T0)
-    assert bucket.tokens == 2.0  # a full second's worth to start
+def test_credit_comes_from_elapsed_time_up_to_a_small_burst() -> None:
+    bucket = bucket_refill(TokenBucket(0.0, None), rate_per_minute=120, burst_seconds=3, now=T0)
+    assert bucket.tokens == 2.0  # one second's worth to start
     drained = TokenBucket(0.0, T0)
-    assert bucket_refill(drained, rate_per_minute=120, now=T0 + timedelta(seconds=0.5)).tokens == 1
-    # Never more than one second's worth, however long it sat idle.
-    assert bucket_refill(drained, rate_per_minute=120, now=T0 + timedelta(hours=1)).tokens == 2
-    assert bucket_refill(drained, rate_per_minute=6, now=T0 + timedelta(hours=1)).tokens == 1
+
+    def after(seconds: float, rate: int = 120, burst: float = 3) -> float:
+        later = T0 + timedelta(seconds=seconds)
+        return bucket_refill(drained, rate_per_minute=rate, burst_seconds=burst, now=later).tokens
+
+    assert after(0.5) == 1
+    # A tick that runs 2.5 s late still gets the 2.5 s of pace it missed...
+    assert after(2.5) == 5
+    # ...but however long it sat idle, never more than the burst cap.
+    assert after(3600) == 6
+    assert after(3600, rate=6) == 1  # at least one fan, whatever the pace
+    assert after(3600, burst=0) == 1
+
+
+def test_late_ticks_keep_the_exact_pace() -> None:
+    """Ticks at uneven, late intervals (up to the burst) admit exactly rate x time."""
+    rate, bucket, admitted, now = 600, TokenBucket(0.0, None), 0, T0
+    gaps = [1.0, 1.4, 0.6, 2.2, 1.0, 0.3, 1.7, 1.0] * 8
+    for gap in gaps:
+        now += timedelta(seconds=gap)
+        bucket = bucket_refill(bucket, rate_per_minute=rate, burst_seconds=3, now=now)
+        take = batch_size(
+            capacity=0,
+            active=0,
+            rate_per_minute=rate,
+            tokens=bucket.tokens,
+            admitted_in_window=0,
+            batch_limit=500,
+        )
+        admitted += take
+        bucket = TokenBucket(bucket.tokens - take, bucket.refilled_at)
+    elapsed = sum(gaps)
+    # The first second's worth, plus what every second after earned (less a fraction held).
+    assert rate / 60 * elapsed <= admitted + 1 <= rate / 60 * (elapsed + 1) + 1
 
 
 def test_strict_tiers_are_emptied_in_order() -> None:

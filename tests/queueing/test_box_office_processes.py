@@ -1,0 +1,111 @@
+"""A box office with the real processes: hundreds of on-sales configured, a real beat, real
+workers; the busy on-sale keeps its pace, an idle one lets its fan in at once, and two workers
+share the ticks."""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from events.models import Event, EventControl
+from events.services import event_pause
+from queueing.models import QueueEntry
+from queueing.rules.tickets import ticket_read
+from queueing.ticks import event_tick
+from tests.http import request
+from tests.processes import running_stack, wait_until
+from tests.queueing.helpers import fans_join
+
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
+
+
+def _catalogue(kind: str, count: int, **fields: Any) -> None:
+    now = timezone.now()
+    Event.objects.bulk_create(
+        Event(
+            slug=f"{kind}-{i}",
+            name=f"{kind} {i}",
+            target_url="https://shop.example/",
+            started_at=now,
+            **fields,
+        )
+        for i in range(count)
+    )
+
+
+def test_a_busy_on_sale_keeps_its_pace_among_hundreds_and_an_idle_one_admits_at_once(
+    make_event, settings
+) -> None:
+    settings.WR_JOIN_LIMIT_PER_IP = 0  # the fans below all join from this test's address
+    now = timezone.now()
+    _catalogue("idle", 200)
+    _catalogue("paused", 40, control=EventControl.PAUSED)
+    _catalogue("later", 60, prequeue_opens_at=now + timedelta(days=2))
+    _catalogue("ended", 40, control=EventControl.CLOSED)
+    busy = make_event(slug="busy", capacity=0, rate_per_minute=600)  # ten a second
+    fans_join(busy.slug, 260)
+    quiet = make_event(slug="quiet", capacity=50, rate_per_minute=60)
+    event_tick(event_id=quiet.id, now=now)  # long open, nobody in line
+
+    with running_stack() as stack:
+        base = stack.web()
+        stack.worker(concurrency=2)
+        stack.beat()
+        wait_until(
+            lambda: QueueEntry.objects.filter(event=busy, status="admitted").exists(),
+            timeout=30,
+            what="the busy on-sale's first admissions",
+        )
+        time.sleep(13)
+        # The idle on-sale's fan, with room in the shop and nobody ahead.
+        waits = []
+        for _ in range(3):
+            ticket = request("POST", f"{base}/api/v1/events/{quiet.slug}/join", {}).body["ticket"]
+            entry_id = ticket_read(ticket).entry_id
+            entry = wait_until(
+                lambda entry_id=entry_id: QueueEntry.objects.filter(
+                    pk=entry_id, admitted_at__isnull=False
+                ).first(),
+                timeout=10,
+                what="the idle on-sale's fan to be let in",
+            )
+            waits.append((entry.admitted_at - entry.joined_at).total_seconds())
+            time.sleep(0.4)
+
+    admitted = sorted(
+        QueueEntry.objects.filter(event=busy, admitted_at__isnull=False).values_list(
+            "admitted_at", flat=True
+        )
+    )
+    # Ten seconds of steady pace, after the first second: 100 fans, within 5%.
+    window_start = admitted[0] + timedelta(seconds=1.5)
+    in_window = [a for a in admitted if window_start <= a < window_start + timedelta(seconds=10)]
+    assert 95 <= len(in_window) <= 105, len(in_window)
+    # "About one second" from the join to the shop: the beat's period plus a little.
+    assert max(waits) <= 2.0, waits
+
+
+def test_two_workers_share_the_ticks(make_event) -> None:
+    events = [make_event(slug=f"busy-{i}", capacity=1, rate_per_minute=0) for i in range(24)]
+    for event in events:
+        fans_join(event.slug, 1)
+        event_pause(event=event, actor="test", now=timezone.now())  # fans wait: ticks go on
+    with running_stack() as stack:
+        stack.worker(name="worker-a", concurrency=1)
+        stack.worker(name="worker-b", concurrency=1)
+        stack.beat()
+        time.sleep(8)
+        done = {
+            name: len(re.findall(r"Task queueing\.tasks\.event_tick\[[^\]]+\] succeeded", log))
+            for name in ("worker-a", "worker-b")
+            if (log := stack.log(name))
+        }
+    assert set(done) == {"worker-a", "worker-b"}
+    # Both took a fair share of about one tick per on-sale per second.
+    assert min(done.values()) >= 0.25 * sum(done.values()), done
+    assert sum(done.values()) >= 24 * 4, done
