@@ -23,7 +23,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from events.models import Event, EventControl
+from events.models import Event
+from queueing.line.activity import events_with_fans
 from queueing.line.layouts import event_layout
 from queueing.line.reads import current_counts
 from queueing.rules.states import EntryStatus
@@ -83,7 +84,9 @@ class EventCollector(Collector):
 
     def collect(self) -> Iterator[Any]:
         waiting, active, admissions, expirations = self._families()
-        events = Event.objects.exclude(control=EventControl.CLOSED).annotate(
+        # On-sales with fans in the room only: a scrape costs what the busy ones cost, not
+        # what the catalogue holds (an on-sale nobody is in has no line and nobody inside).
+        events = Event.objects.filter(pk__in=events_with_fans()).annotate(
             admitted_total=Count("entries", filter=Q(entries__admitted_at__isnull=False)),
             active_now=Count("entries", filter=Q(entries__status=EntryStatus.ADMITTED)),
             expired_total=Count("entries", filter=Q(entries__status=EntryStatus.EXPIRED)),

@@ -22,6 +22,20 @@ def test_metrics_are_prometheus_text_with_event_figures_and_latencies(make_event
     assert "waitingroom_status_seconds_count" in text
 
 
+def test_a_scrape_costs_what_the_busy_on_sales_cost(
+    make_event, django_assert_max_num_queries
+) -> None:
+    busy = make_event(slug="busy")
+    fans_join(busy.slug, 2)
+    for i in range(30):
+        make_event(slug=f"idle-{i}")
+    Client().get("/metrics")  # layouts cached, as in a running process
+    with django_assert_max_num_queries(4):
+        text = Client().get("/metrics").content.decode()
+    assert 'waitingroom_waiting{event="busy"} 2.0' in text
+    assert 'event="idle-0"' not in text
+
+
 def test_metrics_are_not_for_the_public(db, settings) -> None:
     assert Client(REMOTE_ADDR="8.8.8.8").get("/metrics").status_code == 403
     assert Client(REMOTE_ADDR="10.1.2.3").get("/metrics").status_code == 200
