@@ -26,9 +26,10 @@ class Pace:
 
     @property
     def text(self) -> str:
-        if self.per_minute >= 10:
-            return f"{self.per_minute:.0f}"
-        return f"{self.per_minute:.1f}".removesuffix(".0")
+        # Whole fans from ten a minute up, else two significant figures at most: 6.7, 0.13.
+        digits = 0 if self.per_minute >= 10 else 1 if self.per_minute >= 1 else 2
+        text = f"{self.per_minute:.{digits}f}"
+        return text.rstrip("0").rstrip(".") if "." in text else text
 
     @property
     def source(self) -> str:

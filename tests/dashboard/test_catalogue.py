@@ -13,6 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from dashboard.catalogue_figures import Pace
 from events.services import event_close, event_pause
 from queueing.hot import keys
 from queueing.line.layouts import layout_cache_clear
@@ -128,6 +129,22 @@ def test_each_row_shows_waiting_in_shop_and_pace(staff, make_event) -> None:
     assert refreshed["rows"]["busy"]["waiting"] == 3 and refreshed["rows"]["busy"]["active"] == 2
     assert refreshed["rows"]["quiet"]["pace"] == "6.7"
     assert refreshed["rows"]["quiet"]["pace_source"] == "configured"
+
+
+@pytest.mark.parametrize(
+    ("per_minute", "text"),
+    [
+        (240.4, "240"),
+        (10, "10"),
+        (9.96, "10"),
+        (6.666, "6.7"),
+        (6.0, "6"),
+        (0.1333, "0.13"),
+        (0.001, "0"),
+    ],
+)
+def test_the_pace_is_shown_to_two_figures_or_whole_fans(per_minute: float, text: str) -> None:
+    assert Pace(per_minute=per_minute, measured=True).text == text
 
 
 def test_waiting_is_counted_in_postgresql_when_redis_lost_the_index(
