@@ -4,6 +4,7 @@ from dashboard import views
 
 urlpatterns = [
     path("", views.index, name="dashboard"),
+    path("catalogue/figures", views.catalogue_figures, name="dashboard-catalogue-figures"),
     path("events/<slug:slug>/", views.event_page, name="dashboard-event"),
     path("events/<slug:slug>/stats", views.event_stats, name="dashboard-event-stats"),
     path("events/<slug:slug>/control", views.event_control, name="dashboard-event-control"),

@@ -1,4 +1,4 @@
-"""Staff dashboard: every on-sale at a glance, and one on-sale live with its controls."""
+"""Staff dashboard: the catalogue of on-sales, and one on-sale live with its controls."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard.catalogue import REFRESH_SECONDS, catalogue
 from dashboard.stats import event_figures
 from events import services
+from events.catalogue import SEARCH_MAX_LENGTH
 from events.models import Event
 
 
@@ -29,12 +31,32 @@ def _actor(request: HttpRequest) -> str:
 @staff_member_required
 @require_GET
 def index(request: HttpRequest) -> HttpResponse:
-    now = timezone.now()
-    events = [
-        {"event": event, "state": event.state_at(now).value}
-        for event in Event.objects.order_by("-created_at")[:200]
-    ]
-    return render(request, "dashboard/index.html", {"events": events})
+    return render(
+        request,
+        "dashboard/index.html",
+        {
+            "catalogue": catalogue(request.GET, now=timezone.now()),
+            "search_max": SEARCH_MAX_LENGTH,
+            "refresh_seconds": REFRESH_SECONDS,
+        },
+    )
+
+
+@staff_member_required
+@require_GET
+def catalogue_figures(request: HttpRequest) -> JsonResponse:
+    """The figures of the rows on one page of the catalogue (same ``tab``, ``q``, ``page``),
+    for the page to refresh them in place."""
+    page = catalogue(request.GET, now=timezone.now())
+    return JsonResponse(
+        {
+            "counts": {tab.group.value: tab.count for tab in page.tabs},
+            "rows": {
+                row.event.slug: {"state": row.state.value, **row.figures.as_json()}
+                for row in page.rows
+            },
+        }
+    )
 
 
 @staff_member_required

@@ -14,6 +14,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from events import services
+from events.admin_filters import StateFilter, state_label
 from events.models import AccessCode, Event, Tier
 from queueing.line.admission import ManualAdmission, admission_run
 
@@ -50,9 +51,19 @@ def _actor(request: HttpRequest) -> str:
 
 @admin.register(Event)
 class EventAdmin(admin.ModelAdmin):
-    list_display = ("name", "slug", "control", "capacity", "rate_per_minute", "starts_at")
-    list_filter = ("control",)
+    list_display = (
+        "name",
+        "slug",
+        "state",
+        "control",
+        "capacity",
+        "rate_per_minute",
+        "prequeue_opens_at",
+        "starts_at",
+    )
+    list_filter = (StateFilter, "control")
     search_fields = ("slug", "name")
+    list_per_page = 50
     readonly_fields = ("integration_key", "control", "closed_at", "created_at", "updated_at")
     inlines = [TierInline, AccessCodeInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
@@ -86,6 +97,10 @@ class EventAdmin(admin.ModelAdmin):
             {"fields": ("control", "closed_at", "integration_key", "created_at", "updated_at")},
         ),
     )
+
+    @admin.display(description="State")
+    def state(self, obj: Event) -> str:
+        return state_label(obj)
 
     def get_fieldsets(self, request: HttpRequest, obj: Event | None = None) -> Any:
         fieldsets = super().get_fieldsets(request, obj)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Collection
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -23,17 +25,19 @@ _cache: dict[int, tuple[float, EventLayout | None]] = {}
 _lock = threading.Lock()
 
 
-def _load(event_id: int) -> EventLayout | None:
-    event = (
-        Event.objects.filter(pk=event_id)
-        .values("slug", "heartbeat_seconds", "rate_per_minute", "capacity", "session_seconds")
-        .first()
-    )
-    if event is None:
-        return None
-    tiers = Tier.objects.filter(event_id=event_id).order_by("priority", "id")
+_EVENT_FIELDS = (
+    "id",
+    "slug",
+    "heartbeat_seconds",
+    "rate_per_minute",
+    "capacity",
+    "session_seconds",
+)
+
+
+def _build(event: dict[str, Any], tiers: list[Tier]) -> EventLayout:
     return EventLayout(
-        event_id=event_id,
+        event_id=event["id"],
         slug=event["slug"],
         heartbeat_seconds=event["heartbeat_seconds"],
         pace=configured_pace(
@@ -45,16 +49,48 @@ def _load(event_id: int) -> EventLayout | None:
     )
 
 
-def event_layout(event_id: int, *, fresh: bool = False) -> EventLayout | None:
-    now = time.monotonic()
-    if not fresh:
-        cached = _cache.get(event_id)
-        if cached is not None and cached[0] > now:
-            return cached[1]
-    layout = _load(event_id)
+def _load_many(event_ids: Collection[int]) -> dict[int, EventLayout | None]:
+    """The events' layouts in two queries however many they are (None for a missing event)."""
+    layouts: dict[int, EventLayout | None] = dict.fromkeys(event_ids)
+    events = list(Event.objects.filter(pk__in=event_ids).values(*_EVENT_FIELDS))
+    if not events:
+        return layouts
+    tiers: dict[int, list[Tier]] = {event["id"]: [] for event in events}
+    for tier in Tier.objects.filter(event_id__in=tiers).order_by("priority", "id"):
+        tiers[tier.event_id].append(tier)
+    for event in events:
+        layouts[event["id"]] = _build(event, tiers[event["id"]])
+    return layouts
+
+
+def _remember(layouts: dict[int, EventLayout | None], now: float) -> None:
     with _lock:
-        _cache[event_id] = (now + settings.WR_LAYOUT_CACHE_SECONDS, layout)
-    return layout
+        for event_id, layout in layouts.items():
+            _cache[event_id] = (now + settings.WR_LAYOUT_CACHE_SECONDS, layout)
+
+
+def event_layout(event_id: int, *, fresh: bool = False) -> EventLayout | None:
+    return event_layouts([event_id], fresh=fresh)[event_id]
+
+
+def event_layouts(
+    event_ids: Collection[int], *, fresh: bool = False
+) -> dict[int, EventLayout | None]:
+    """Layouts of several events (a page of the staff catalogue): the ones this process read
+    recently from the cache, all the others in one read."""
+    now = time.monotonic()
+    found: dict[int, EventLayout | None] = {}
+    if not fresh:
+        for event_id in event_ids:
+            cached = _cache.get(event_id)
+            if cached is not None and cached[0] > now:
+                found[event_id] = cached[1]
+    missing = [event_id for event_id in event_ids if event_id not in found]
+    if missing:
+        loaded = _load_many(missing)
+        _remember(loaded, now)
+        found.update(loaded)
+    return found
 
 
 def cached_layout(event_id: int) -> EventLayout | None:

@@ -5,6 +5,7 @@ from PostgreSQL. Reads never write: asking for a rebuild is the callers' busines
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -41,23 +42,48 @@ def position_from_database(entry: QueueEntry, layout: EventLayout) -> int:
 
 def current_counts(layout: EventLayout) -> LineCounts:
     """The line's counts: from the hot index when it is complete, else from PostgreSQL."""
-    counts = hot_counts(layout)
-    if counts is not None:
-        return counts
-    per_tier = dict(
-        QueueEntry.objects.filter(event_id=layout.event_id, status=EntryStatus.WAITING)
-        .values_list("tier_id")
+    return lines_counts([layout])[layout.event_id]
+
+
+def lines_counts(layouts: Sequence[EventLayout]) -> dict[int, LineCounts]:
+    """Each line's counts, by event id: from the hot index where it is complete; the lines it
+    cannot answer for are counted in PostgreSQL together, in one grouped query."""
+    counts: dict[int, LineCounts] = {}
+    for layout in layouts:
+        hot = hot_counts(layout)
+        if hot is not None:
+            counts[layout.event_id] = hot
+    missing = [layout for layout in layouts if layout.event_id not in counts]
+    if missing:
+        counts.update(_database_counts(missing))
+    return counts
+
+
+def _database_counts(layouts: Sequence[EventLayout]) -> dict[int, LineCounts]:
+    rows = (
+        QueueEntry.objects.filter(
+            event_id__in=[layout.event_id for layout in layouts],
+            status__in=[EntryStatus.WAITING, EntryStatus.PREQUEUE],
+        )
+        .values_list("event_id", "status", "tier_id")
         .annotate(n=Count("id"))
-        .values_list("tier_id", "n")
+        .values_list("event_id", "status", "tier_id", "n")
     )
-    prequeue = QueueEntry.objects.filter(
-        event_id=layout.event_id, status=EntryStatus.PREQUEUE
-    ).count()
-    return LineCounts(
-        state=IndexState.MISSING,
-        prequeue=prequeue,
-        tiers=tuple(per_tier.get(tier.id, 0) for tier in layout.tiers),
-    )
+    prequeue: dict[int, int] = {}
+    waiting: dict[tuple[int, int], int] = {}
+    for event_id, status, tier_id, n in rows:
+        if status == EntryStatus.PREQUEUE:
+            prequeue[event_id] = prequeue.get(event_id, 0) + n
+        else:
+            waiting[(event_id, tier_id)] = n
+    return {
+        layout.event_id: LineCounts(
+            state=IndexState.MISSING,
+            prequeue=prequeue.get(layout.event_id, 0),
+            tiers=tuple(waiting.get((layout.event_id, tier.id), 0) for tier in layout.tiers),
+        )
+        for layout in layouts
+    }
 
 
 def hot_counts(layout: EventLayout) -> LineCounts | None:
@@ -70,7 +96,18 @@ def hot_counts(layout: EventLayout) -> LineCounts | None:
 
 
 def active_count(event_id: int) -> int:
-    return QueueEntry.objects.filter(event_id=event_id, status=EntryStatus.ADMITTED).count()
+    return active_counts([event_id])[event_id]
+
+
+def active_counts(event_ids: Collection[int]) -> dict[int, int]:
+    """Fans in the shop per event, in one grouped count (index on event, status)."""
+    rows = (
+        QueueEntry.objects.filter(event_id__in=event_ids, status=EntryStatus.ADMITTED)
+        .values_list("event_id")
+        .annotate(n=Count("id"))
+        .values_list("event_id", "n")
+    )
+    return {event_id: 0 for event_id in event_ids} | dict(rows)
 
 
 @dataclass(frozen=True)
