@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from events.models import Event, EventControl
+from events.models import EventControl
 from events.services import event_pause
 from queueing.models import QueueEntry
 from queueing.rules.tickets import ticket_read
 from queueing.ticks import event_tick
+from tests.events.bulk import bulk_events
 from tests.http import request
 from tests.processes import running_stack, wait_until
 from tests.queueing.helpers import fans_join
@@ -25,16 +26,8 @@ pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 
 def _catalogue(kind: str, count: int, **fields: Any) -> None:
-    now = timezone.now()
-    Event.objects.bulk_create(
-        Event(
-            slug=f"{kind}-{i}",
-            name=f"{kind} {i}",
-            target_url="https://shop.example/",
-            started_at=now,
-            **fields,
-        )
-        for i in range(count)
+    bulk_events(
+        [{"slug": f"{kind}-{i}", "started_at": timezone.now(), **fields} for i in range(count)]
     )
 
 

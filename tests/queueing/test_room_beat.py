@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from events.models import Event, EventControl
+from events.models import EventControl
 from events.services import event_close
 from queueing.hot import epoch, keys, tick_claims
 from queueing.line.activity import events_due_to_start, events_with_fans, events_with_work
@@ -19,6 +19,7 @@ from queueing.line.admission import admission_run
 from queueing.line.rebuild import hot_index_maintain
 from queueing.models import QueueEntry
 from queueing.ticks import event_beat, event_tick, room_dispatch
+from tests.events.bulk import bulk_events
 from tests.queueing.helpers import fans_join, statuses
 
 pytestmark = pytest.mark.django_db
@@ -58,17 +59,9 @@ def test_only_on_sales_with_fans_or_a_start_due_have_work(make_event) -> None:
     assert ended.id not in events_with_work(now)
 
 
-def _bulk_events(kind: str, count: int, **fields: Any) -> list[Event]:
-    now = timezone.now()
-    return Event.objects.bulk_create(
-        Event(
-            slug=f"{kind}-{i}",
-            name=f"Bulk {i}",
-            target_url="https://shop.example/",
-            started_at=now,
-            **fields,
-        )
-        for i in range(count)
+def _bulk_events(kind: str, count: int, **fields: Any) -> None:
+    bulk_events(
+        [{"slug": f"{kind}-{i}", "started_at": timezone.now(), **fields} for i in range(count)]
     )
 
 
