@@ -100,6 +100,16 @@ if _DB_POOL_MAX:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+# REDIS_CLUSTER=1: the hot index is on a Redis Cluster and REDIS_URL lists seed nodes,
+# comma-separated (queueing/hot/cluster.py). The channel layer's pub/sub then needs a plain
+# Redis of its own (CHANNELS_REDIS_URL), and Celery a broker (CELERY_BROKER_URL).
+REDIS_CLUSTER = env_bool("REDIS_CLUSTER", False)
+CHANNELS_REDIS_URL = env_str("CHANNELS_REDIS_URL", "" if REDIS_CLUSTER else REDIS_URL)
+if not CHANNELS_REDIS_URL:
+    raise ImproperlyConfigured(
+        "CHANNELS_REDIS_URL must name a plain Redis when REDIS_CLUSTER is on: the channel "
+        "layer's pub/sub does not run on a cluster"
+    )
 # Every hot-index key starts with this prefix; tests give each test its own.
 WR_REDIS_PREFIX = env_str("WR_REDIS_PREFIX", "wr")
 _REDIS_TIMEOUT = env_float("REDIS_SOCKET_TIMEOUT", 1.0, minimum=0.05)
@@ -121,10 +131,20 @@ WR_JOIN_QUEUE_DEADLINE_SECONDS = env_float(
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
-        "LOCATION": REDIS_URL,
+        # One location even for a cluster: django-redis reads several as a master and its
+        # read replicas; the cluster client takes all the seeds from CLUSTER_SEEDS.
+        "LOCATION": REDIS_URL.split(",")[0],
         "KEY_PREFIX": f"{WR_REDIS_PREFIX}:cache",
         "OPTIONS": {
             "CLIENT_CLASS": "django_redis.client.DefaultClient",
+            **(
+                {
+                    "CONNECTION_FACTORY": "queueing.hot.cluster.ClusterConnectionFactory",
+                    "CLUSTER_SEEDS": REDIS_URL,
+                }
+                if REDIS_CLUSTER
+                else {}
+            ),
             # Joins and status reads must not hang when Redis is gone: they degrade to PostgreSQL.
             "SOCKET_CONNECT_TIMEOUT": _REDIS_TIMEOUT,
             "SOCKET_TIMEOUT": _REDIS_TIMEOUT,
@@ -144,7 +164,7 @@ CHANNEL_LAYERS = {
             # the socket timeout is disabled and the pool size is explicit.
             "hosts": [
                 {
-                    "address": env_str("CHANNELS_REDIS_URL", REDIS_URL),
+                    "address": CHANNELS_REDIS_URL,
                     "socket_timeout": None,
                     "max_connections": env_int("CHANNELS_REDIS_MAX_CONNECTIONS", 100, minimum=1),
                 }
@@ -156,7 +176,11 @@ CHANNEL_LAYERS = {
     }
 }
 
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "" if REDIS_CLUSTER else REDIS_URL)
+if not CELERY_BROKER_URL:
+    raise ImproperlyConfigured(
+        "CELERY_BROKER_URL must be set when REDIS_CLUSTER is on (RabbitMQ: amqp://...)"
+    )
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "waitingroom")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

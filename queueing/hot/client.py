@@ -18,7 +18,10 @@ import redis
 import redis.asyncio as aioredis
 from django.conf import settings
 from django_redis import get_redis_connection
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.commands.core import AsyncScript, Script
+
+from queueing.hot.cluster import async_cluster_client
 
 P = ParamSpec("P")
 
@@ -44,25 +47,33 @@ def script(name: str) -> Script:
 
 # The event loop's own client, for the lean ASGI paths: one per process and event loop
 # (a redis.asyncio connection belongs to the loop that opened it).
-_ASYNC_CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = (
-    weakref.WeakKeyDictionary()
-)
+_ASYNC_CLIENTS: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, aioredis.Redis | AsyncRedisCluster
+] = weakref.WeakKeyDictionary()
 
 
-def async_client() -> aioredis.Redis:
+def async_client() -> aioredis.Redis | AsyncRedisCluster:
     loop = asyncio.get_running_loop()
     loop_client = _ASYNC_CLIENTS.get(loop)
     if loop_client is None:
         timeout = settings.CACHES["default"]["OPTIONS"]["SOCKET_TIMEOUT"]
-        # Not a blocking pool: waiting for a free connection costs every call a lock; past
-        # the limit a call fails (HotIndexUnavailable) and that request goes to Django.
-        pool = aioredis.ConnectionPool.from_url(
-            settings.REDIS_URL,
-            max_connections=settings.WR_ASYNC_REDIS_MAX_CONNECTIONS,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-        )
-        loop_client = aioredis.Redis(connection_pool=pool)
+        if settings.REDIS_CLUSTER:
+            loop_client = async_cluster_client(
+                settings.REDIS_URL,
+                timeout=timeout,
+                max_connections=settings.WR_ASYNC_REDIS_MAX_CONNECTIONS,
+            )
+        else:
+            # Not a blocking pool: waiting for a free connection costs every call a lock;
+            # past the limit a call fails (HotIndexUnavailable) and that request goes to
+            # Django.
+            pool = aioredis.ConnectionPool.from_url(
+                settings.REDIS_URL,
+                max_connections=settings.WR_ASYNC_REDIS_MAX_CONNECTIONS,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+            )
+            loop_client = aioredis.Redis(connection_pool=pool)
         _ASYNC_CLIENTS[loop] = loop_client
     return loop_client
 
@@ -89,12 +100,36 @@ def unavailable_on_redis_error(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def server_run_id() -> str:
-    """Changes whenever Redis restarts (even from an AOF file) or another node takes over."""
-    return str(client().info("server")["run_id"])
+def run_script_many(
+    name: str, calls: Sequence[tuple[Sequence[str], Sequence[object]]]
+) -> list[Any]:
+    """Run a Lua script once per ``(keys, args)`` in one round trip (one pipeline; on a
+    cluster, one per node). The calls must be safe to repeat: if Redis forgot its scripts
+    (a restart, a replica that took over), the script is loaded and they all run again."""
+    lua = script(name)
+
+    def send_all() -> list[Any]:
+        # EVALSHA directly: a pipeline of Script calls asks SCRIPT EXISTS first, every time.
+        pipe = client().pipeline(transaction=False)
+        for call_keys, call_args in calls:
+            # execute_command: a cluster pipeline refuses its evalsha method, not the command.
+            pipe.execute_command("EVALSHA", lua.sha, len(call_keys), *call_keys, *call_args)
+        return pipe.execute()
+
+    try:
+        return send_all()
+    except redis.exceptions.NoScriptError:
+        lua.sha = client().script_load(lua.script)
+        return send_all()
 
 
-def epoch_value(state: str, token: str) -> str:
+def server_run_id(key: str) -> str:
+    """The run id of the Redis that holds ``key`` (on a cluster, its slot's master). It
+    changes whenever that Redis restarts (even from an AOF file) or a replica takes over."""
+    return str(run_script("run_id", keys=[key], args=[]), "ascii")
+
+
+def epoch_value(state: str, token: str, *, key: str) -> str:
     # The run id inside the epoch: an index written by another Redis run may have lost its
     # last writes (AOF fsyncs once a second; a replica lags), so it is rebuilt.
-    return f"{state}:{server_run_id()}:{token}"
+    return f"{state}:{server_run_id(key)}:{token}"

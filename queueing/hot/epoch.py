@@ -13,6 +13,7 @@ from queueing.hot.client import (
     client,
     epoch_value,
     run_script,
+    run_script_many,
     server_run_id,
     unavailable_on_redis_error,
 )
@@ -30,21 +31,13 @@ class IndexedEntry:
 def epoch_states(event_ids: Sequence[int]) -> dict[int, IndexState]:
     if not event_ids:
         return {}
-    # One GET per event (pipelined) rather than MGET: events live in different cluster slots.
-    pipe = client().pipeline(transaction=False)
-    for event_id in event_ids:
-        pipe.get(keys.epoch(event_id))
-    values = pipe.execute()
-    run_id = server_run_id().encode()
-    states = {}
-    for event_id, value in zip(event_ids, values, strict=True):
-        if value is None or value.split(b":")[1:2] != [run_id]:
-            states[event_id] = IndexState.MISSING
-        elif value.startswith(b"building:"):
-            states[event_id] = IndexState.BUILDING
-        else:
-            states[event_id] = IndexState.READY
-    return states
+    # One script per event, each judged on its own node (events live in different cluster
+    # slots, and each node has its own run id), all in one round trip.
+    codes = run_script_many("epoch_state", [([keys.epoch(event_id)], []) for event_id in event_ids])
+    return {event_id: _EPOCH_STATES[code] for event_id, code in zip(event_ids, codes, strict=True)}
+
+
+_EPOCH_STATES = {0: IndexState.MISSING, 1: IndexState.BUILDING, 2: IndexState.READY}
 
 
 @unavailable_on_redis_error
@@ -60,7 +53,8 @@ def rebuilds_unlocked(event_ids: Sequence[int]) -> set[int]:
 @unavailable_on_redis_error
 def mark_new_event_ready(event_id: int) -> None:
     """A new event has an empty line: its index is complete as it is."""
-    client().set(keys.epoch(event_id), epoch_value("ready", secrets.token_hex(8)), nx=True)
+    key = keys.epoch(event_id)
+    client().set(key, epoch_value("ready", secrets.token_hex(8), key=key), nx=True)
 
 
 @unavailable_on_redis_error
@@ -95,7 +89,7 @@ def rebuild_begin(event_id: int, *, tier_ids: Iterable[int], lock_seconds: int) 
     token = secrets.token_hex(8)
     if not redis_client.set(keys.rebuild_lock(event_id), token, nx=True, ex=lock_seconds):
         return None
-    handle = Rebuild(event_id=event_id, token=token, run_id=server_run_id())
+    handle = Rebuild(event_id=event_id, token=token, run_id=server_run_id(keys.epoch(event_id)))
     pipe = redis_client.pipeline(transaction=True)
     pipe.set(keys.epoch(event_id), handle.building_value)
     pipe.delete(

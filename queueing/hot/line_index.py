@@ -18,7 +18,7 @@ from queueing.hot.client import (
     async_script,
     client,
     run_script,
-    script,
+    run_script_many,
     unavailable_on_redis_error,
 )
 from queueing.rules.layout import EventLayout
@@ -143,23 +143,9 @@ def locate_many(layout: EventLayout, requests: Sequence[LocateRequest]) -> list[
             "locate", keys=_locate_keys(layout, request.tier_id), args=_locate_args(request)
         )
         return [_placement(raw)]
-    locate_script = script("locate")
-    calls = [(_locate_keys(layout, r.tier_id), _locate_args(r)) for r in requests]
-
-    def send_all() -> list[Any]:
-        # EVALSHA directly: a pipeline of Script calls asks SCRIPT EXISTS first, every time.
-        pipe = client().pipeline(transaction=False)
-        for call_keys, call_args in calls:
-            pipe.evalsha(locate_script.sha, len(call_keys), *call_keys, *call_args)
-        return pipe.execute()
-
-    try:
-        results = send_all()
-    except redis.exceptions.NoScriptError:
-        # Redis forgot its scripts (restarted): load it, then again. Adding is idempotent
-        # (ZADD NX), so calls that ran before the error may safely run twice.
-        locate_script.sha = client().script_load(locate_script.script)
-        results = send_all()
+    results = run_script_many(
+        "locate", [(_locate_keys(layout, r.tier_id), _locate_args(r)) for r in requests]
+    )
     return [_placement(raw) for raw in results]
 
 

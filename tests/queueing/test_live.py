@@ -7,10 +7,10 @@ import json
 import time
 
 import pytest
+import redis
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.utils import timezone
-from django_redis import get_redis_connection
 
 from config.asgi import application
 from queueing.line import layouts
@@ -176,8 +176,10 @@ def test_sockets_without_our_origin_are_refused(make_event, headers) -> None:
 
 
 def _channel_messages_during_one_tick(event, settings) -> tuple[int, int]:
-    prefix = settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"]
-    pubsub = get_redis_connection("default").pubsub()
+    layer = settings.CHANNEL_LAYERS["default"]["CONFIG"]
+    # The channel layer's own Redis (CHANNELS_REDIS_URL): on a cluster, not the hot index's.
+    pubsub = redis.Redis.from_url(layer["hosts"][0]["address"]).pubsub()
+    prefix = layer["prefix"]
     pubsub.psubscribe(f"{prefix}*")
     pubsub.get_message(timeout=1)  # the subscription confirmation
     assert broadcast_tick(event_id=event.id, now=timezone.now())

@@ -1,0 +1,81 @@
+"""The hot index on Redis Cluster, through django-redis: a connection factory that builds
+redis-py's cluster client from the seeds in ``REDIS_URL``.
+
+With ``REDIS_CLUSTER=1``, ``REDIS_URL`` lists one or more seed nodes, comma-separated; the
+client finds the others itself and follows failovers. Every caller keeps asking django-redis
+for its connection (``get_redis_connection("default")``) and gets a ``RedisCluster``: the
+queue's code is the same for both. Each event's keys share one hash tag, so each script and
+transaction touches one slot.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+from django_redis.pool import ConnectionFactory
+from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.backoff import ExponentialBackoff
+from redis.cluster import ClusterNode, RedisCluster
+from redis.retry import Retry
+
+
+def seed_addresses(seeds: str) -> list[tuple[str, int]]:
+    addresses = []
+    for seed in seeds.split(","):
+        parts = urlsplit(seed.strip())
+        if parts.scheme not in ("redis", "") or not parts.hostname:
+            raise ImproperlyConfigured(f"REDIS_URL: {seed!r} is not a redis://host:port seed")
+        addresses.append((parts.hostname, parts.port or 6379))
+    return addresses
+
+
+def _retry() -> Retry:
+    # A node that fails over answers MOVED or refuses: the client refreshes its slot map and
+    # retries a little, then the caller degrades to PostgreSQL.
+    return Retry(ExponentialBackoff(cap=0.2, base=0.05), retries=2)
+
+
+def async_cluster_client(seeds: str, *, timeout: float, max_connections: int) -> AsyncRedisCluster:
+    """The event loop's cluster client (the lean ASGI paths), like ``async_client``'s pool:
+    ``max_connections`` per node, failing rather than waiting when they are all busy."""
+    return AsyncRedisCluster(
+        startup_nodes=[AsyncClusterNode(host, port) for host, port in seed_addresses(seeds)],
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        max_connections=max_connections,
+        retry=_retry(),
+    )
+
+
+def cluster_client_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The cluster client's connection options, from the cache's OPTIONS."""
+    pool = options.get("CONNECTION_POOL_KWARGS", {})
+    return {
+        "socket_timeout": options.get("SOCKET_TIMEOUT"),
+        "socket_connect_timeout": options.get("SOCKET_CONNECT_TIMEOUT"),
+        "max_connections": pool.get("max_connections", 200),
+        "retry": _retry(),
+    }
+
+
+class ClusterConnectionFactory(ConnectionFactory):  # type: ignore[type-arg]
+    """One ``RedisCluster`` per process for the seeds, shared like django-redis's pools."""
+
+    _clusters: dict[str, RedisCluster] = {}
+
+    def connect(self, url: str) -> RedisCluster:
+        seeds = self.options["CLUSTER_SEEDS"]
+        client = self._clusters.get(seeds)
+        if client is None:
+            client = RedisCluster(
+                startup_nodes=[ClusterNode(host, port) for host, port in seed_addresses(seeds)],
+                **cluster_client_options(self.options),
+            )
+            self._clusters[seeds] = client
+        return client
+
+    def disconnect(self, connection: Any) -> None:
+        connection.disconnect_connection_pools()
