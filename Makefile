@@ -22,11 +22,23 @@ run: setup
 	$(PY) manage.py seed_demo
 	scripts/run_stack.sh
 
+# The Redis-facing suites again, on a loopback Redis Cluster (3 masters, 3 replicas) that
+# scripts/redis_cluster.py starts and stops, with Celery on RabbitMQ and the channel layer
+# on the plain Redis; plus the master-failover test, which only runs there.
+CLUSTER_SUITES := tests/queueing tests/dashboard/test_login_throttle.py \
+	tests/dashboard/test_metrics.py
+CLUSTER_ENV := CELERY_BROKER_URL=amqp://guest:guest@127.0.0.1:5672// \
+	CHANNELS_REDIS_URL=redis://127.0.0.1:6379/15
+
 test: setup
 	scripts/ensure_browser.sh
 	$(PY) manage.py compilemessages --ignore=.venv -v0
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/pytest
+	$(CLUSTER_ENV) $(PY) scripts/redis_cluster.py run -- $(VENV)/bin/pytest -q \
+		-m "not processes" $(CLUSTER_SUITES)
+	$(CLUSTER_ENV) $(PY) scripts/redis_cluster.py run -- $(VENV)/bin/pytest -q \
+		tests/queueing/test_admission_processes.py tests/test_cluster_failover.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
