@@ -78,6 +78,17 @@ def async_client() -> aioredis.Redis | AsyncRedisCluster:
     return loop_client
 
 
+# What an asyncio Redis call may fail with. redis-py's asyncio cluster client, when one node
+# times out, drops the connections other coroutines are using, which then fail with plain
+# runtime errors instead of a RedisError; each is still "Redis could not answer".
+ASYNC_REDIS_FAILURES: tuple[type[BaseException], ...] = (
+    redis.RedisError,
+    OSError,
+    RuntimeError,
+    AttributeError,
+)
+
+
 @functools.cache
 def async_script(name: str) -> AsyncScript:
     # Each call passes its own loop's client; the one registered here only encodes the source.

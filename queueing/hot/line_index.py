@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Literal
 
-import redis
-
 from queueing.hot import keys
 from queueing.hot.client import (
+    ASYNC_REDIS_FAILURES,
     HotIndexUnavailable,
     async_client,
     async_script,
@@ -157,7 +156,7 @@ async def locate_async(layout: EventLayout, request: LocateRequest) -> Placement
             args=_locate_args(request),
             client=async_client(),
         )
-    except redis.RedisError as exc:
+    except ASYNC_REDIS_FAILURES as exc:
         raise HotIndexUnavailable(str(exc)) from exc
     return _placement(raw)
 

@@ -7,10 +7,13 @@ oldest, whose consumers are then told to go (queueing/live/sockets.py).
 
 from __future__ import annotations
 
-import redis
-
 from queueing.hot import keys
-from queueing.hot.client import HotIndexUnavailable, async_client, async_script
+from queueing.hot.client import (
+    ASYNC_REDIS_FAILURES,
+    HotIndexUnavailable,
+    async_client,
+    async_script,
+)
 
 # Longer than any page stays open in practice; refreshed by every arrival on the ticket. A set
 # left by a process that died only holds names the next arrivals push out.
@@ -27,7 +30,7 @@ async def ticket_socket_claim(
             args=[channel, keep, SOCKETS_TTL_SECONDS],
             client=async_client(),
         )
-    except redis.RedisError as exc:
+    except ASYNC_REDIS_FAILURES as exc:
         raise HotIndexUnavailable(str(exc)) from exc
     return [name.decode() if isinstance(name, bytes) else str(name) for name in over]
 
@@ -35,5 +38,5 @@ async def ticket_socket_claim(
 async def ticket_socket_release(event_id: int, entry_id: int, channel: str) -> None:
     try:
         await async_client().zrem(keys.ticket_sockets(event_id, entry_id), channel)
-    except redis.RedisError as exc:
+    except ASYNC_REDIS_FAILURES as exc:
         raise HotIndexUnavailable(str(exc)) from exc

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import redis
 from django.conf import settings
 
 from queueing.hot import keys
 from queueing.hot.client import (
+    ASYNC_REDIS_FAILURES,
     HotIndexUnavailable,
     async_client,
     client,
@@ -40,7 +40,7 @@ def read_throughput(event_id: int) -> tuple[float, float, bool] | None:
 async def read_throughput_async(event_id: int) -> tuple[float, float, bool] | None:
     try:
         return _throughput(await async_client().hgetall(keys.stats(event_id)))
-    except redis.RedisError as exc:
+    except ASYNC_REDIS_FAILURES as exc:
         raise HotIndexUnavailable(str(exc)) from exc
 
 
@@ -72,6 +72,6 @@ def last_tick(event_id: int) -> str | None:
 async def last_tick_async(event_id: int) -> str | None:
     try:
         raw = await async_client().get(keys.last_tick(event_id))
-    except redis.RedisError as exc:
+    except ASYNC_REDIS_FAILURES as exc:
         raise HotIndexUnavailable(str(exc)) from exc
     return raw.decode() if raw is not None else None

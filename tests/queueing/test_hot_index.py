@@ -1,5 +1,6 @@
 """The hot index is derived from PostgreSQL: it is rebuilt exactly, even while fans move."""
 
+import asyncio
 import time
 
 import pytest
@@ -7,9 +8,10 @@ import redis
 from django.test import Client
 from django.utils import timezone
 
-from queueing.hot import client, epoch, keys, line_index
+from queueing.hot import client, epoch, keys, line_index, stats
+from queueing.hot.client import HotIndexUnavailable
 from queueing.hot.epoch import IndexedEntry
-from queueing.hot.line_index import IndexState
+from queueing.hot.line_index import IndexState, LocateRequest
 from queueing.line import rebuild
 from queueing.line.layouts import event_layout
 from queueing.models import QueueEntry
@@ -210,3 +212,28 @@ def test_an_index_written_by_another_redis_run_is_rebuilt(event, redis_client) -
     assert rebuild.hot_index_maintain() == [event.id]
     assert epoch.epoch_states([event.id]) == {event.id: IndexState.READY}
     assert positions(tickets) == [1, 2]
+
+
+def test_an_asyncio_client_failing_with_a_plain_runtime_error_counts_as_redis_down(
+    event, monkeypatch
+) -> None:
+    """redis-py's asyncio cluster client, when a node times out, drops connections other
+    coroutines are using; they fail with RuntimeError or AttributeError, not RedisError. The
+    lean status path must hear "Redis is down" (and go to PostgreSQL), not crash with a 500."""
+
+    class Broken:
+        async def hgetall(self, key: str) -> None:
+            raise AttributeError("'NoneType' object has no attribute 'writelines'")
+
+        async def evalsha(self, *args: object) -> None:
+            raise RuntimeError("unable to perform operation on <TCPTransport closed=True>")
+
+    monkeypatch.setattr(line_index, "async_client", Broken)
+    monkeypatch.setattr(stats, "async_client", Broken)
+    layout = event_layout(event.id)
+    tier_id = layout.tiers[0].id
+    request = LocateRequest(member=1, tier_id=tier_id, heartbeat_deadline=0.0)
+    with pytest.raises(HotIndexUnavailable):
+        asyncio.run(line_index.locate_async(layout, request))
+    with pytest.raises(HotIndexUnavailable):
+        asyncio.run(stats.read_throughput_async(event.id))
