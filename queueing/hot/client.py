@@ -78,6 +78,16 @@ def async_client() -> aioredis.Redis | AsyncRedisCluster:
     return loop_client
 
 
+async def async_client_ready() -> aioredis.Redis | AsyncRedisCluster:
+    """The event loop's client, initialized. A cluster client learns the slot map first:
+    commands sent before it knows it are routed by no key, bounce with MOVED, and the
+    reinitialization that follows drops connections other coroutines are using. For a plain
+    Redis this is a flag check."""
+    ready = async_client()
+    await ready.initialize()
+    return ready
+
+
 # What an asyncio Redis call may fail with. redis-py's asyncio cluster client, when one node
 # times out, drops the connections other coroutines are using, which then fail with plain
 # runtime errors instead of a RedisError; each is still "Redis could not answer".

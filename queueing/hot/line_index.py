@@ -13,7 +13,7 @@ from queueing.hot import keys
 from queueing.hot.client import (
     ASYNC_REDIS_FAILURES,
     HotIndexUnavailable,
-    async_client,
+    async_client_ready,
     async_script,
     client,
     run_script,
@@ -154,7 +154,7 @@ async def locate_async(layout: EventLayout, request: LocateRequest) -> Placement
         raw = await async_script("locate")(
             keys=_locate_keys(layout, request.tier_id),
             args=_locate_args(request),
-            client=async_client(),
+            client=await async_client_ready(),
         )
     except ASYNC_REDIS_FAILURES as exc:
         raise HotIndexUnavailable(str(exc)) from exc

@@ -11,7 +11,7 @@ from queueing.hot import keys
 from queueing.hot.client import (
     ASYNC_REDIS_FAILURES,
     HotIndexUnavailable,
-    async_client,
+    async_client_ready,
     async_script,
 )
 
@@ -28,7 +28,7 @@ async def ticket_socket_claim(
         over = await async_script("sockets_claim")(
             keys=[keys.ticket_sockets(event_id, entry_id)],
             args=[channel, keep, SOCKETS_TTL_SECONDS],
-            client=async_client(),
+            client=await async_client_ready(),
         )
     except ASYNC_REDIS_FAILURES as exc:
         raise HotIndexUnavailable(str(exc)) from exc
@@ -37,6 +37,7 @@ async def ticket_socket_claim(
 
 async def ticket_socket_release(event_id: int, entry_id: int, channel: str) -> None:
     try:
-        await async_client().zrem(keys.ticket_sockets(event_id, entry_id), channel)
+        redis_client = await async_client_ready()
+        await redis_client.zrem(keys.ticket_sockets(event_id, entry_id), channel)
     except ASYNC_REDIS_FAILURES as exc:
         raise HotIndexUnavailable(str(exc)) from exc

@@ -12,7 +12,7 @@ from queueing.hot import keys
 from queueing.hot.client import (
     ASYNC_REDIS_FAILURES,
     HotIndexUnavailable,
-    async_client,
+    async_client_ready,
     client,
     unavailable_on_redis_error,
 )
@@ -39,7 +39,8 @@ def read_throughput(event_id: int) -> tuple[float, float, bool] | None:
 
 async def read_throughput_async(event_id: int) -> tuple[float, float, bool] | None:
     try:
-        return _throughput(await async_client().hgetall(keys.stats(event_id)))
+        redis_client = await async_client_ready()
+        return _throughput(await redis_client.hgetall(keys.stats(event_id)))
     except ASYNC_REDIS_FAILURES as exc:
         raise HotIndexUnavailable(str(exc)) from exc
 
@@ -71,7 +72,8 @@ def last_tick(event_id: int) -> str | None:
 
 async def last_tick_async(event_id: int) -> str | None:
     try:
-        raw = await async_client().get(keys.last_tick(event_id))
+        redis_client = await async_client_ready()
+        raw = await redis_client.get(keys.last_tick(event_id))
     except ASYNC_REDIS_FAILURES as exc:
         raise HotIndexUnavailable(str(exc)) from exc
     return raw.decode() if raw is not None else None

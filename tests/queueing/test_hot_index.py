@@ -228,8 +228,11 @@ def test_an_asyncio_client_failing_with_a_plain_runtime_error_counts_as_redis_do
         async def evalsha(self, *args: object) -> None:
             raise RuntimeError("unable to perform operation on <TCPTransport closed=True>")
 
-    monkeypatch.setattr(line_index, "async_client", Broken)
-    monkeypatch.setattr(stats, "async_client", Broken)
+    async def broken_client() -> Broken:
+        return Broken()
+
+    monkeypatch.setattr(line_index, "async_client_ready", broken_client)
+    monkeypatch.setattr(stats, "async_client_ready", broken_client)
     layout = event_layout(event.id)
     tier_id = layout.tiers[0].id
     request = LocateRequest(member=1, tier_id=tier_id, heartbeat_deadline=0.0)
