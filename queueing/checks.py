@@ -13,7 +13,7 @@ from queueing.hot.client import HotIndexUnavailable
 @checks.register("redis")
 def redis_eviction_policy(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     try:
-        policy = health.eviction_policy()
+        policies = health.eviction_policies()
     except HotIndexUnavailable as exc:
         return [
             checks.Warning(
@@ -21,12 +21,13 @@ def redis_eviction_policy(app_configs: Any = None, **kwargs: Any) -> list[checks
                 id="queueing.W001",
             )
         ]
-    if policy != "noeviction":
-        return [
-            checks.Error(
-                f"Redis maxmemory-policy is {policy!r}: it could silently evict fans' places.",
-                hint="Run Redis with maxmemory-policy noeviction.",
-                id="queueing.E001",
-            )
-        ]
-    return []
+    return [
+        checks.Error(
+            f"Redis maxmemory-policy is {policy!r} on {node}: it could silently evict fans' "
+            "places.",
+            hint="Run every Redis node with maxmemory-policy noeviction.",
+            id="queueing.E001",
+        )
+        for node, policy in sorted(policies.items())
+        if policy != "noeviction"
+    ]

@@ -141,7 +141,16 @@ def start(directory: Path | None = None) -> Cluster:
         ),
         "every node connected",
     )
+    # ...and every master has its replica in sync: until then a master lost is a slot lost.
+    _wait(lambda: all(_replicated(port) for port in ports), "replicas in sync")
     return Cluster(directory=directory, ports=tuple(ports))
+
+
+def _replicated(port: int) -> bool:
+    info = _cli(port, "info", "replication")
+    if "role:master" not in info:
+        return "master_link_status:up" in info
+    return f"connected_slaves:{REPLICAS_PER_MASTER}" in info and "state=online" in info
 
 
 def stop(cluster: Cluster) -> None:

@@ -82,6 +82,16 @@ def test_the_redis_eviction_policy_is_checked() -> None:
     assert redis_eviction_policy() == []
 
 
+def test_every_redis_node_must_refuse_to_evict(monkeypatch) -> None:
+    from queueing.checks import redis_eviction_policy
+    from queueing.hot import health
+
+    nodes = {"10.0.0.1:6379": "noeviction", "10.0.0.2:6379": "allkeys-lru"}
+    monkeypatch.setattr(health, "eviction_policies", lambda: nodes)
+    (error,) = redis_eviction_policy()
+    assert error.id == "queueing.E001" and "10.0.0.2:6379" in error.msg
+
+
 def test_the_readmes_production_commands_are_docker_composes() -> None:
     """The documented production path runs what docker-compose.yml runs, no more, no less."""
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import redis
+from redis.cluster import RedisCluster
+
 from queueing.hot.client import client, unavailable_on_redis_error
 
 
@@ -11,5 +14,21 @@ def ping() -> None:
 
 
 @unavailable_on_redis_error
-def eviction_policy() -> str:
-    return str(client().config_get("maxmemory-policy").get("maxmemory-policy", ""))
+def eviction_policies() -> dict[str, str]:
+    """Each Redis node's ``maxmemory-policy``, by node. On a cluster every node is asked,
+    replicas too (one of them is the master after a failover); one node's answer is not
+    the others'."""
+    redis_client = client()
+    if not isinstance(redis_client, RedisCluster):
+        return {"redis": _policy(redis_client)}
+    # CLUSTER NODES, not the client's slot map: the map may list masters only.
+    policies = {}
+    for address in redis_client.cluster_nodes():
+        host, _, port = address.partition(":")
+        with redis.Redis(host=host, port=int(port), socket_timeout=2) as node:
+            policies[address] = _policy(node)
+    return policies
+
+
+def _policy(redis_client: redis.Redis) -> str:
+    return str(redis_client.config_get("maxmemory-policy").get("maxmemory-policy", ""))
