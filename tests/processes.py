@@ -28,6 +28,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def celery_queue() -> str:
+    """The Celery queue of this test's processes, so that no other worker takes its tasks."""
+    return f"{settings.WR_REDIS_PREFIX}:celery"
+
+
 def process_env(**extra: str) -> dict[str, str]:
     db = connection.settings_dict
     env = dict(os.environ)
@@ -38,8 +43,7 @@ def process_env(**extra: str) -> dict[str, str]:
             "REDIS_URL": settings.REDIS_URL,
             "WR_REDIS_PREFIX": settings.WR_REDIS_PREFIX,
             "CHANNELS_PREFIX": settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"],
-            # A queue of this test's own, so no other worker takes its tasks.
-            "CELERY_TASK_DEFAULT_QUEUE": f"{settings.WR_REDIS_PREFIX}:celery",
+            "CELERY_TASK_DEFAULT_QUEUE": celery_queue(),
             "WR_LAYOUT_CACHE_SECONDS": "0.5",
             "PYTHONUNBUFFERED": "1",
             "DATABASE_POOL_MAX": "16",
@@ -61,7 +65,8 @@ class Stack:
         self.base_url = ""
 
     def start(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
-        log = open(self.logdir / f"{name}.log", "wb")
+        # Appended to: a process started again under its name keeps the earlier lines.
+        log = open(self.logdir / f"{name}.log", "ab")
         proc = subprocess.Popen(
             argv,
             cwd=ROOT,
@@ -79,10 +84,10 @@ class Stack:
         self.env["WR_PUBLIC_URL"] = f"http://127.0.0.1:{port}"
         return self.web(workers=workers, port=port)
 
-    def web(self, workers: int = 2, port: int | None = None) -> str:
+    def web(self, workers: int = 2, port: int | None = None, name: str = "web") -> str:
         port = port or free_port()
         self.start(
-            "web",
+            name,
             [
                 str(BIN / "gunicorn"),
                 "config.asgi:application",
