@@ -25,6 +25,7 @@ run: setup
 test: setup
 	scripts/ensure_browser.sh
 	scripts/ensure_rabbitmq.sh
+	scripts/ensure_nginx.sh
 	$(PY) manage.py compilemessages --ignore=.venv -v0
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/pytest
