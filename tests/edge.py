@@ -1,5 +1,5 @@
 """nginx in front of a test's web processes, the production way: deploy/nginx's template
-rendered by deploy/nginx/render.py, on loopback ports, with TLS under a certificate made here;
+rendered and run by deploy/nginx/run.sh, on loopback ports, with TLS under a certificate made here;
 and a browser-like HTTPS client that can come from any loopback address (127.0.0.0/8)."""
 
 from __future__ import annotations
@@ -29,8 +29,20 @@ from tests.http import Reply
 from tests.processes import ROOT, free_port, wait_until
 
 TEMPLATE = ROOT / "deploy" / "nginx" / "nginx.conf.template"
-RENDER = ROOT / "deploy" / "nginx" / "render.py"
+RUN = ROOT / "deploy" / "nginx" / "run.sh"  # what docker-compose.yml's nginx service runs
 PAGES = ROOT / "deploy" / "nginx" / "pages"
+
+# The room's settings behind nginx, production's (docker-compose.yml; tests/test_deploy.py
+# compares): DEBUG off, HTTPS only, one trusted proxy, static files left to nginx.
+PRODUCTION = {
+    "DJANGO_DEBUG": "0",
+    "DJANGO_SECRET_KEY": "edge-test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
+    "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+    "DJANGO_BEHIND_TLS_PROXY": "1",
+    "WR_TRUSTED_PROXY_COUNT": "1",
+    "WR_SERVE_STATIC": "0",
+    "WR_JOIN_LIMIT_PER_IP": "3",
+}
 
 
 def nginx_binary() -> str | None:
@@ -100,21 +112,14 @@ class Nginx:
             "NGINX_PAGES_ROOT": str(PAGES),
             "WR_PUBLIC_URL": self.base_url,
         }
-        self.conf = self.rundir / "nginx.conf"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        subprocess.run(
-            [sys.executable, str(RENDER), str(TEMPLATE), str(self.conf)],
-            env={**os.environ, **self.env},
-            check=True,
-        )
         log = open(self.rundir / "nginx.log", "ab")
-        # -e: nginx's own messages from before it reads the configuration go to stderr too.
-        argv = [nginx_binary() or "nginx", "-e", "stderr", "-p", str(self.rundir)]
-        argv += ["-c", str(self.conf), "-g", "daemon off;"]
+        tools = {"PYTHON": sys.executable, "NGINX": nginx_binary() or "nginx"}
         self.proc = subprocess.Popen(
-            argv,
+            [str(RUN)],
+            env={**os.environ, **self.env, **tools},
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -57,6 +57,37 @@ def process_env(**extra: str) -> dict[str, str]:
     return env
 
 
+# The command lines of the processes, as docker-compose.yml runs them in production
+# (tests/test_deploy.py holds the two in agreement); only the values given here differ.
+
+
+def web_command(*, workers: int, bind: str) -> list[str]:
+    return [
+        str(BIN / "gunicorn"),
+        "config.asgi:application",
+        *("-k", "config.workers.UvicornWorker"),
+        *("-w", str(workers), "-b", bind),
+        # Tests stop their servers often; production gives requests longer.
+        *("--graceful-timeout", "2"),
+        # Its default path is shared by every gunicorn on the machine.
+        "--no-control-socket",
+    ]
+
+
+def worker_command(*, concurrency: int, queue: str, node: str) -> list[str]:
+    return [
+        str(BIN / "celery"),
+        *("-A", "config", "worker", "-l", "info", "-c", str(concurrency)),
+        # The test's own queue and node name (production's is the default queue).
+        *("-Q", queue, "-n", node),
+        *("--without-gossip", "--without-mingle"),
+    ]
+
+
+def beat_command(*, schedule: str) -> list[str]:
+    return [str(BIN / "celery"), *("-A", "config", "beat", "-l", "info", "-s", schedule)]
+
+
 class Stack:
     def __init__(self, env: dict[str, str], logdir: Path) -> None:
         self.env = env
@@ -86,62 +117,20 @@ class Stack:
 
     def web(self, workers: int = 2, port: int | None = None, name: str = "web") -> str:
         port = port or free_port()
-        self.start(
-            name,
-            [
-                str(BIN / "gunicorn"),
-                "config.asgi:application",
-                "-k",
-                "config.workers.UvicornWorker",
-                "-w",
-                str(workers),
-                "-b",
-                f"127.0.0.1:{port}",
-                "--graceful-timeout",
-                "2",
-                # Its default path is shared by every gunicorn on the machine.
-                "--no-control-socket",
-            ],
-        )
+        self.start(name, web_command(workers=workers, bind=f"127.0.0.1:{port}"))
         self.base_url = f"http://127.0.0.1:{port}"
         wait_until(lambda: _healthy(self.base_url), timeout=30, what="web server")
         return self.base_url
 
     def worker(self, name: str = "worker", concurrency: int = 2) -> subprocess.Popen[bytes]:
+        queue = self.env["CELERY_TASK_DEFAULT_QUEUE"]
         return self.start(
             name,
-            [
-                str(BIN / "celery"),
-                "-A",
-                "config",
-                "worker",
-                "-l",
-                "info",
-                "-c",
-                str(concurrency),
-                "-Q",
-                self.env["CELERY_TASK_DEFAULT_QUEUE"],
-                "-n",
-                f"{name}-{os.getpid()}@%h",
-                "--without-gossip",
-                "--without-mingle",
-            ],
+            worker_command(concurrency=concurrency, queue=queue, node=f"{name}-{os.getpid()}@%h"),
         )
 
     def beat(self, name: str = "beat") -> subprocess.Popen[bytes]:
-        return self.start(
-            name,
-            [
-                str(BIN / "celery"),
-                "-A",
-                "config",
-                "beat",
-                "-l",
-                "info",
-                "-s",
-                str(self.logdir / f"{name}-schedule"),
-            ],
-        )
+        return self.start(name, beat_command(schedule=str(self.logdir / f"{name}-schedule")))
 
     def log(self, name: str) -> str:
         return (self.logdir / f"{name}.log").read_text(errors="replace")

@@ -19,7 +19,7 @@ from django.utils import timezone
 from websockets.sync.client import connect
 
 from queueing.live.ticks import broadcast_tick
-from tests.edge import Browser, Nginx, nginx_binary, readable_dir
+from tests.edge import PRODUCTION, Browser, Nginx, nginx_binary, readable_dir
 from tests.faults import kill_process_group
 from tests.processes import Stack, free_port, running_stack, wait_until
 
@@ -33,17 +33,6 @@ pytestmark = [
     ),
 ]
 
-# What production runs with behind nginx (docker-compose.yml): DEBUG off, HTTPS only, one
-# trusted proxy, static files left to nginx.
-PRODUCTION = {
-    "DJANGO_DEBUG": "0",
-    "DJANGO_SECRET_KEY": "edge-test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
-    "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-    "DJANGO_BEHIND_TLS_PROXY": "1",
-    "WR_TRUSTED_PROXY_COUNT": "1",
-    "WR_SERVE_STATIC": "0",
-    "WR_JOIN_LIMIT_PER_IP": "3",
-}
 WEB_NAMES = ("web1", "web2")
 
 
