@@ -32,6 +32,8 @@ CLUSTER_ENV := CELERY_BROKER_URL=amqp://guest:guest@127.0.0.1:5672// \
 
 test: setup
 	scripts/ensure_browser.sh
+	scripts/ensure_rabbitmq.sh
+	scripts/ensure_nginx.sh
 	$(PY) manage.py compilemessages --ignore=.venv -v0
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/pytest

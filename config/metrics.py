@@ -28,6 +28,7 @@ from queueing.line.activity import events_with_fans
 from queueing.line.layouts import event_layout
 from queueing.line.reads import current_counts
 from queueing.rules.states import EntryStatus
+from queueing.web.abuse import client_ip
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5)
 _REGISTRY = CollectorRegistry(auto_describe=True)
@@ -112,11 +113,13 @@ def _may_scrape(request: HttpRequest) -> bool:
         return scheme.lower() == "bearer" and hmac.compare_digest(
             token.encode(), settings.WR_METRICS_TOKEN.encode()
         )
+    # Behind our proxies the peer is a proxy, on a private network itself: judge the client
+    # the proxies name (WR_TRUSTED_PROXY_COUNT), as the join limits do.
     try:
-        peer = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+        client = ipaddress.ip_address(client_ip(request))
     except ValueError:
         return False
-    return peer.is_loopback or peer.is_private
+    return client.is_loopback or client.is_private
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:

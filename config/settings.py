@@ -176,20 +176,33 @@ CHANNEL_LAYERS = {
     }
 }
 
+# The broker. Production runs RabbitMQ (amqp://): admission then keeps going while the
+# hot-index Redis is down. The default, that same Redis, is for one developer machine; a
+# Redis Cluster cannot be one, so with REDIS_CLUSTER on it must be named.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "" if REDIS_CLUSTER else REDIS_URL)
 if not CELERY_BROKER_URL:
     raise ImproperlyConfigured(
         "CELERY_BROKER_URL must be set when REDIS_CLUSTER is on (RabbitMQ: amqp://...)"
     )
+# On RabbitMQ this queue, and a direct exchange of the same name, are durable: they outlive
+# every process, so a name used only for a while (a test's) must be deleted afterwards.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "waitingroom")
+# A message is acknowledged when its task ends; if the worker dies first, the broker hands it
+# to another (RabbitMQ: when the dead worker's channel closes). Every task is safe to run twice.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# When the worker loses the broker, its unacknowledged messages go back to the queue anyway:
+# stop their running copies rather than run each twice (Celery 6's default).
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+# One unacknowledged message per worker process: a tick never waits behind a slow task that a
+# busy process took in advance.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The room ticks once a second: the beat sends each on-sale with work its own tick
 # (queueing/ticks.py). A tick not started within WR_TICK_STALE_SECONDS is dropped (a newer one
-# has been sent), so workers that fall behind never face a backlog.
+# has been sent), so workers that fall behind never face a backlog. A message's `expires` is
+# also its time to live on RabbitMQ, which drops it unread; on Redis the worker discards it.
 WR_TICK_SECONDS = env_float("WR_TICK_SECONDS", 1.0, minimum=0.2)
 WR_TICK_STALE_SECONDS = env_float("WR_TICK_STALE_SECONDS", 2 * WR_TICK_SECONDS, minimum=0.5)
 CELERY_BEAT_SCHEDULE = {

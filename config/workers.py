@@ -22,12 +22,16 @@ def uvicorn_config() -> dict[str, Any]:
         # uvicorn's default is 16 MiB per client message, buffered before the application sees
         # any of it; the page sends nothing, so a big message is someone holding memory.
         "ws_max_size": settings.WR_WS_MAX_MESSAGE_BYTES,
+        # One rule for the client's address and scheme, the room's (WR_TRUSTED_PROXY_COUNT,
+        # DJANGO_BEHIND_TLS_PROXY). uvicorn's own would believe X-Forwarded-For and -Proto
+        # from any peer on loopback (gunicorn's --forwarded-allow-ips), whatever those say.
+        "proxy_headers": False,
     }
 
 
 class UvicornWorker(_UvicornWorker):
-    """uvicorn's gunicorn worker without per-message compression of WebSocket frames, and
-    with a small limit on what a client may send over one."""
+    """uvicorn's gunicorn worker without per-message compression of WebSocket frames, with a
+    small limit on what a client may send over one, and without uvicorn's proxy headers."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Read here, in the worker, rather than at import in gunicorn's master.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Make sure PostgreSQL and Redis run locally and the database exists. Idempotent.
+# Make sure PostgreSQL and Redis run locally and the database exists, and RabbitMQ when
+# CELERY_BROKER_URL is amqp://. Idempotent.
 set -euo pipefail
 
 PGHOST=${PGHOST:-127.0.0.1}
@@ -59,3 +60,8 @@ if [ "$policy" != "noeviction" ]; then
   echo "setting Redis maxmemory-policy to noeviction (was $policy)"
   redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" config set maxmemory-policy noeviction >/dev/null
 fi
+
+# The Celery broker, when it is RabbitMQ (production's); otherwise it is the Redis above.
+case ${CELERY_BROKER_URL:-} in
+  amqp://*|amqps://*|pyamqp://*) "$(dirname "$0")/ensure_rabbitmq.sh" "$CELERY_BROKER_URL" ;;
+esac

@@ -24,7 +24,8 @@ fi
 web=("$BIN/gunicorn" config.asgi:application
   -k config.workers.UvicornWorker -w "${WEB_CONCURRENCY:-4}"
   -b "$BIND" --graceful-timeout 5 --no-control-socket)
-worker=("$BIN/celery" -A config worker -l info -c "${WORKER_CONCURRENCY:-2}" --without-gossip)
+worker=("$BIN/celery" -A config worker -l info -c "${WORKER_CONCURRENCY:-2}" --without-gossip
+  --without-mingle)
 beat=("$BIN/celery" -A config beat -l info -s .run/celerybeat-schedule)
 
 if [[ ${1:-} == --dry-run ]]; then

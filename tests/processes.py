@@ -28,6 +28,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def celery_queue() -> str:
+    """The Celery queue of this test's processes, so that no other worker takes its tasks."""
+    return f"{settings.WR_REDIS_PREFIX}:celery"
+
+
 def process_env(**extra: str) -> dict[str, str]:
     db = connection.settings_dict
     env = dict(os.environ)
@@ -38,8 +43,7 @@ def process_env(**extra: str) -> dict[str, str]:
             "REDIS_URL": settings.REDIS_URL,
             "WR_REDIS_PREFIX": settings.WR_REDIS_PREFIX,
             "CHANNELS_PREFIX": settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"],
-            # A queue of this test's own, so no other worker takes its tasks.
-            "CELERY_TASK_DEFAULT_QUEUE": f"{settings.WR_REDIS_PREFIX}:celery",
+            "CELERY_TASK_DEFAULT_QUEUE": celery_queue(),
             "WR_LAYOUT_CACHE_SECONDS": "0.5",
             "PYTHONUNBUFFERED": "1",
             "DATABASE_POOL_MAX": "16",
@@ -53,6 +57,37 @@ def process_env(**extra: str) -> dict[str, str]:
     return env
 
 
+# The command lines of the processes, as docker-compose.yml runs them in production
+# (tests/test_deploy.py holds the two in agreement); only the values given here differ.
+
+
+def web_command(*, workers: int, bind: str) -> list[str]:
+    return [
+        str(BIN / "gunicorn"),
+        "config.asgi:application",
+        *("-k", "config.workers.UvicornWorker"),
+        *("-w", str(workers), "-b", bind),
+        # Tests stop their servers often; production gives requests longer.
+        *("--graceful-timeout", "2"),
+        # Its default path is shared by every gunicorn on the machine.
+        "--no-control-socket",
+    ]
+
+
+def worker_command(*, concurrency: int, queue: str, node: str) -> list[str]:
+    return [
+        str(BIN / "celery"),
+        *("-A", "config", "worker", "-l", "info", "-c", str(concurrency)),
+        # The test's own queue and node name (production's is the default queue).
+        *("-Q", queue, "-n", node),
+        *("--without-gossip", "--without-mingle"),
+    ]
+
+
+def beat_command(*, schedule: str) -> list[str]:
+    return [str(BIN / "celery"), *("-A", "config", "beat", "-l", "info", "-s", schedule)]
+
+
 class Stack:
     def __init__(self, env: dict[str, str], logdir: Path) -> None:
         self.env = env
@@ -61,7 +96,8 @@ class Stack:
         self.base_url = ""
 
     def start(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
-        log = open(self.logdir / f"{name}.log", "wb")
+        # Appended to: a process started again under its name keeps the earlier lines.
+        log = open(self.logdir / f"{name}.log", "ab")
         proc = subprocess.Popen(
             argv,
             cwd=ROOT,
@@ -79,64 +115,22 @@ class Stack:
         self.env["WR_PUBLIC_URL"] = f"http://127.0.0.1:{port}"
         return self.web(workers=workers, port=port)
 
-    def web(self, workers: int = 2, port: int | None = None) -> str:
+    def web(self, workers: int = 2, port: int | None = None, name: str = "web") -> str:
         port = port or free_port()
-        self.start(
-            "web",
-            [
-                str(BIN / "gunicorn"),
-                "config.asgi:application",
-                "-k",
-                "config.workers.UvicornWorker",
-                "-w",
-                str(workers),
-                "-b",
-                f"127.0.0.1:{port}",
-                "--graceful-timeout",
-                "2",
-                # Its default path is shared by every gunicorn on the machine.
-                "--no-control-socket",
-            ],
-        )
+        self.start(name, web_command(workers=workers, bind=f"127.0.0.1:{port}"))
         self.base_url = f"http://127.0.0.1:{port}"
         wait_until(lambda: _healthy(self.base_url), timeout=30, what="web server")
         return self.base_url
 
     def worker(self, name: str = "worker", concurrency: int = 2) -> subprocess.Popen[bytes]:
+        queue = self.env["CELERY_TASK_DEFAULT_QUEUE"]
         return self.start(
             name,
-            [
-                str(BIN / "celery"),
-                "-A",
-                "config",
-                "worker",
-                "-l",
-                "info",
-                "-c",
-                str(concurrency),
-                "-Q",
-                self.env["CELERY_TASK_DEFAULT_QUEUE"],
-                "-n",
-                f"{name}-{os.getpid()}@%h",
-                "--without-gossip",
-                "--without-mingle",
-            ],
+            worker_command(concurrency=concurrency, queue=queue, node=f"{name}-{os.getpid()}@%h"),
         )
 
     def beat(self, name: str = "beat") -> subprocess.Popen[bytes]:
-        return self.start(
-            name,
-            [
-                str(BIN / "celery"),
-                "-A",
-                "config",
-                "beat",
-                "-l",
-                "info",
-                "-s",
-                str(self.logdir / f"{name}-schedule"),
-            ],
-        )
+        return self.start(name, beat_command(schedule=str(self.logdir / f"{name}-schedule")))
 
     def log(self, name: str) -> str:
         return (self.logdir / f"{name}.log").read_text(errors="replace")

@@ -1,3 +1,5 @@
+import subprocess
+
 import pytest
 import yaml
 from django.contrib.auth import get_user_model
@@ -7,6 +9,7 @@ from django.test import Client
 
 from config.env import database_from_url, env_bool, env_int
 from events.models import Event
+from tests.brokers import AMQP_URL, amqp_require
 from tests.processes import ROOT
 
 
@@ -112,3 +115,24 @@ def test_the_readmes_production_commands_are_docker_composes() -> None:
     for command in commands:
         assert command in production, f"{command!r} is not in the README's Production section"
     assert "createsuperuser" in production and "seed_demo" in production
+
+
+def _ensure_rabbitmq(url: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["scripts/ensure_rabbitmq.sh", url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_ensure_rabbitmq_leaves_a_running_or_remote_broker_alone() -> None:
+    """`make run` with an amqp:// CELERY_BROKER_URL (and `make test`) run this script."""
+    amqp_require()
+    running = _ensure_rabbitmq(AMQP_URL)
+    assert (running.returncode, running.stdout, running.stderr) == (0, "", "")
+    remote = _ensure_rabbitmq("amqp://room:secret@broker.invalid:5672/room")
+    assert remote.returncode == 0
+    assert "not on this machine" in remote.stderr and "secret" not in remote.stderr
+    assert _ensure_rabbitmq("redis://127.0.0.1:6379/0").returncode == 2

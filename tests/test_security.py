@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from config.workers import uvicorn_config
 from tests.processes import ROOT
 
 pytestmark = pytest.mark.django_db
@@ -103,3 +104,9 @@ def test_the_stack_may_listen_everywhere_with_debug_off() -> None:
     assert result.returncode == 0, result.stderr
     assert _gunicorn_bind(result.stdout) == "0.0.0.0:8000"
     assert "DEMO MODE" not in result.stdout
+
+
+def test_uvicorn_leaves_the_client_address_to_the_rooms_rule() -> None:
+    """Its own proxy headers would believe any peer on loopback (a local nginx, anyone's
+    curl), whatever WR_TRUSTED_PROXY_COUNT and DJANGO_BEHIND_TLS_PROXY say."""
+    assert uvicorn_config()["proxy_headers"] is False

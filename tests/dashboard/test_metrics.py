@@ -43,3 +43,15 @@ def test_metrics_are_not_for_the_public(db, settings) -> None:
     assert Client().get("/metrics").status_code == 403
     authorized = Client().get("/metrics", headers={"authorization": "Bearer scrape-me"})
     assert authorized.status_code == 200
+
+
+def test_behind_a_proxy_metrics_judge_the_client_not_the_proxy(db, settings) -> None:
+    """nginx in front stands on a private address itself: the client it names decides."""
+    settings.WR_TRUSTED_PROXY_COUNT = 1
+    via_proxy = Client(REMOTE_ADDR="10.0.0.2")
+    assert via_proxy.get("/metrics", headers={"x-forwarded-for": "8.8.8.8"}).status_code == 403
+    spoofed = "10.1.2.3, 8.8.8.8"  # the left-most entry is the client's to invent
+    assert via_proxy.get("/metrics", headers={"x-forwarded-for": spoofed}).status_code == 403
+    assert via_proxy.get("/metrics", headers={"x-forwarded-for": "10.1.2.3"}).status_code == 200
+    # A scraper inside the network talks to the web process directly, with no proxy header.
+    assert via_proxy.get("/metrics").status_code == 200
