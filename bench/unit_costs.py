@@ -1,7 +1,7 @@
 """Per-operation costs of the room on this machine, the inputs of the capacity plan
 (docs/scaling.md, bench/capacity_plan.py).
 
-    python bench/unit_costs.py [--runs 3]        # or `make bench-units`; about five minutes
+    python bench/unit_costs.py [--runs 3]        # or `make bench-units`; about three minutes
 
 On a database of its own (`waitingroom_units`) and two redis-servers of its own on free
 ports (db 13 on each): the hot index on one, Celery's broker and the channel layer on the
