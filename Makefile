@@ -57,6 +57,6 @@ bench-quick: setup
 	$(PY) bench/run.py --quick
 
 # Per-operation costs for the capacity plan (docs/scaling.md): bench/unit_costs.json, about
-# three minutes; `$(PY) bench/capacity_plan.py` then turns them into machines.
+# four minutes; `$(PY) bench/capacity_plan.py` then turns them into machines.
 bench-units: setup
 	$(PY) bench/unit_costs.py

@@ -1,7 +1,7 @@
 """Per-operation costs of the room on this machine, the inputs of the capacity plan
 (docs/scaling.md, bench/capacity_plan.py).
 
-    python bench/unit_costs.py [--runs 3]        # or `make bench-units`; about three minutes
+    python bench/unit_costs.py [--runs 3]        # or `make bench-units`; about four minutes
 
 On a database of its own (`waitingroom_units`) and two redis-servers of its own on free
 ports (db 13 on each): the hot index on one, Celery's broker and the channel layer on the
@@ -15,7 +15,8 @@ times and kept as min / median / max, because the machine is shared:
    (bench/status.lua): per second, CPU per operation of the web processes, their PostgreSQL
    backends and Redis, Redis commands per operation, PostgreSQL rows per join; then bytes
    per row and per waiting fan;
-2. Redis alone: the status poll's script (locate.lua) under redis-benchmark;
+2. Redis alone: the status poll's script (locate.lua) under redis-benchmark, on that line and
+   on synthetic lines up to 5,000,000, with the sockets' keep-alive write on each;
 3. ticks: one on-sale admitting 100 fans a second (beat + one worker process): Redis commands,
    PostgreSQL rows, worker CPU, per tick;
 4. in this process (bench/unit_inprocess.py): join batches by size (statements, the audit chain
@@ -52,6 +53,7 @@ REDIS_DB = 13
 PREFIX = "units"
 LOGDIR = ROOT / ".run" / "units"
 DISPATCHED_ON_SALES = 300
+LINE_SIZES = (3_000, 50_000, 1_000_000, 5_000_000)
 
 
 def units_env(hot: PrivateRedis, aux: PrivateRedis) -> dict[str, str]:
@@ -77,6 +79,7 @@ def units_env(hot: PrivateRedis, aux: PrivateRedis) -> dict[str, str]:
 def measure(hot: PrivateRedis, aux: PrivateRedis, env: dict[str, str], runs: int) -> dict[str, Any]:
     # Django's models can be imported only now that it is set up.
     from bench import box_office, unit_inprocess, unit_stack
+    from queueing.live.watchers import REFRESH_SECONDS
     from tests.events.bulk import bulk_events
 
     shutil.rmtree(LOGDIR, ignore_errors=True)
@@ -92,6 +95,9 @@ def measure(hot: PrivateRedis, aux: PrivateRedis, env: dict[str, str], runs: int
         out["http"][str(workers)] = unit_stack.http_costs(rig, workers, joins)
     print("2. locate.lua under redis-benchmark", flush=True)
     out["redis_locate"] = unit_stack.locate_ceiling(rig, joins.pk)
+    print("2b. locate.lua and the keep-alive on lines of 3,000 to 5,000,000", flush=True)
+    out["redis_by_line"] = unit_stack.line_size_costs(rig, LINE_SIZES)
+    out["keepalive_refresh_seconds"] = REFRESH_SECONDS
     out["storage"] = unit_stack.storage_per_row(joins.pk)
     # Then no on-sale but the next one has fans: the beat ticks every on-sale with fans.
     emptied(joins.pk)

@@ -8,6 +8,7 @@ Imported by bench/unit_costs.py once Django is set up on its own database and Re
 from __future__ import annotations
 
 import datetime as dt
+import random
 import subprocess
 import threading
 import time
@@ -246,40 +247,90 @@ def http_costs(rig: Rig, workers: int, event: Event) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- Redis alone
 
 
+def _locate_command(sha: str, event_id: int, tier: str, member: str) -> list[str]:
+    """A status poll's script call, as redis-benchmark arguments."""
+    return [
+        *("EVALSHA", sha, "5", keys.epoch(event_id), keys.heartbeats(event_id)),
+        *(keys.prequeue(event_id), tier, tier, member, str(int(time.time()) + 3600), "", ""),
+    ]
+
+
+def _benchmarked(rig: Rig, command: list[str], pipeline: int) -> dict[str, Any]:
+    """redis-benchmark's calls/s (50 clients, on this machine's two cores with the server) and
+    the server's own CPU per call, over `rig.runs` runs."""
+    per_s, cpu_us = [], []
+    for _ in range(rig.runs):
+        before = rig.hot.reading()
+        result = subprocess.run(
+            [
+                *("redis-benchmark", "-p", str(rig.hot.port), "--dbnum", str(rig.redis_db)),
+                *("-n", "100000", "-c", "50", "-P", str(pipeline), "--csv", *command),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        calls, cpu = redis_spent(before, rig.hot.reading())
+        per_s.append(float(result.stdout.splitlines()[1].split(",")[1].strip('"')))
+        cpu_us.append(cpu * 1e6 / calls["evalsha"])
+    return {"calls_per_s": spread(per_s, 0), "server_cpu_us_per_call": spread(cpu_us)}
+
+
 def locate_ceiling(rig: Rig, event_id: int) -> dict[str, Any]:
     """How many status polls one Redis core answers for one on-sale: locate.lua (look a fan up,
-    count the line, refresh the heartbeat) on the on-sale's index, from redis-benchmark on this
-    machine (which shares its two cores with the server)."""
+    count the line, refresh the heartbeat) on the on-sale's index, under redis-benchmark."""
     db = redis.Redis(port=rig.hot.port, db=rig.redis_db)
     sha = db.script_load((LUA_DIR / "locate.lua").read_text())
     tier = keys.tier_queue(event_id, event_layout(event_id, fresh=True).tiers[0].id)
     size = db.zcard(tier)
     member = db.zrange(tier, size // 2, size // 2)[0].decode()
-    command = [
-        *("EVALSHA", sha, "5", keys.epoch(event_id), keys.heartbeats(event_id)),
-        *(keys.prequeue(event_id), tier, tier, member, str(int(time.time()) + 3600), "", ""),
-    ]
-    out: dict[str, Any] = {"line": size}
-    for pipeline in (1, 16):
-        per_s, cpu_us = [], []
+    command = _locate_command(sha, event_id, tier, member)
+    return {"line": size} | {
+        f"pipeline_{pipeline}": _benchmarked(rig, command, pipeline) for pipeline in (1, 16)
+    }
+
+
+# Fills a tier queue and the heartbeats with members lo..hi (Lua: no round trip per member).
+_FILL = """
+for i = tonumber(ARGV[1]), tonumber(ARGV[2]) do
+  redis.call('ZADD', KEYS[1], i, i)
+  redis.call('ZADD', KEYS[2], ARGV[3], i)
+end
+"""
+KEEPALIVE_MEMBERS = 3_000  # one web process's sockets on the on-sale, refreshed in one ZADD
+
+
+def line_size_costs(rig: Rig, sizes: tuple[int, ...]) -> dict[str, Any]:
+    """How a status poll's script and the sockets' keep-alive grow with the line: on synthetic
+    lines of each size, under the keys of an on-sale that does not exist (a real index of
+    millions, made by a rebuild, would take minutes). The keep-alive is the ZADD XX that
+    queueing/hot/heartbeats.py sends with every ticket of a process's sockets."""
+    db = redis.Redis(port=rig.hot.port, db=rig.redis_db)
+    event_id = 2**40  # no on-sale's id
+    tier, beats = keys.tier_queue(event_id, 1), keys.heartbeats(event_id)
+    db.set(keys.epoch(event_id), "ready:synthetic:0")
+    sha = db.script_load((LUA_DIR / "locate.lua").read_text())
+    deadline = time.time() + 3600
+    out: dict[str, Any] = {}
+    filled = 0
+    for size in sorted(sizes):
+        for lo in range(filled, size, 100_000):
+            db.eval(_FILL, 2, tier, beats, lo, min(size, lo + 100_000) - 1, deadline)
+        filled = size
+        member = str(size // 2)
+        keepalive = []
         for _ in range(rig.runs):
+            # A process's tickets are anywhere in the line.
+            members = random.sample(range(size), min(size, KEEPALIVE_MEMBERS))
             before = rig.hot.reading()
-            result = subprocess.run(
-                [
-                    *("redis-benchmark", "-p", str(rig.hot.port), "--dbnum", str(rig.redis_db)),
-                    *("-n", "100000", "-c", "50", "-P", str(pipeline), "--csv", *command),
-                ],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            calls, cpu = redis_spent(before, rig.hot.reading())
-            per_s.append(float(result.stdout.splitlines()[1].split(",")[1].strip('"')))
-            cpu_us.append(cpu * 1e6 / calls["evalsha"])
-        out[f"pipeline_{pipeline}"] = {
-            "calls_per_s": spread(per_s, 0),
-            "server_cpu_us_per_call": spread(cpu_us),
+            db.zadd(beats, dict.fromkeys(members, time.time() + 3600), xx=True)
+            spent = command_seconds(before, rig.hot.reading(), "zadd")
+            keepalive.append(spent * 1e6 / len(members))
+        out[str(size)] = {
+            "locate": _benchmarked(rig, _locate_command(sha, event_id, tier, member), 1),
+            "keepalive_us_per_member": spread(keepalive),
         }
+    db.delete(keys.epoch(event_id), tier, beats)
     return out
 
 
