@@ -46,9 +46,15 @@ class UnitCosts:
     slot_us_per_join: float  # Redis CPU on the on-sale's own keys (index add, the answer)
     redis_us_per_join: float  # all of it, the join limits' keys (other slots) included
     web_us_per_poll: float
-    slot_us_per_poll: float  # locate.lua: all on the on-sale's keys
+    slot_us_per_poll: float  # locate.lua: all on the on-sale's keys; on a line of `poll_line`
+    poll_line: int
     web_us_per_socket_second: float  # a waiting page's socket, one tick a second
-    slot_us_per_socket_second: float  # its keep-alive (one ZADD per process every 5 s)
+    slot_us_per_socket_second: float  # its keep-alive (a ZADD per process); on `socket_line`
+    socket_line: int
+    keepalive_refresh_s: float
+    # (line, locate.lua's server µs per call, the keep-alive's µs per ticket) on synthetic
+    # lines: both grow with the line, which the two figures above were not measured at.
+    by_line: tuple[tuple[int, float, float], ...]
     kib_per_socket: float
     web_process_mib: float  # an idle web process
     lock_held_ms: tuple[tuple[int, float], ...]  # (batch size, the chain head's hold), measured
@@ -89,8 +95,21 @@ class UnitCosts:
             redis_us_per_join=worse_setup(*(h["joins"]["redis_cpu_us"] for h in http)),
             web_us_per_poll=worse_setup(*(h["polls"]["web_cpu_us"] for h in http)),
             slot_us_per_poll=worse_setup(*(h["polls"]["redis_cpu_us"] for h in http)),
+            poll_line=data["storage"]["redis_line"],
             web_us_per_socket_second=largest["web_cpu_us_per_socket_second"],
             slot_us_per_socket_second=largest["keepalive_us_per_socket_second"],
+            socket_line=max(int(n) for n in sockets if n.isdigit()),
+            keepalive_refresh_s=data["keepalive_refresh_seconds"],
+            by_line=tuple(
+                sorted(
+                    (
+                        int(n),
+                        line["locate"]["server_cpu_us_per_call"][pick],
+                        line["keepalive_us_per_member"][pick],
+                    )
+                    for n, line in data["redis_by_line"].items()
+                )
+            ),
             kib_per_socket=sockets["kib_per_socket"],
             web_process_mib=largest["worker_rss_mib_idle"],
             lock_held_ms=tuple(
@@ -183,6 +202,33 @@ def polls_per_second(waiting: float, heartbeat_seconds: int) -> float:
     sums = _polls_ahead(heartbeat_seconds)
     front = min(int(waiting), len(sums) - 1)
     return sums[front] + (waiting - front) / _keep_alive(heartbeat_seconds)
+
+
+def _on_log_line(points: list[tuple[int, float]], x: float) -> float:
+    """y at x on straight lines through the measured points against log x (a sorted set's
+    costs grow with the log of its size); past either end, on the line through the nearest
+    two."""
+    for (x0, y0), (x1, y1) in itertools.pairwise(points):
+        if x <= x1 or (x1, y1) == points[-1]:
+            t = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+            return y0 + (y1 - y0) * t
+    raise ValueError("at least two measured line sizes are needed")
+
+
+def poll_slot_us(costs: UnitCosts, line: float) -> float:
+    """A status poll's Redis CPU on a line of ``line``: as measured over HTTP, plus what
+    locate.lua's own work grew by from the line it was measured on."""
+    locate = [(n, us) for n, us, _ in costs.by_line]
+    grown = _on_log_line(locate, max(line, 1)) - _on_log_line(locate, costs.poll_line)
+    return costs.slot_us_per_poll + max(0.0, grown)
+
+
+def keepalive_slot_us(costs: UnitCosts, line: float) -> float:
+    """A socket's keep-alive, Redis CPU per second, on a line of ``line``: as measured with
+    the sockets, plus the growth of a ticket's update in the heartbeats' sorted set."""
+    member = [(n, us) for n, _, us in costs.by_line]
+    grown = _on_log_line(member, max(line, 1)) - _on_log_line(member, costs.socket_line)
+    return costs.slot_us_per_socket_second + max(0.0, grown) / costs.keepalive_refresh_s
 
 
 def lock_held_ms(costs: UnitCosts, batch: float) -> float:
@@ -287,10 +333,11 @@ def load(costs: UnitCosts, scenario: Scenario, s: Second) -> Load:
     """What one on-sale's second costs."""
     # One tick a second; its cost taken to grow with the fans it admits, from the measured size.
     tick = max(1.0, s.admitted / costs.tick_admitted)
+    line = s.waiting + s.prequeue
     slot = (
         s.joins * costs.slot_us_per_join
-        + s.polls * costs.slot_us_per_poll
-        + s.sockets * costs.slot_us_per_socket_second
+        + s.polls * poll_slot_us(costs, line)
+        + s.sockets * keepalive_slot_us(costs, line)
         + tick * costs.slot_us_per_tick
     ) / 1e6
     return Load(

@@ -13,9 +13,11 @@ from bench.capacity_plan import (
     Scenario,
     Segment,
     UnitCosts,
+    keepalive_slot_us,
     lock_ceiling,
     lock_held_ms,
     plan,
+    poll_slot_us,
     polls_per_second,
 )
 from queueing.rules.polling import poll_after_seconds
@@ -29,8 +31,13 @@ COSTS = UnitCosts(
     redis_us_per_join=120.0,
     web_us_per_poll=250.0,
     slot_us_per_poll=25.0,
+    poll_line=1_000,
     web_us_per_socket_second=30.0,
     slot_us_per_socket_second=0.0,
+    socket_line=1_000,
+    keepalive_refresh_s=5.0,
+    # Flat: Redis's costs do not grow with the line here (one test makes them grow).
+    by_line=((1_000, 10.0, 0.5), (1_000_000, 10.0, 0.5)),
     kib_per_socket=36.0,
     web_process_mib=100.0,
     lock_held_ms=((1, 4.0), (200, 34.0), (500, 104.0)),
@@ -127,3 +134,13 @@ def test_several_on_sales_add_machines_not_ceilings():
     assert ten.machines["web"] == math.ceil(10 * one.peaks["web_cores"].value / (10 * 0.5))
     lock = "audit chain head: lock held, s per s"
     assert ten.ceilings[lock] == one.ceilings[lock]
+
+
+def test_redis_costs_grow_with_the_log_of_the_line():
+    costs = replace(COSTS, by_line=((1_000, 10.0, 0.5), (1_000_000, 20.0, 2.0)))
+    # Measured on a line of 1,000: as measured there, more on longer lines, by log size.
+    assert poll_slot_us(costs, 1_000) == pytest.approx(25.0)
+    assert poll_slot_us(costs, 1_000_000) == pytest.approx(35.0)
+    assert poll_slot_us(costs, math.sqrt(1e9)) == pytest.approx(30.0)
+    assert poll_slot_us(costs, 1e9) == pytest.approx(45.0)  # past the last: the same line
+    assert keepalive_slot_us(costs, 1_000_000) == pytest.approx(1.5 / 5)
