@@ -1,5 +1,6 @@
-"""bench/capacity_plan.py: the arithmetic of the plan, on made-up unit costs (the measured ones
-change from run to run), and that the measured file it ships with still reads."""
+"""bench/capacity_plan.py, with its inputs and its line: the arithmetic of the plan, on made-up
+unit costs (the measured ones change from run to run), and that the measured file it ships
+with still reads."""
 
 import json
 import math
@@ -8,18 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.capacity_plan import (
-    Box,
-    Scenario,
-    Segment,
-    UnitCosts,
+from bench.capacity_inputs import Box, Scenario, Segment, UnitCosts
+from bench.capacity_line import (
     keepalive_slot_us,
     lock_ceiling,
     lock_held_ms,
-    plan,
     poll_slot_us,
     polls_per_second,
 )
+from bench.capacity_plan import plan
 from queueing.rules.polling import poll_after_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
