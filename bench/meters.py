@@ -8,6 +8,7 @@ redis-server, PostgreSQL figures from one database's backends and tables.
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -68,6 +69,7 @@ class PrivateRedis:
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=10)
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 @dataclass(frozen=True)
