@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
 
-.PHONY: run test setup services lint screenshots bench bench-quick
+.PHONY: run test setup services lint screenshots bench bench-quick bench-units
 
 $(STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -58,3 +58,8 @@ bench: setup
 
 bench-quick: setup
 	$(PY) bench/run.py --quick
+
+# Per-operation costs for the capacity plan (docs/scaling.md): bench/unit_costs.json, about
+# four minutes; `$(PY) bench/capacity_plan.py` then turns them into machines.
+bench-units: setup
+	$(PY) bench/unit_costs.py

@@ -29,19 +29,34 @@ IDLE_RUNNING, IDLE_SCHEDULED, ENDED = 600, 300, 90
 SCALING_EVENTS, SCALING_FANS = 300, 3
 
 
+def _stat_fields(stat: Path) -> list[str] | None:
+    """A /proc/<pid>/stat's fields after the command: state, ppid, pgrp, ... utime (12th),
+    stime, cutime, cstime; None once the process is gone."""
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
 def group_cpu_seconds(pgid: int) -> float:
     """CPU time (user + system, children included) of every process in a process group."""
-    ticks = os.sysconf("SC_CLK_TCK")
     total = 0
     for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        # After the command: state, ppid, pgrp, ... utime (12th), stime, cutime, cstime.
-        if int(fields[2]) == pgid:
+        fields = _stat_fields(stat)
+        if fields is not None and int(fields[2]) == pgid:
             total += sum(int(v) for v in fields[11:15])
-    return total / ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def pids_cpu_seconds(pids: list[int]) -> float:
+    """CPU time (user + system) of some processes, each alone: PostgreSQL's backends share
+    the server's process group with every other database's."""
+    total = 0
+    for pid in pids:
+        fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+        if fields is not None:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def catalogue() -> dict[str, list[int]]:

@@ -70,15 +70,17 @@ def ensure_tools() -> None:
         )
 
 
-def fresh_database() -> None:
+def fresh_database(name: str = DB_NAME, env: dict[str, str] = ENV) -> None:
+    """An empty, migrated database ``name`` and an empty Redis database (``env``'s
+    REDIS_URL); bench/unit_costs.py passes its own."""
     subprocess.run(
         # --force: the benchmark's own connections (and a server's leftovers) are let go.
-        ["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", "--force", DB_NAME],
+        ["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", "--force", name],
         check=True,
     )
-    sh("createdb", "-h", "127.0.0.1", "-U", "postgres", DB_NAME)
-    sh("redis-cli", "-n", str(REDIS_DB), "flushdb")
-    sh(str(BIN / "python"), "manage.py", "migrate", "-v0", cwd=ROOT, env={**os.environ, **ENV})
+    sh("createdb", "-h", "127.0.0.1", "-U", "postgres", name)
+    sh("redis-cli", "-u", env["REDIS_URL"], "flushdb")
+    sh(str(BIN / "python"), "manage.py", "migrate", "-v0", cwd=ROOT, env={**os.environ, **env})
 
 
 # ---------------------------------------------------------------- load generators and parsers
@@ -176,12 +178,11 @@ def bulk_line(event: Any, count: int) -> None:
 
 
 def index_bytes_per_entry(event_id: int, count: int) -> float:
-    import redis
-
     from queueing.hot import keys
+    from queueing.hot.client import client as hot_client
     from queueing.line.layouts import event_layout
 
-    client = redis.Redis.from_url(ENV["REDIS_URL"])
+    client = hot_client()  # the settings' Redis: bench/unit_costs.py runs on its own
     layout = event_layout(event_id, fresh=True)
     names = [keys.heartbeats(event_id), keys.prequeue(event_id)] + [
         keys.tier_queue(event_id, t.id) for t in layout.tiers
@@ -220,15 +221,15 @@ def percentile(values: list[float], point: float) -> float:
     return ordered[min(len(ordered) - 1, int(point / 100 * len(ordered)))]
 
 
-def websocket_fanout(
-    base: str, slug: str, tickets: Path, sockets: int, web_pgid: int
-) -> dict[str, Any]:
-    """`sockets` waiting-page sockets over four client processes; ticks come from beat."""
-    clients = 4
+def ws_clients_start(
+    base: str, slug: str, tickets: Path, sockets: int, *, clients: int, hold: int
+) -> list[subprocess.Popen[bytes]]:
+    """`sockets` waiting-page sockets (bench/ws_clients.py) over `clients` processes, each
+    holding its sockets `hold` seconds once all of them are open; client i reports to
+    ws-report-i.json beside `tickets`."""
     per_client = sockets // clients
-    hold = 20  # seconds of ticks once every socket of a client is open
     ws_url = base.replace("http://", "ws://") + f"/ws/events/{slug}/"
-    procs = [
+    return [
         subprocess.Popen(
             [
                 str(BIN / "python"),
@@ -244,6 +245,14 @@ def websocket_fanout(
         )
         for i in range(clients)
     ]
+
+
+def websocket_fanout(
+    base: str, slug: str, tickets: Path, sockets: int, web_pgid: int
+) -> dict[str, Any]:
+    """`sockets` waiting-page sockets over four client processes; ticks come from beat."""
+    clients = 4
+    procs = ws_clients_start(base, slug, tickets, sockets, clients=clients, hold=20)
     peak = 0.0
     while any(p.poll() is None for p in procs):
         peak = max(peak, server_rss_mib(web_pgid))

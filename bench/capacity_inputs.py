@@ -1,0 +1,147 @@
+"""The inputs of the capacity plan (bench/capacity_plan.py): what one operation costs, read
+from bench/unit_costs.json, and a scenario (bench/scenarios/*.json): the fans, their arrivals,
+the pace, the share on WebSockets, the machines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class UnitCosts:
+    """What one operation costs, from bench/unit_costs.json (CPU in ms or µs of one core)."""
+
+    web_ms_per_join: float  # lean join path, join limits on, all web processes
+    postgresql_ms_per_join: float  # the web processes' backends
+    slot_us_per_join: float  # Redis CPU on the on-sale's own keys (index add, the answer)
+    redis_us_per_join: float  # all of it, the join limits' keys (other slots) included
+    web_us_per_poll: float
+    slot_us_per_poll: float  # locate.lua: all on the on-sale's keys; on a line of `poll_line`
+    poll_line: int
+    web_us_per_socket_second: float  # a waiting page's socket, one tick a second
+    slot_us_per_socket_second: float  # its keep-alive (a ZADD per process); on `socket_line`
+    socket_line: int
+    keepalive_refresh_s: float
+    # (line, locate.lua's server µs per call, the keep-alive's µs per ticket) on synthetic
+    # lines: both grow with the line, which the two figures above were not measured at.
+    by_line: tuple[tuple[int, float, float], ...]
+    kib_per_socket: float
+    web_process_mib: float  # an idle web process
+    lock_held_ms: tuple[tuple[int, float], ...]  # (batch size, the chain head's hold), measured
+    lock_ms_per_admitted: float  # an admission appends its records under the same lock
+    admission_ms_per_500: float  # wall time of an admission of 500 (must fit in a tick)
+    handover_ms: float  # Django hands an admitted fan its pass
+    worker_ms_per_tick: float  # one on-sale's tick, at `tick_admitted` fans admitted
+    tick_admitted: float
+    slot_us_per_tick: float
+    postgresql_connections_per_tick: float  # Celery opens its pool anew for every task
+    dispatch_ms_per_on_sale: float
+    entry_bytes: float  # a queue entry row, indexes included
+    audit_bytes: float  # an audit record row, indexes included
+    redis_bytes_per_fan: float  # a waiting fan in the hot index
+
+    @classmethod
+    def from_measurements(cls, data: dict[str, Any], pick: str = "median") -> UnitCosts:
+        """``pick`` which run of each cost: "median", or "max" (the worst run) or "min". The
+        chain head's holds are always the median: a run in which the shared machine stalled
+        the lock's holder (one measured 272 ms for a batch of 200 against 33-37 ms) says what
+        a stall costs, not how many joins the lock lets through."""
+
+        def worse_setup(*spreads: dict[str, float]) -> float:
+            # Measured with 1 and with 2 web processes: the costlier of the two.
+            return max(s[pick] for s in spreads)
+
+        http = data["http"].values()
+        batches = data["join_batches"]
+        sockets = data["sockets"]
+        largest = sockets[str(max(int(n) for n in sockets if n.isdigit()))]
+        admission, ticks = data["admission"], data["ticks"]
+        return cls(
+            web_ms_per_join=worse_setup(*(h["joins"]["web_cpu_ms"] for h in http)),
+            postgresql_ms_per_join=worse_setup(*(h["joins"]["postgresql_cpu_ms"] for h in http)),
+            # Full batches, as at a peak (smaller ones measure the server's own background work
+            # more than the joins).
+            slot_us_per_join=batches["200"]["redis_cpu_us_per_join"][pick],
+            redis_us_per_join=worse_setup(*(h["joins"]["redis_cpu_us"] for h in http)),
+            web_us_per_poll=worse_setup(*(h["polls"]["web_cpu_us"] for h in http)),
+            slot_us_per_poll=worse_setup(*(h["polls"]["redis_cpu_us"] for h in http)),
+            poll_line=data["storage"]["redis_line"],
+            web_us_per_socket_second=largest["web_cpu_us_per_socket_second"],
+            slot_us_per_socket_second=largest["keepalive_us_per_socket_second"],
+            socket_line=max(int(n) for n in sockets if n.isdigit()),
+            keepalive_refresh_s=data["keepalive_refresh_seconds"],
+            by_line=tuple(
+                sorted(
+                    (
+                        int(n),
+                        line["locate"]["server_cpu_us_per_call"][pick],
+                        line["keepalive_us_per_member"][pick],
+                    )
+                    for n, line in data["redis_by_line"].items()
+                )
+            ),
+            kib_per_socket=sockets["kib_per_socket"],
+            web_process_mib=largest["worker_rss_mib_idle"],
+            lock_held_ms=tuple(
+                sorted((int(n), b["chain_head_held_ms"]["median"]) for n, b in batches.items())
+            ),
+            lock_ms_per_admitted=admission["chain_head_held_ms"][pick] / admission["fans"],
+            admission_ms_per_500=admission["wall_ms"][pick] * 500 / admission["fans"],
+            # The median: the slowest is the first, Django's warm-up.
+            handover_ms=data["pass_handover"]["wall_ms_each"]["median"],
+            worker_ms_per_tick=ticks["worker_cpu_ms_per_tick"],
+            tick_admitted=ticks["rate_per_minute"] / 60,
+            slot_us_per_tick=ticks["hot_redis_cpu_us_per_tick"],
+            postgresql_connections_per_tick=ticks["postgresql_connections_per_tick"],
+            dispatch_ms_per_on_sale=data["dispatch"]["ms_per_on_sale"][pick],
+            entry_bytes=data["storage"]["queue_entry_bytes"],
+            audit_bytes=data["storage"]["audit_record_bytes"],
+            redis_bytes_per_fan=data["storage"]["redis_bytes_per_waiting_fan"],
+        )
+
+
+@dataclass(frozen=True)
+class Segment:
+    minutes: float
+    share: float  # of all fans, arriving evenly over the segment
+
+
+@dataclass(frozen=True)
+class Box:
+    cores: int
+    memory_gib: float
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    fans: int
+    arrivals: tuple[Segment, ...]
+    start_minute: float  # the line starts (the pre-queue is shuffled in) at this minute
+    admissions_per_minute: int
+    sell_out_after: int | None  # admissions; then the on-sale closes
+    websocket_share: float  # of the pages in line; the others poll
+    heartbeat_seconds: int
+    join_batch: int  # WR_JOIN_BATCH_MAX
+    admission_batch: int  # WR_ADMISSION_BATCH
+    revoke_batch: int  # fans revoked per tick after the close (line/schedule.py)
+    audit_records_per_fan: float  # joined, and how the wait ended
+    audit_records_per_admitted: float  # more for those admitted: the session's end
+    web: Box
+    postgresql: Box
+    worker: Box
+    redis: Box  # one Redis Cluster master: it runs commands on one core
+    target_utilisation: float
+    on_sales: int = 1  # this many such on-sales at once, each with `fans` of its own
+    notes: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Scenario:
+        fields = dict(data)
+        fields["arrivals"] = tuple(Segment(**s) for s in data["arrivals"])
+        for kind in ("web", "postgresql", "worker", "redis"):
+            fields[kind] = Box(**data[kind])
+        fields["notes"] = tuple(data.get("notes", ()))
+        return cls(**fields)

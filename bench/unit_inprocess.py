@@ -1,0 +1,158 @@
+"""The in-process part of bench/unit_costs.py: the line's own functions called directly (no
+HTTP, no load generator), so that one call's statements and time can be counted exactly.
+
+- join batches of several sizes: statements, wall time, and how long the on-sale's audit chain
+  head is held (from its `SELECT ... FOR UPDATE` to the commit): that lock serialises every
+  join of one on-sale, so its hold time per batch is the structural ceiling of joins/s;
+- an admission of 500 (the tick's batch limit, `WR_ADMISSION_BATCH`): time, statements, hold;
+- pass hand-overs through Django (the admitted fan's page asking for its ticket);
+- the once-a-second dispatch (`tasks.room_tick`): time per on-sale sent a tick.
+
+Imported by bench/unit_costs.py once Django is set up on its own database and Redis.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from django.db import connection, transaction
+from django.test import Client
+from django.utils import timezone
+
+from bench.meters import RedisReading, per, redis_spent, spread
+from events.models import Event
+from queueing.line.admission import ManualAdmission, admission_run
+from queueing.line.joining import JoinRequest, entry_join_many
+from queueing.models import AuditChainHead, QueueEntry
+from queueing.rules.tickets import TicketRef, ticket_issue
+from queueing.tasks import room_tick
+
+
+class SqlCounter:
+    """A Django execute wrapper: statements sent, and the audit chain head's lock, taken by a
+    `SELECT ... FOR UPDATE` of its row and released by the commit (an on-commit hook)."""
+
+    def __init__(self) -> None:
+        self.statements = 0
+        self.under_lock = 0
+        self.locked_at: float | None = None
+        self.held_s = 0.0
+        self._head = AuditChainHead._meta.db_table
+
+    def __call__(self, execute: Callable[..., Any], sql: str, *args: Any) -> Any:
+        self.statements += 1
+        if self.locked_at is None and "FOR UPDATE" in sql and self._head in sql:
+            self.locked_at = time.perf_counter()
+            transaction.on_commit(self._released)
+        if self.locked_at is not None:
+            self.under_lock += 1
+        return execute(sql, *args)
+
+    def _released(self) -> None:
+        assert self.locked_at is not None
+        self.held_s = time.perf_counter() - self.locked_at
+
+
+def _counted(call: Callable[[], Any]) -> tuple[Any, SqlCounter, float]:
+    counter = SqlCounter()
+    started = time.perf_counter()
+    with connection.execute_wrapper(counter):
+        result = call()
+    return result, counter, time.perf_counter() - started
+
+
+def join_batches(
+    event_id: int, sizes: tuple[int, ...], runs: int, redis_reading: Callable[[], RedisReading]
+) -> dict[str, Any]:
+    """One transaction per batch, as the lean join path commits them. Without the join limits
+    (they run before, per request): the Redis work here is all on the on-sale's own keys."""
+    out: dict[str, Any] = {}
+    for size in sizes:
+        wall, held, statements, under_lock, redis_us = [], [], [], [], []
+        for _ in range(runs):
+            event = Event.objects.get(pk=event_id)
+            now = timezone.now()
+            requests = [
+                JoinRequest(
+                    event=event,
+                    identity=hashlib.sha256(uuid.uuid4().bytes).hexdigest(),
+                    access_code=None,
+                    now=now,
+                )
+                for _ in range(size)
+            ]
+            before = redis_reading()
+            outcomes, counter, seconds = _counted(lambda r=requests: entry_join_many(r))
+            calls, redis_cpu = redis_spent(before, redis_reading())
+            redis_us.append(redis_cpu * 1e6 / size)
+            assert all(not isinstance(o, Exception) for o in outcomes), outcomes[:3]
+            wall.append(seconds * 1000)
+            held.append(counter.held_s * 1000)
+            # The commit is a round trip too, under the lock.
+            statements.append(counter.statements + 1)
+            under_lock.append(counter.under_lock + 1)
+        out[str(size)] = {
+            "wall_ms": spread(wall),
+            "chain_head_held_ms": spread(held),
+            "round_trips": spread(statements, 0),
+            "round_trips_under_lock": spread(under_lock, 0),
+            "redis_cpu_us_per_join": spread(redis_us),
+            "redis_commands_per_join": per(calls, size),
+        }
+    return out
+
+
+def admissions(event_id: int, count: int, runs: int) -> dict[str, Any]:
+    """Staff's "admit N now" runs the tick's admission code with a fixed batch (run.py's
+    admission row does the same)."""
+    wall, held, statements = [], [], []
+    for _ in range(runs):
+        batch = ManualAdmission(count=count, actor="units")
+        outcome, counter, seconds = _counted(
+            lambda b=batch: admission_run(event_id=event_id, now=timezone.now(), manual=b)
+        )
+        assert len(outcome.admitted) == count, outcome
+        wall.append(seconds * 1000)
+        held.append(counter.held_s * 1000)
+        statements.append(counter.statements + 1)
+    return {
+        "fans": count,
+        "wall_ms": spread(wall),
+        "chain_head_held_ms": spread(held),
+        "round_trips": spread(statements, 0),
+    }
+
+
+def pass_handovers(event_id: int, count: int) -> dict[str, Any]:
+    """An admitted fan's page asks for its ticket once more: Django (not the lean path) signs
+    the pass and records the hand-over. Wall time in this one thread, so about its CPU."""
+    rows = QueueEntry.objects.filter(
+        event_id=event_id, status="admitted", pass_issued_at__isnull=True
+    ).values_list("id", "tier_id")[:count]
+    tickets = [ticket_issue(TicketRef(entry_id=i, event_id=event_id, tier_id=t)) for i, t in rows]
+    client = Client(HTTP_HOST="127.0.0.1")
+    times = []
+    for ticket in tickets:
+        started = time.perf_counter()
+        response = client.get(f"/api/v1/tickets/{ticket}")
+        times.append((time.perf_counter() - started) * 1000)
+        assert response.status_code == 200 and response.json()["pass"], response.content[:200]
+    return {"handovers": len(times), "wall_ms_each": spread(times)}
+
+
+def dispatches(runs: int, clear_claims: Callable[[], None]) -> dict[str, Any]:
+    """The beat's once-a-second task, run here: find the on-sales with work, claim their
+    ticks, send each its message (to the broker; no worker takes them)."""
+    per_on_sale, sent = [], []
+    for _ in range(runs):
+        clear_claims()  # or the last run's claims would hold every tick back
+        started = time.perf_counter()
+        count = room_tick()
+        seconds = time.perf_counter() - started
+        sent.append(count)
+        per_on_sale.append(seconds * 1000 / count)
+    return {"on_sales": spread(sent, 0), "ms_per_on_sale": spread(per_on_sale)}

@@ -1,0 +1,144 @@
+"""bench/capacity_plan.py, with its inputs and its line: the arithmetic of the plan, on made-up
+unit costs (the measured ones change from run to run), and that the measured file it ships
+with still reads."""
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bench.capacity_inputs import Box, Scenario, Segment, UnitCosts
+from bench.capacity_line import (
+    keepalive_slot_us,
+    lock_ceiling,
+    lock_held_ms,
+    poll_slot_us,
+    polls_per_second,
+)
+from bench.capacity_plan import plan
+from queueing.rules.polling import poll_after_seconds
+
+ROOT = Path(__file__).resolve().parent.parent
+
+COSTS = UnitCosts(
+    web_ms_per_join=1.0,
+    postgresql_ms_per_join=0.5,
+    slot_us_per_join=20.0,
+    redis_us_per_join=120.0,
+    web_us_per_poll=250.0,
+    slot_us_per_poll=25.0,
+    poll_line=1_000,
+    web_us_per_socket_second=30.0,
+    slot_us_per_socket_second=0.0,
+    socket_line=1_000,
+    keepalive_refresh_s=5.0,
+    # Flat: Redis's costs do not grow with the line here (one test makes them grow).
+    by_line=((1_000, 10.0, 0.5), (1_000_000, 10.0, 0.5)),
+    kib_per_socket=36.0,
+    web_process_mib=100.0,
+    lock_held_ms=((1, 4.0), (200, 34.0), (500, 104.0)),
+    lock_ms_per_admitted=0.0,
+    admission_ms_per_500=200.0,
+    handover_ms=0.0,
+    worker_ms_per_tick=60.0,
+    tick_admitted=100.0,
+    slot_us_per_tick=0.0,
+    postgresql_connections_per_tick=5.0,
+    dispatch_ms_per_on_sale=1.0,
+    entry_bytes=700.0,
+    audit_bytes=500.0,
+    redis_bytes_per_fan=190.0,
+)
+
+
+def scenario(**changes) -> Scenario:
+    """1,000 fans in 10 s, nobody admitted, all polling."""
+    base = Scenario(
+        name="small",
+        fans=1_000,
+        arrivals=(Segment(minutes=10 / 60, share=1.0),),
+        start_minute=0,
+        admissions_per_minute=0,
+        sell_out_after=None,
+        websocket_share=0.0,
+        heartbeat_seconds=60,
+        join_batch=200,
+        admission_batch=500,
+        revoke_batch=1000,
+        audit_records_per_fan=2,
+        audit_records_per_admitted=1,
+        web=Box(cores=10, memory_gib=100),
+        postgresql=Box(cores=10, memory_gib=100),
+        worker=Box(cores=1, memory_gib=8),
+        redis=Box(cores=1, memory_gib=32),
+        target_utilisation=0.5,
+    )
+    return replace(base, **changes)
+
+
+def test_the_chain_head_ceiling_follows_the_measured_holds():
+    # Between measured sizes, on the line joining them; beyond, on the last two's line.
+    assert lock_held_ms(COSTS, 100) == pytest.approx(4.0 + 30.0 * 99 / 199)
+    assert lock_held_ms(COSTS, 800) == pytest.approx(104.0 + 70.0 / 300 * 300)
+    assert lock_ceiling(COSTS, 1) == pytest.approx(250.0)
+    assert lock_ceiling(COSTS, 200) == pytest.approx(200 / 0.034)
+    # A bigger batch lets fewer joins through when its hold grows faster than its size.
+    assert lock_ceiling(COSTS, 500) < lock_ceiling(COSTS, 200)
+
+
+def test_polls_per_second_sums_the_rooms_poll_interval():
+    waiting = 2_000
+    expected = sum(
+        1 / poll_after_seconds(heartbeat_seconds=60, position=k) for k in range(1, waiting + 1)
+    )
+    assert polls_per_second(waiting, 60) == pytest.approx(expected)
+
+
+def test_machines_are_the_peak_over_what_one_gives_at_the_target():
+    result = plan(COSTS, scenario())
+    # 100 joins a second for 10 s, far below the chain head's ceiling: none retries.
+    assert result.peaks["joins"].value == pytest.approx(100.0)
+    assert result.peaks["backlog"].value == pytest.approx(0.0)
+    # The last second: 100 joins and the polls of the 1,000 fans then in line.
+    web = 100 * 1.0 / 1e3 + polls_per_second(1_000, 60) * 250 / 1e6
+    assert result.peaks["web_cores"].value == pytest.approx(web)
+    assert result.machines["web"] == math.ceil(web / (10 * 0.5))
+    assert result.storage["entries"] == pytest.approx(1_000)
+    assert result.storage["postgresql_gb"] == pytest.approx((1_000 * 700 + 2_000 * 500) / 1e9)
+
+
+def test_joins_beyond_the_chain_head_retry_and_it_is_the_bottleneck():
+    # 100,000 fans in 10 s: 10,000 a second against a ceiling of about 5,900.
+    result = plan(COSTS, scenario(fans=100_000))
+    ceiling = lock_ceiling(COSTS, 200)
+    assert result.peaks["joins"].value == pytest.approx(ceiling)
+    assert result.peaks["backlog"].value > 0
+    assert result.last_join_minute * 60 >= 100_000 / ceiling - 1
+    assert result.bottleneck.startswith("audit chain head")
+
+
+def test_the_measured_costs_read():
+    data = json.loads((ROOT / "bench" / "unit_costs.json").read_text())
+    costs = UnitCosts.from_measurements(data)
+    assert costs.web_ms_per_join > 0 and costs.kib_per_socket > 0
+    assert len(costs.lock_held_ms) >= 2
+
+
+def test_several_on_sales_add_machines_not_ceilings():
+    one, ten = plan(COSTS, scenario()), plan(COSTS, scenario(on_sales=10))
+    assert ten.storage["entries"] == pytest.approx(10 * one.storage["entries"])
+    assert ten.machines["web"] == math.ceil(10 * one.peaks["web_cores"].value / (10 * 0.5))
+    lock = "audit chain head: lock held, s per s"
+    assert ten.ceilings[lock] == one.ceilings[lock]
+
+
+def test_redis_costs_grow_with_the_log_of_the_line():
+    costs = replace(COSTS, by_line=((1_000, 10.0, 0.5), (1_000_000, 20.0, 2.0)))
+    # Measured on a line of 1,000: as measured there, more on longer lines, by log size.
+    assert poll_slot_us(costs, 1_000) == pytest.approx(25.0)
+    assert poll_slot_us(costs, 1_000_000) == pytest.approx(35.0)
+    assert poll_slot_us(costs, math.sqrt(1e9)) == pytest.approx(30.0)
+    assert poll_slot_us(costs, 1e9) == pytest.approx(45.0)  # past the last: the same line
+    assert keepalive_slot_us(costs, 1_000_000) == pytest.approx(1.5 / 5)
