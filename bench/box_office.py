@@ -20,7 +20,6 @@ import itertools
 import os
 import re
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -94,32 +93,16 @@ def catalogue() -> dict[str, list[int]]:
 
 def fill(event_ids: list[int], fans: int) -> None:
     """``fans`` waiting fans in each on-sale (one COPY), then their hot indexes."""
-    from django.db import connection
-    from django.utils import timezone
-
+    from bench.waiting_rows import copy_waiting
     from events.models import Tier
     from queueing.line.rebuild import hot_index_rebuild
 
     tiers = dict(Tier.objects.filter(event_id__in=event_ids).values_list("event_id", "id"))
-    now = timezone.now().isoformat()
-    with connection.cursor() as cursor:
-        with cursor.connection.cursor().copy(
-            "COPY queueing_queueentry (public_id, event_id, tier_id, identity, status, "
-            "joined_at, status_changed_at) FROM STDIN"
-        ) as copy:
-            for event_id in event_ids:
-                for i in range(fans):
-                    copy.write_row(
-                        (
-                            uuid.uuid4(),
-                            event_id,
-                            tiers[event_id],
-                            f"bo-{event_id}-{i}",
-                            "waiting",
-                            now,
-                            now,
-                        )
-                    )
+    copy_waiting(
+        (event_id, tiers[event_id], f"bo-{event_id}-{i}")
+        for event_id in event_ids
+        for i in range(fans)
+    )
     for event_id in event_ids:
         assert hot_index_rebuild(event_id=event_id)
 

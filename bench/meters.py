@@ -20,39 +20,18 @@ from typing import Any
 import redis
 
 from bench.box_office import group_cpu_seconds, pids_cpu_seconds
-from tests.processes import free_port, wait_until
+from tests.faults import RedisServer
 
 
 class PrivateRedis:
-    """A redis-server on a free loopback port, without persistence, stopped by its pid."""
+    """A redis-server of the measurement's own on a free loopback port, without persistence
+    (the fault tests' ``RedisServer``), with what the measurement reads of it."""
 
     def __init__(self, name: str) -> None:
-        self.port = free_port()
-        self.directory = Path(tempfile.mkdtemp(prefix=f"wr-units-{name}-"))
-        self.proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.directory),
-            ],
-            stdout=subprocess.DEVNULL,
-        )
+        self.server = RedisServer(Path(tempfile.mkdtemp(prefix=f"wr-units-{name}-")))
+        self.server.start()
+        self.port = self.server.port
         self.client = redis.Redis(port=self.port)
-        wait_until(self._up, timeout=10, what=f"redis-server on {self.port}")
-
-    def _up(self) -> bool:
-        try:
-            return bool(self.client.ping())
-        except redis.RedisError:
-            return False
 
     def url(self, db: int) -> str:
         return f"redis://127.0.0.1:{self.port}/{db}"
@@ -67,9 +46,8 @@ class PrivateRedis:
         )
 
     def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-        shutil.rmtree(self.directory, ignore_errors=True)
+        self.server.kill()
+        shutil.rmtree(self.server.workdir, ignore_errors=True)
 
 
 @dataclass(frozen=True)

@@ -161,20 +161,10 @@ def write_tickets(event_id: int, path: Path, limit: int = 2000) -> None:
 
 def bulk_line(event: Any, count: int) -> None:
     """`count` waiting fans in one COPY (the join path is measured separately)."""
-    from django.db import connection
-    from django.utils import timezone
+    from bench.waiting_rows import copy_waiting
 
     tier = event.tiers.get()
-    now = timezone.now().isoformat()
-    with connection.cursor() as cursor:
-        with cursor.connection.cursor().copy(
-            "COPY queueing_queueentry (public_id, event_id, tier_id, identity, status, "
-            "joined_at, status_changed_at) FROM STDIN"
-        ) as copy:
-            for i in range(count):
-                copy.write_row(
-                    (uuid.uuid4(), event.pk, tier.pk, f"bulk-{event.pk}-{i}", "waiting", now, now)
-                )
+    copy_waiting((event.pk, tier.pk, f"bulk-{event.pk}-{i}") for i in range(count))
 
 
 def index_bytes_per_entry(event_id: int, count: int) -> float:
