@@ -23,7 +23,7 @@ from queueing.line.admission import AdmissionOutcome, admission_run
 from queueing.line.expiry import queued_expire_unseen, sessions_expire
 from queueing.line.index_sync import index_heal_head
 from queueing.line.schedule import line_admit_stragglers, line_revoke_closed, line_start
-from queueing.live.ticks import broadcast_tick
+from queueing.live.ticks import event_broadcast
 
 logger = logging.getLogger(__name__)
 
@@ -31,8 +31,11 @@ logger = logging.getLogger(__name__)
 def event_tick(*, event_id: int, now: datetime) -> AdmissionOutcome | None:
     """Schedule, expiry, admission of one on-sale, in that order."""
     event = Event.objects.filter(pk=event_id).first()
-    if event is None:
-        return None
+    return _event_tick(event, now=now) if event is not None else None
+
+
+def _event_tick(event: Event, *, now: datetime) -> AdmissionOutcome | None:
+    event_id = event.pk
     state = event.state_at(now)
     sessions_expire(event_id=event_id, now=now)
     if state == EventState.CLOSED:
@@ -53,8 +56,12 @@ def event_tick(*, event_id: int, now: datetime) -> AdmissionOutcome | None:
 def event_beat(*, event_id: int, now: datetime, claim: str = "") -> None:
     """One on-sale's whole tick, then its claim released so that the next can be sent."""
     try:
-        event_tick(event_id=event_id, now=now)
-        broadcast_tick(event_id=event_id, now=now)
+        # Read once for both halves: the tick changes nothing the broadcast reads of it
+        # (its state comes from staff's control and the schedule).
+        event = Event.objects.filter(pk=event_id).first()
+        if event is not None:
+            _event_tick(event, now=now)
+            event_broadcast(event, now=now)
     except Exception:
         logger.exception("tick of event %s failed", event_id)
     finally:

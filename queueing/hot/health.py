@@ -24,8 +24,9 @@ def eviction_policies() -> dict[str, str]:
     # CLUSTER NODES, not the client's slot map: the map may list masters only.
     policies = {}
     for address in redis_client.cluster_nodes():
-        host, _, port = address.partition(":")
-        with redis.Redis(host=host, port=int(port), socket_timeout=2) as node:
+        # "host:port", an IPv6 host in brackets: the port is after the last colon.
+        host, _, port = address.rpartition(":")
+        with redis.Redis(host=host.strip("[]"), port=int(port), socket_timeout=2) as node:
             policies[address] = _policy(node)
     return policies
 

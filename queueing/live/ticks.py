@@ -75,8 +75,14 @@ def tick_payload(event: Event, layout: EventLayout, *, now: datetime) -> dict[st
 def broadcast_tick(*, event_id: int, now: datetime) -> bool:
     """Publish this tick to every page watching the event: one message, cached for snapshots."""
     event = Event.objects.filter(pk=event_id).first()
+    return event is not None and event_broadcast(event, now=now)
+
+
+def event_broadcast(event: Event, *, now: datetime) -> bool:
+    """``broadcast_tick`` for an on-sale already read (the room's tick reads it once)."""
+    event_id = event.pk
     layout = event_layout(event_id)
-    if event is None or layout is None:
+    if layout is None:
         return False
     payload = tick_payload(event, layout, now=now)
     if payload is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from events.models import Event, EventControl, Tier
@@ -32,3 +32,9 @@ def spread(count: int, *, now: datetime, prefix: str = "sale") -> list[dict[str,
         {"control": EventControl.CLOSED, "closed_at": now - hour},
     )
     return [{"slug": f"{prefix}-{n:04d}", **kinds[n % 3]} for n in range(count)]
+
+
+def bulk_started(kind: str, count: int, **fields: Any) -> list[Event]:
+    """``count`` on-sales ``<kind>-<n>`` whose line has started (no start due), with ``fields``."""
+    now = datetime.now(tz=UTC)
+    return bulk_events([{"slug": f"{kind}-{i}", "started_at": now, **fields} for i in range(count)])

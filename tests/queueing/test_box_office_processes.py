@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import time
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -17,7 +16,7 @@ from events.services import event_pause
 from queueing.models import QueueEntry
 from queueing.rules.tickets import ticket_read
 from queueing.ticks import event_tick
-from tests.events.bulk import bulk_events
+from tests.events.bulk import bulk_started
 from tests.http import request
 from tests.processes import running_stack, wait_until
 from tests.queueing.helpers import fans_join
@@ -25,21 +24,15 @@ from tests.queueing.helpers import fans_join
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 
-def _catalogue(kind: str, count: int, **fields: Any) -> None:
-    bulk_events(
-        [{"slug": f"{kind}-{i}", "started_at": timezone.now(), **fields} for i in range(count)]
-    )
-
-
 def test_a_busy_on_sale_keeps_its_pace_among_hundreds_and_an_idle_one_admits_at_once(
     make_event, settings
 ) -> None:
     settings.WR_JOIN_LIMIT_PER_IP = 0  # the fans below all join from this test's address
     now = timezone.now()
-    _catalogue("idle", 200)
-    _catalogue("paused", 40, control=EventControl.PAUSED)
-    _catalogue("later", 60, prequeue_opens_at=now + timedelta(days=2))
-    _catalogue("ended", 40, control=EventControl.CLOSED)
+    bulk_started("idle", 200)
+    bulk_started("paused", 40, control=EventControl.PAUSED)
+    bulk_started("later", 60, prequeue_opens_at=now + timedelta(days=2))
+    bulk_started("ended", 40, control=EventControl.CLOSED)
     busy = make_event(slug="busy", capacity=0, rate_per_minute=600)  # ten a second
     fans_join(busy.slug, 260)
     quiet = make_event(slug="quiet", capacity=50, rate_per_minute=60)

@@ -19,7 +19,7 @@ from queueing.line.admission import admission_run
 from queueing.line.rebuild import hot_index_maintain
 from queueing.models import QueueEntry
 from queueing.ticks import event_beat, event_tick, room_dispatch
-from tests.events.bulk import bulk_events
+from tests.events.bulk import bulk_started
 from tests.queueing.helpers import fans_join, statuses
 
 pytestmark = pytest.mark.django_db
@@ -59,19 +59,13 @@ def test_only_on_sales_with_fans_or_a_start_due_have_work(make_event) -> None:
     assert ended.id not in events_with_work(now)
 
 
-def _bulk_events(kind: str, count: int, **fields: Any) -> None:
-    bulk_events(
-        [{"slug": f"{kind}-{i}", "started_at": timezone.now(), **fields} for i in range(count)]
-    )
-
-
 def test_idle_on_sales_cost_no_query_of_their_own(make_event) -> None:
     now = timezone.now()
-    _bulk_events("idle", 150)  # running, started, nobody there
-    _bulk_events(
+    bulk_started("idle", 150)  # running, started, nobody there
+    bulk_started(
         "later", 50, prequeue_opens_at=now + timedelta(days=3), starts_at=now + timedelta(days=4)
     )
-    _bulk_events("ended", 100, control=EventControl.CLOSED)
+    bulk_started("ended", 100, control=EventControl.CLOSED)
     busy = make_event(slug="busy", capacity=0, rate_per_minute=0)
     fans_join(busy.slug, 3)
     sent: list[int] = []
@@ -124,10 +118,10 @@ def test_a_failing_tick_still_releases_its_claim(make_event, monkeypatch) -> Non
     event = make_event()
     claim = tick_claims.ticks_claim([event.id], ttl_seconds=30)[event.id]
 
-    def broken(**kwargs: Any) -> None:
+    def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("queueing.ticks.event_tick", broken)
+    monkeypatch.setattr("queueing.ticks._event_tick", broken)
     event_beat(event_id=event.id, now=timezone.now(), claim=claim)
     assert tick_claims.ticks_claim([event.id], ttl_seconds=30) != {}
 
