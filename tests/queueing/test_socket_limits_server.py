@@ -135,13 +135,15 @@ def test_a_page_opened_elsewhere_says_so_and_stops(make_event) -> None:
             first.on("request", lambda r: "/api/v1/tickets/" in r.url and polls.append(r.url))
             first.goto(f"{base}/e/tabs/")
             first.wait_for_selector("#position")
-            first.wait_for_function("document.getElementById('offline').hidden === true")
+            # Locator waits, not wait_for_function: its string predicates are eval'd in the page,
+            # which the page's Content-Security-Policy may refuse (a flaky EvalError).
+            first.locator("#offline").wait_for(state="hidden")
             second.goto(f"{base}/e/tabs/")
             second.wait_for_selector("#position")
             # The older page is told why, in words, and never reconnects (it would take the
             # socket back and the two pages would take turns), but keeps polling: if the newer
             # page goes away, the polls still keep the place alive.
-            first.wait_for_function("!document.getElementById('offline').hidden", timeout=10_000)
+            first.locator("#offline").wait_for(state="visible", timeout=10_000)
             assert first.inner_text("#offline").startswith("This page was opened elsewhere.")
             polls.clear()
             first.wait_for_timeout(10_500)  # past the longest reconnect delay (10 s)
@@ -152,5 +154,5 @@ def test_a_page_opened_elsewhere_says_so_and_stops(make_event) -> None:
             # Reloading the older page takes the ticket back.
             first.reload()
             first.wait_for_selector("#position")
-            second.wait_for_function("!document.getElementById('offline').hidden", timeout=10_000)
+            second.locator("#offline").wait_for(state="visible", timeout=10_000)
             assert "opened elsewhere" in second.inner_text("#offline")
