@@ -124,11 +124,18 @@ def wrk(
     connections: int,
     script: str | None = None,
     env: dict[str, str] | None = None,
+    warmup_seconds: int = 3,
 ) -> dict[str, Any]:
-    argv = ["wrk", "-t", "2", "-c", str(connections), "-d", f"{seconds}s", "--latency"]
+    """``seconds`` of wrk against ``url``, after an unmeasured warm-up of the same load: every
+    server is measured warm (its processes' caches filled, its Redis connections open), as the
+    status row's server is after the join burst."""
+    argv = ["wrk", "-t", "2", "-c", str(connections), "--latency"]
     if script:
         argv += ["-s", script]
-    out = sh(*argv, url, env={**os.environ, **(env or {})}).stdout
+    wrk_env = {**os.environ, **(env or {})}
+    if warmup_seconds:
+        sh(*argv, "-d", f"{warmup_seconds}s", url, env=wrk_env)
+    out = sh(*argv, "-d", f"{seconds}s", url, env=wrk_env).stdout
     latency = dict(re.findall(r"^\s+(\d+)%\s+(\S+)$", out, re.M))
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     socket_errors = re.search(r"Socket errors: (.*)", out)
@@ -336,6 +343,13 @@ def main() -> None:
     parser.add_argument(
         "--box-office-only", action="store_true", help="only the box office rows (5a-5c)"
     )
+    parser.add_argument(
+        "--status-only",
+        type=int,
+        metavar="ROUNDS",
+        help="only the status rows (single Redis, reference, cluster), this many rounds on a "
+        "bulk-loaded line of 60,000 (to compare a change to the lean status path)",
+    )
     parser.add_argument("--web-workers", type=int, default=2)
     # Offered a little above the target, by many paced clients (each sends every ~190 ms):
     # a hey worker whose answer is late skips a beat, so offering exactly 1,000/s from few
@@ -445,6 +459,41 @@ def main() -> None:
             print(f"3. WebSocket fan-out: {sockets:,} sockets", flush=True)
             report = websocket_fanout(base, "large", tickets, sockets, stack.procs["web"].pid)
             print(json.dumps(report, indent=2))
+            return
+        if options.status_only:
+            bulk_line(joins, 60_000)
+            assert hot_index_rebuild(event_id=joins.pk)
+            tickets = logdir / "tickets.txt"
+            write_tickets(joins.pk, tickets)
+            for _ in range(options.status_only):
+                rows = {
+                    "status": wrk(
+                        base,
+                        seconds=poll_seconds,
+                        connections=64,
+                        script=str(ROOT / "bench" / "status.lua"),
+                        env={"TICKETS": str(tickets)},
+                    ),
+                    "reference": wrk(reference, seconds=poll_seconds, connections=64),
+                    "cluster_status": cluster_status(
+                        logdir, tickets, seconds=poll_seconds, web_workers=options.web_workers
+                    ),
+                }
+                print(
+                    json.dumps(
+                        {
+                            name: {
+                                "requests_per_s": row["requests_per_s"],
+                                "p99_ms": row["p99_ms"],
+                                "to_reference": round(
+                                    row["requests_per_s"] / rows["reference"]["requests_per_s"], 3
+                                ),
+                            }
+                            for name, row in rows.items()
+                        }
+                    ),
+                    flush=True,
+                )
             return
         print(f"1. join burst: {join_seconds} s at {options.join_rate:g}/s", flush=True)
         results["joins"] = hey(

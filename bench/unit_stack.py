@@ -158,7 +158,13 @@ def _joins_run(rig: Rig, url: str, event_id: int, web_pgid: int) -> dict[str, An
     entries = QueueEntry.objects.filter(event_id=event_id)
     before, hot_before = entries.count(), rig.hot.reading()
     with CpuWindow({"web": web_pgid}, connection.cursor(), rig.database) as cpu:
-        load = bench.wrk(url, seconds=JOIN_SECONDS, connections=JOIN_CONNECTIONS, script=JOIN_LUA)
+        load = bench.wrk(
+            url,
+            seconds=JOIN_SECONDS,
+            connections=JOIN_CONNECTIONS,
+            script=JOIN_LUA,
+            warmup_seconds=0,
+        )
     calls, redis_cpu = redis_spent(hot_before, rig.hot.reading())
     joins = entries.count() - before
     return {
@@ -182,6 +188,7 @@ def _polls_run(rig: Rig, base: str, tickets: Path, web_pgid: int) -> dict[str, A
             connections=POLL_CONNECTIONS,
             script=STATUS_LUA,
             env={"TICKETS": str(tickets)},
+            warmup_seconds=0,
         )
     calls, redis_cpu = redis_spent(hot_before, rig.hot.reading())
     polls = load["requests_per_s"] * POLL_SECONDS
@@ -220,7 +227,7 @@ def http_costs(rig: Rig, workers: int, event: Event) -> dict[str, Any]:
         web = stack.procs["web"].pid
         url = f"{base}/api/v1/events/{event.slug}/join"
         # Warm-up, not measured: the processes' connection pools fill.
-        bench.wrk(url, seconds=2, connections=JOIN_CONNECTIONS, script=JOIN_LUA)
+        bench.wrk(url, seconds=2, connections=JOIN_CONNECTIONS, script=JOIN_LUA, warmup_seconds=0)
         joins = [_joins_run(rig, url, event.pk, web) for _ in range(rig.runs)]
         tickets = stack.logdir / "tickets.txt"
         bench.write_tickets(event.pk, tickets)

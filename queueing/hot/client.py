@@ -21,7 +21,7 @@ from django_redis import get_redis_connection
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.commands.core import AsyncScript, Script
 
-from queueing.hot.cluster import async_cluster_client
+from queueing.hot.cluster import SlotClients, async_cluster_client
 
 P = ParamSpec("P")
 
@@ -103,6 +103,45 @@ ASYNC_REDIS_FAILURES: tuple[type[BaseException], ...] = (
 def async_script(name: str) -> AsyncScript:
     # Each call passes its own loop's client; the one registered here only encodes the source.
     return async_client().register_script((LUA_DIR / f"{name}.lua").read_text())
+
+
+# On a cluster, each loop client's plain clients to its masters (see SlotClients).
+_SLOT_CLIENTS: weakref.WeakKeyDictionary[AsyncRedisCluster, SlotClients] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _slot_client(ready: aioredis.Redis | AsyncRedisCluster, key: str) -> aioredis.Redis:
+    if not isinstance(ready, AsyncRedisCluster):
+        return ready
+    slot_clients = _SLOT_CLIENTS.get(ready)
+    if slot_clients is None:
+        slot_clients = SlotClients(
+            ready,
+            timeout=settings.CACHES["default"]["OPTIONS"]["SOCKET_TIMEOUT"],
+            max_connections=settings.WR_ASYNC_REDIS_MAX_CONNECTIONS,
+        )
+        _SLOT_CLIENTS[ready] = slot_clients
+    return slot_clients.for_key(key)
+
+
+async def run_script_async(name: str, *, keys: Sequence[str], args: Sequence[object]) -> Any:
+    """``run_script`` from the event loop; raises HotIndexUnavailable. On a cluster the
+    script goes straight to its slot's master, and through the cluster client only when that
+    fails (a failover moved the slot, the master went away): the script must be safe to run
+    twice, as every script sent this way is (finding a fan, registering a socket)."""
+    lua = async_script(name)
+    try:
+        ready = await async_client_ready()
+        direct = _slot_client(ready, keys[0])
+        try:
+            return await lua(keys=keys, args=args, client=direct)
+        except ASYNC_REDIS_FAILURES:
+            if direct is ready:
+                raise
+            return await lua(keys=keys, args=args, client=ready)
+    except ASYNC_REDIS_FAILURES as exc:
+        raise HotIndexUnavailable(str(exc)) from exc
 
 
 def run_script(name: str, *, keys: Sequence[str], args: Sequence[object]) -> Any:

@@ -11,12 +11,9 @@ from typing import Any, Literal
 
 from queueing.hot import keys
 from queueing.hot.client import (
-    ASYNC_REDIS_FAILURES,
-    HotIndexUnavailable,
-    async_client_ready,
-    async_script,
     client,
     run_script,
+    run_script_async,
     run_script_many,
     unavailable_on_redis_error,
 )
@@ -150,14 +147,9 @@ def locate_many(layout: EventLayout, requests: Sequence[LocateRequest]) -> list[
 
 async def locate_async(layout: EventLayout, request: LocateRequest) -> Placement:
     """``locate`` for the event loop (the lean status path in queueing/web/hot_paths.py)."""
-    try:
-        raw = await async_script("locate")(
-            keys=_locate_keys(layout, request.tier_id),
-            args=_locate_args(request),
-            client=await async_client_ready(),
-        )
-    except ASYNC_REDIS_FAILURES as exc:
-        raise HotIndexUnavailable(str(exc)) from exc
+    raw = await run_script_async(
+        "locate", keys=_locate_keys(layout, request.tier_id), args=_locate_args(request)
+    )
     return _placement(raw)
 
 

@@ -12,7 +12,7 @@ from queueing.hot.client import (
     ASYNC_REDIS_FAILURES,
     HotIndexUnavailable,
     async_client_ready,
-    async_script,
+    run_script_async,
 )
 
 # Longer than any page stays open in practice; refreshed by every arrival on the ticket. A set
@@ -24,14 +24,11 @@ async def ticket_socket_claim(
     event_id: int, entry_id: int, channel: str, *, keep: int
 ) -> list[str]:
     """Register ``channel`` on the ticket; the channels of the oldest sockets beyond ``keep``."""
-    try:
-        over = await async_script("sockets_claim")(
-            keys=[keys.ticket_sockets(event_id, entry_id)],
-            args=[channel, keep, SOCKETS_TTL_SECONDS],
-            client=await async_client_ready(),
-        )
-    except ASYNC_REDIS_FAILURES as exc:
-        raise HotIndexUnavailable(str(exc)) from exc
+    over = await run_script_async(
+        "sockets_claim",
+        keys=[keys.ticket_sockets(event_id, entry_id)],
+        args=[channel, keep, SOCKETS_TTL_SECONDS],
+    )
     return [name.decode() if isinstance(name, bytes) else str(name) for name in over]
 
 

@@ -231,7 +231,7 @@ def test_an_asyncio_client_failing_with_a_plain_runtime_error_counts_as_redis_do
     async def broken_client() -> Broken:
         return Broken()
 
-    monkeypatch.setattr(line_index, "async_client_ready", broken_client)
+    monkeypatch.setattr(client, "async_client_ready", broken_client)
     monkeypatch.setattr(stats, "async_client_ready", broken_client)
     layout = event_layout(event.id)
     tier_id = layout.tiers[0].id
