@@ -56,12 +56,13 @@ class EventAdmin(admin.ModelAdmin):
         "slug",
         "state",
         "control",
+        "mode",
         "capacity",
         "rate_per_minute",
         "prequeue_opens_at",
         "starts_at",
     )
-    list_filter = (StateFilter, "control")
+    list_filter = (StateFilter, "control", "mode")
     search_fields = ("slug", "name")
     list_per_page = 50
     readonly_fields = ("integration_key", "control", "closed_at", "created_at", "updated_at")
@@ -92,6 +93,14 @@ class EventAdmin(admin.ModelAdmin):
             },
         ),
         ("Schedule", {"fields": ("prequeue_opens_at", "starts_at", "ends_at", "shuffle_at_start")}),
+        (
+            "In front of the shop",
+            {
+                "fields": ("mode", "allowed_return_hosts", "reentry_seconds", "message"),
+                "description": "Safety net keeps the room on all the time: fans go straight "
+                "in while the shop has room, and queue only under load.",
+            },
+        ),
         (
             "Status",
             {"fields": ("control", "closed_at", "integration_key", "created_at", "updated_at")},

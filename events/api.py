@@ -19,9 +19,10 @@ from rest_framework.views import APIView
 from config.api_schema import errors
 from events import services
 from events.codes import ACCESS_CODE_MAX_LENGTH
-from events.models import Event, Tier
+from events.models import MESSAGE_MAX_LENGTH, RETURN_HOSTS_MAX, Event, EventMode, Tier
 from events.selectors import event_by_slug
 from events.services import EDITABLE_FIELDS, TierSpec
+from queueing.rules.return_urls import return_host_normalise
 
 VIEW_EVENT = "events.view_event"
 ADD_EVENT = "events.add_event"
@@ -90,7 +91,29 @@ class EventInputSerializer(serializers.Serializer):
     max_live_per_address = serializers.IntegerField(
         min_value=0, max_value=1_000_000, required=False
     )
+    mode = serializers.ChoiceField(choices=EventMode.values, required=False)
+    allowed_return_hosts = serializers.ListField(
+        child=serializers.CharField(max_length=253), max_length=RETURN_HOSTS_MAX, required=False
+    )
+    reentry_seconds = serializers.IntegerField(min_value=0, max_value=86_400, required=False)
+    message = serializers.CharField(
+        max_length=MESSAGE_MAX_LENGTH, allow_blank=True, allow_null=True, required=False
+    )
     tiers = TierSerializer(many=True, required=False, allow_empty=False, max_length=100)
+
+    def validate_allowed_return_hosts(self, value: list[str]) -> list[str]:
+        hosts = [return_host_normalise(host) for host in value]
+        bad = [raw for raw, host in zip(value, hosts, strict=True) if host is None]
+        if bad:
+            raise serializers.ValidationError(
+                f"Not a host name: {bad[0]!r} (give hosts like shop.example.com, no scheme "
+                "or path)."
+            )
+        return sorted({host for host in hosts if host})
+
+    def validate_message(self, value: str | None) -> str:
+        # null clears the message, as does "": stored as "".
+        return (value or "").strip()
 
     def validate_tiers(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         # Under PATCH nested items are validated as partial too: a name is still required.
@@ -132,6 +155,10 @@ class EventOutputSerializer(serializers.Serializer):
     shuffle_at_start = serializers.BooleanField()
     pow_difficulty = serializers.IntegerField()
     max_live_per_address = serializers.IntegerField()
+    mode = serializers.ChoiceField(choices=EventMode.values)
+    allowed_return_hosts = serializers.ListField(child=serializers.CharField())
+    reentry_seconds = serializers.IntegerField()
+    message = serializers.CharField(allow_null=True)
     integration_key = serializers.CharField(
         allow_null=True, help_text="null unless you hold events.manage_integration_key"
     )
@@ -161,6 +188,7 @@ def event_output(event: Event, *, with_key: bool) -> dict[str, Any]:
     for name in EDITABLE_FIELDS:
         value = getattr(event, name)
         data[name] = value.isoformat() if hasattr(value, "isoformat") else value
+    data["message"] = event.message or None
     data.update(
         {
             "integration_key": event.integration_key if with_key else None,

@@ -6,9 +6,13 @@ import hashlib
 import secrets
 from datetime import datetime
 
+from django.contrib.postgres.fields import ArrayField
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+
+from queueing.rules.return_urls import return_host_normalise
 
 
 def new_integration_key() -> str:
@@ -25,6 +29,32 @@ class EventControl(models.TextChoices):
     RUNNING = "running", "Running"
     PAUSED = "paused", "Paused"
     CLOSED = "closed", "Closed"
+
+
+class EventMode(models.TextChoices):
+    """How the room lets fans through (docs/api.md, "Staff API")."""
+
+    # Everyone waits their turn at the configured pace: a scheduled on-sale.
+    QUEUE = "queue", "Queue"
+    # Always on: a fan with nobody ahead, room in the shop and pace to spare goes straight in;
+    # under load the line forms as in QUEUE.
+    SAFETY_NET = "safety_net", "Safety net"
+    # Everyone straight in with a pass (counted and audited; no capacity, no pace).
+    PASSTHROUGH = "passthrough", "Passthrough"
+    # Nobody is let in and nobody may join; those already waiting keep their places.
+    MAINTENANCE = "maintenance", "Maintenance"
+
+
+def validate_return_host(value: str) -> None:
+    if return_host_normalise(value) != value:
+        raise ValidationError(
+            f"{value!r} is not a host name in lower case (like shop.example.com or "
+            "shop.example.com:8443; no scheme, path or wildcard)."
+        )
+
+
+MESSAGE_MAX_LENGTH = 500
+RETURN_HOSTS_MAX = 50
 
 
 class EventState(models.TextChoices):
@@ -93,6 +123,34 @@ class Event(models.Model):
         default=True,
         help_text="Fans who joined before the start are put in a random, verifiable order.",
     )
+    mode = models.CharField(
+        max_length=16,
+        choices=EventMode.choices,
+        default=EventMode.QUEUE,
+        help_text="Queue: everyone waits their turn. Safety net: fans go straight in while the "
+        "shop has room and nobody waits. Passthrough: everyone straight in. Maintenance: "
+        "nobody in, no joins; those waiting keep their places.",
+    )
+    allowed_return_hosts = ArrayField(
+        models.CharField(max_length=253, validators=[validate_return_host]),
+        default=list,
+        blank=True,
+        size=RETURN_HOSTS_MAX,
+        help_text="Hosts besides the target URL's that admitted fans may be sent back to (the "
+        "page they first asked for), comma-separated. Any other return URL is ignored.",
+    )
+    reentry_seconds = models.PositiveIntegerField(
+        default=0,
+        validators=[MaxValueValidator(86_400)],
+        help_text="A fan whose shop session ended without completing (pass expired or "
+        "abandoned) may come back to the front of their tier once within this time (0 = off).",
+    )
+    message = models.TextField(
+        blank=True,
+        default="",
+        max_length=MESSAGE_MAX_LENGTH,
+        help_text="Plain text shown to everyone waiting (empty = none).",
+    )
     integration_key = models.CharField(max_length=64, default=new_integration_key, editable=False)
     # The pre-queue shuffle's seed stays secret until the shuffle; its SHA-256 is published
     # from creation on (event API and the event_created audit record), so nobody, staff
@@ -142,6 +200,7 @@ class Event(models.Model):
                 condition=Q(heartbeat_seconds__gte=10) & Q(session_seconds__gte=30),
                 name="event_timeouts_sane",
             ),
+            models.CheckConstraint(condition=Q(mode__in=EventMode.values), name="event_mode_valid"),
         ]
 
     def __str__(self) -> str:

@@ -32,6 +32,10 @@ EDITABLE_FIELDS = (
     "shuffle_at_start",
     "pow_difficulty",
     "max_live_per_address",
+    "mode",
+    "allowed_return_hosts",
+    "reentry_seconds",
+    "message",
 )
 DEFAULT_TIER_NAME = "General"
 

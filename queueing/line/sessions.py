@@ -17,6 +17,7 @@ from queueing.models import AuditAction, QueueEntry
 from queueing.passes.signing import PassInvalid, pass_decode, pass_issue
 from queueing.records.transitions import transition_audited
 from queueing.rules.errors import InvalidInput, NotAuthorized
+from queueing.rules.return_urls import admitted_destination
 from queueing.rules.states import EntryStatus
 
 PASS_QUERY_PARAMETER = "wr_pass"
@@ -51,7 +52,14 @@ def entry_pass(entry: QueueEntry, *, event: Event, now: datetime) -> IssuedPass:
     return IssuedPass(
         token=token,
         expires_at=entry.pass_expires_at,
-        redirect_url=with_pass(event.target_url, token),
+        redirect_url=with_pass(
+            admitted_destination(
+                return_url=entry.return_url,
+                target_url=event.target_url,
+                allowed_hosts=event.allowed_return_hosts,
+            ),
+            token,
+        ),
     )
 
 

@@ -196,6 +196,7 @@ def event_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "slug": event.slug,
             "name": event.name,
             "state": view.state.value,
+            "mode": event.mode,
             "queue_length": view.queue_length,
             "active": view.active,
             "capacity": event.capacity,
@@ -208,6 +209,7 @@ def event_detail(request: HttpRequest, slug: str) -> HttpResponse:
             # The shuffle's commitment, then its reveal (see queueing/rules/shuffle.py).
             "shuffle_seed_sha256": event.shuffle_seed_sha256,
             "shuffle_seed": event.shuffle_seed if event.started_at else None,
+            "message": event.message or None,
         }
     )
 

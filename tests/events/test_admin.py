@@ -38,6 +38,8 @@ def test_creating_an_event_in_the_admin_goes_through_the_service(admin_client_) 
             "pow_difficulty": 0,
             "max_live_per_address": 3,
             "shuffle_at_start": "on",
+            "mode": "queue",
+            "reentry_seconds": 0,
         },
     )
     assert response.status_code == 302, response.content[:2000]

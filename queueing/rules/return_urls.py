@@ -1,0 +1,55 @@
+"""Where an admitted fan is sent: back to the shop page they first asked for, or the on-sale's
+target URL. Never an open redirect: a return URL is used only when its host is the target
+URL's host or one the on-sale lists in ``allowed_return_hosts`` (docs/api.md, "Fans")."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+RETURN_URL_MAX_LENGTH = 2000
+
+# A DNS name or IPv4 address, optionally with a port; lower case after normalising.
+_HOST = re.compile(
+    r"^(?=.{1,253}(:\d{1,5})?$)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*(:\d{1,5})?$"
+)
+
+
+def return_host_normalise(raw: str) -> str | None:
+    """``raw`` as a host staff may allow (``shop.example.com``, ``127.0.0.1:8080``), lower
+    case; None when it is not one (a scheme, a path, spaces, a wildcard)."""
+    host = raw.strip().lower().rstrip(".")
+    return host if _HOST.match(host) else None
+
+
+def _netloc_host(url: str) -> str | None:
+    try:
+        parts = urlsplit(url)
+        hostname, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not hostname or parts.username or parts.password:
+        return None
+    return hostname if port is None else f"{hostname}:{port}"
+
+
+def return_url_clean(raw: object) -> str:
+    """A return URL as kept with a join: an absolute http(s) URL with a host, or "" (anything
+    else is dropped, not refused: a fan is never turned away for a bad link)."""
+    if not isinstance(raw, str) or len(raw) > RETURN_URL_MAX_LENGTH:
+        return ""
+    url = raw.strip()
+    if any(ch in url for ch in "\r\n\t\\") or _netloc_host(url) is None:
+        return ""
+    return url
+
+
+def admitted_destination(*, return_url: str, target_url: str, allowed_hosts: Iterable[str]) -> str:
+    """The URL the admitted fan goes to (before the pass is added): ``return_url`` when its
+    host (with its port, if any) is the target URL's or an allowed one, else ``target_url``."""
+    if not return_url:
+        return target_url
+    host = _netloc_host(return_url)
+    allowed = {_netloc_host(target_url), *allowed_hosts}
+    return return_url if host is not None and host in allowed else target_url
