@@ -1,0 +1,148 @@
+"""The room's public keys (its JWKS), fetched over HTTP and cached in the process.
+
+- Keys are served from memory for ``ttl`` seconds after a successful fetch.
+- A ``kid`` that is not in the cache triggers a refetch, because the room may have rotated
+  its key with a shorter notice than our cache. Refetches of any kind are at most one per
+  ``min_refetch`` seconds, so passes with made-up ``kid``s cannot make the shop hammer the room.
+- When the room cannot be reached (or answers with something that is not a JWKS), the last
+  good keys are kept until ``stale_for`` seconds after they went past their ``ttl``; after
+  that there are no keys and every pass is refused (fail closed).
+- One lock: one fetch at a time per process, the others wait for its answer instead of
+  sending their own.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from jwt.algorithms import OKPAlgorithm
+from jwt.exceptions import InvalidKeyError
+
+logger = logging.getLogger("waitingroom_gate")
+
+# A JWKS is a few hundred bytes per key; anything much larger is not the room's.
+MAX_JWKS_BYTES = 256 * 1024
+
+Keys = dict[str, Ed25519PublicKey]
+Fetch = Callable[[str, float], bytes]
+
+
+class JwksUnavailable(Exception):
+    """The room's JWKS could not be had (unreachable, an error status, or not a JWKS)."""
+
+
+def http_fetch(url: str, timeout: float) -> bytes:
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read(MAX_JWKS_BYTES + 1)
+    except urllib.error.HTTPError as error:
+        raise JwksUnavailable(f"the room answered {error.code}") from error
+    # URLError, timeouts and resets are OSErrors; a cut-off body is an HTTPException.
+    except (OSError, http.client.HTTPException) as error:
+        raise JwksUnavailable(str(error)) from error
+    if len(body) > MAX_JWKS_BYTES:
+        raise JwksUnavailable("the JWKS is too large")
+    return body
+
+
+def _ed25519_key(jwk: Any) -> tuple[str, Ed25519PublicKey] | None:
+    """The (kid, key) of a signing Ed25519 JWK; None for anything else, which we ignore."""
+    if not isinstance(jwk, dict):
+        return None
+    kid = jwk.get("kid")
+    if not isinstance(kid, str) or not kid:
+        return None
+    if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
+        return None
+    if jwk.get("use", "sig") != "sig" or jwk.get("alg", "EdDSA") != "EdDSA":
+        return None
+    try:
+        key = OKPAlgorithm.from_jwk(jwk)
+    except (InvalidKeyError, ValueError, TypeError):
+        return None
+    # A JWK with a "d" loads as a private key: only public keys verify passes.
+    if not isinstance(key, Ed25519PublicKey):
+        return None
+    return kid, key
+
+
+def jwks_parse(body: bytes) -> Keys:
+    try:
+        document = json.loads(body)
+    except ValueError as error:
+        raise JwksUnavailable("the JWKS is not JSON") from error
+    if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
+        raise JwksUnavailable('the JWKS has no "keys" list')
+    return dict(filter(None, (_ed25519_key(jwk) for jwk in document["keys"])))
+
+
+class JwksCache:
+    def __init__(
+        self,
+        url: str,
+        *,
+        ttl: float = 300.0,
+        min_refetch: float = 10.0,
+        stale_for: float = 86_400.0,
+        timeout: float = 3.0,
+        fetch: Fetch = http_fetch,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.url = url
+        self.ttl = ttl
+        self.min_refetch = min_refetch
+        self.stale_for = stale_for
+        self.timeout = timeout
+        self._fetch = fetch
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._keys: Keys = {}
+        self._fetched_at: float | None = None  # last successful fetch
+        self._attempted_at: float | None = None  # last fetch, successful or not
+        self.fetches = 0  # attempts so far, for tests and operators
+
+    def key(self, kid: str) -> Ed25519PublicKey | None:
+        """The public key named ``kid``, or None when the room does not publish it."""
+        with self._lock:
+            now = self._clock()
+            if self._expired(now) and self._may_fetch(now):
+                self._refresh(now)
+            key = self._keys.get(kid)
+            if key is None and self._may_fetch(now):
+                self._refresh(now)
+                key = self._keys.get(kid)
+            if key is not None and self._too_stale(now):
+                return None
+            return key
+
+    def _expired(self, now: float) -> bool:
+        return self._fetched_at is None or now - self._fetched_at >= self.ttl
+
+    def _too_stale(self, now: float) -> bool:
+        return self._fetched_at is None or now - self._fetched_at >= self.ttl + self.stale_for
+
+    def _may_fetch(self, now: float) -> bool:
+        return self._attempted_at is None or now - self._attempted_at >= self.min_refetch
+
+    def _refresh(self, now: float) -> None:
+        self._attempted_at = now
+        self.fetches += 1
+        try:
+            keys = jwks_parse(self._fetch(self.url, self.timeout))
+        except JwksUnavailable as error:
+            # The last good keys stay (see _too_stale): a pass signed by the room an hour ago is
+            # no less genuine because the room is down now.
+            logger.warning("waiting room JWKS unavailable at %s: %s", self.url, error)
+            return
+        self._keys = keys
+        self._fetched_at = now
