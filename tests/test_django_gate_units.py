@@ -176,6 +176,27 @@ def test_threads_asking_for_an_unknown_kid_at_once_fetch_it_once(room) -> None:
     assert len(found) == 16 and all(k is not None for k in found)
 
 
+def test_known_keys_do_not_wait_for_a_slow_refetch(room) -> None:
+    state, base = room
+    state.publish(("k1", Ed25519PrivateKey.generate()))
+    clock = Clock()
+    cache = cache_for(base, clock)
+    assert cache.key("k1") is not None
+    clock.now += 300  # expired: the next lookup refetches, and the room is slow to answer
+    state.delay = 1.0
+    fetching = threading.Thread(target=cache.key, args=("k1",))
+    fetching.start()
+    wait_for = time.monotonic() + 2
+    while state.hits < 2 and time.monotonic() < wait_for:
+        time.sleep(0.01)
+    assert state.hits == 2  # that fetch is under way
+    started = time.monotonic()
+    assert cache.key("k1") is not None
+    assert time.monotonic() - started < 0.2
+    fetching.join()
+    assert state.hits == 2
+
+
 def test_an_unreachable_room_leaves_the_last_good_keys_for_a_while(room) -> None:
     state, base = room
     state.publish(("k1", Ed25519PrivateKey.generate()))

@@ -7,8 +7,9 @@
 - When the room cannot be reached (or answers with something that is not a JWKS), the last
   good keys are kept until ``stale_for`` seconds after they went past their ``ttl``; after
   that there are no keys and every pass is refused (fail closed).
-- One lock: one fetch at a time per process, the others wait for its answer instead of
-  sending their own.
+- One fetch at a time per process. Lookups of known keys never wait for it (past their
+  lifetime they go on with the keys they have while one thread fetches); lookups of an
+  unknown ``kid`` wait for the fetch in flight instead of sending their own.
 """
 
 from __future__ import annotations
@@ -105,44 +106,53 @@ class JwksCache:
         self.timeout = timeout
         self._fetch = fetch
         self._clock = clock
-        self._lock = threading.Lock()
-        self._keys: Keys = {}
-        self._fetched_at: float | None = None  # last successful fetch
+        # Held while fetching, and while deciding whether to; lookups read without it.
+        self._fetch_lock = threading.Lock()
+        # The keys and when they were fetched, replaced together (one assignment), so that a
+        # lookup never sees new keys with an old time or the reverse.
+        self._current: tuple[Keys, float | None] = ({}, None)
         self._attempted_at: float | None = None  # last fetch, successful or not
         self.fetches = 0  # attempts so far, for tests and operators
 
     def key(self, kid: str) -> Ed25519PublicKey | None:
         """The public key named ``kid``, or None when the room does not publish it."""
-        with self._lock:
-            now = self._clock()
-            if self._expired(now) and self._may_fetch(now):
-                self._refresh(now)
-            key = self._keys.get(kid)
-            if key is None and self._may_fetch(now):
-                self._refresh(now)
-                key = self._keys.get(kid)
-            if key is not None and self._too_stale(now):
-                return None
-            return key
+        now = self._clock()
+        keys, fetched_at = self._current
+        if kid in keys:
+            if self._expired(fetched_at, now) and self._fetch_lock.acquire(blocking=False):
+                # Past their lifetime: one thread fetches, the others go on with the keys
+                # they have instead of waiting for a room that may be slow or down.
+                try:
+                    self._refresh_if_allowed(now)
+                finally:
+                    self._fetch_lock.release()
+            return self._lookup(kid, now)
+        # Unknown: wait for a fetch in flight (its answer may have the key), else make one.
+        with self._fetch_lock:
+            self._refresh_if_allowed(now)
+        return self._lookup(kid, now)
 
-    def _expired(self, now: float) -> bool:
-        return self._fetched_at is None or now - self._fetched_at >= self.ttl
+    def _lookup(self, kid: str, now: float) -> Ed25519PublicKey | None:
+        keys, fetched_at = self._current
+        if fetched_at is None or now - fetched_at >= self.ttl + self.stale_for:
+            return None  # fail closed: no keys, or the last good ones are too old
+        return keys.get(kid)
 
-    def _too_stale(self, now: float) -> bool:
-        return self._fetched_at is None or now - self._fetched_at >= self.ttl + self.stale_for
+    def _expired(self, fetched_at: float | None, now: float) -> bool:
+        return fetched_at is None or now - fetched_at >= self.ttl
 
-    def _may_fetch(self, now: float) -> bool:
-        return self._attempted_at is None or now - self._attempted_at >= self.min_refetch
-
-    def _refresh(self, now: float) -> None:
+    def _refresh_if_allowed(self, now: float) -> None:
+        """Fetch, unless any fetch was attempted less than ``min_refetch`` ago (the caller
+        holds the fetch lock)."""
+        if self._attempted_at is not None and now - self._attempted_at < self.min_refetch:
+            return
         self._attempted_at = now
         self.fetches += 1
         try:
             keys = jwks_parse(self._fetch(self.url, self.timeout))
         except JwksUnavailable as error:
-            # The last good keys stay (see _too_stale): a pass signed by the room an hour ago is
+            # The last good keys stay (see _lookup): a pass signed by the room an hour ago is
             # no less genuine because the room is down now.
             logger.warning("waiting room JWKS unavailable at %s: %s", self.url, error)
             return
-        self._keys = keys
-        self._fetched_at = now
+        self._current = (keys, now)
