@@ -1,0 +1,11 @@
+from django.urls import path
+
+from example_shop import views
+
+urlpatterns = [
+    path("products/<int:product_id>", views.product),
+    path("cart", views.cart),
+    path("static/<path:name>", views.static_file),
+    path("healthz", views.healthz),
+    path("webhooks/payment", views.payment_webhook),
+]
