@@ -88,7 +88,10 @@ class EventCollector(Collector):
         # On-sales with fans in the room only: a scrape costs what the busy ones cost, not
         # what the catalogue holds (an on-sale nobody is in has no line and nobody inside).
         events = Event.objects.filter(pk__in=events_with_fans()).annotate(
-            admitted_total=Count("entries", filter=Q(entries__admitted_at__isnull=False)),
+            # A fan who went back in line counts the admission of their earlier session
+            # (cleared from admitted_at while they wait again): the counter never goes back.
+            admitted_total=Count("entries", filter=Q(entries__admitted_at__isnull=False))
+            + Count("entries", filter=Q(entries__reentered_at__isnull=False)),
             active_now=Count("entries", filter=Q(entries__status=EntryStatus.ADMITTED)),
             expired_total=Count("entries", filter=Q(entries__status=EntryStatus.EXPIRED)),
         )

@@ -43,13 +43,20 @@ TICKET_JOIN = {
 }
 TICKET_STATUS = {
     "type": "object",
-    "required": [*TICKET_JOIN["required"], "pass", "pass_expires_at", "redirect_url"],
+    "required": [
+        *TICKET_JOIN["required"],
+        "pass",
+        "pass_expires_at",
+        "redirect_url",
+        "reentry_until",
+    ],
     "properties": {
         **TICKET_JOIN["properties"],
         "status": {"type": "string", "enum": STATUS},
         "pass": {"type": ["string", "null"]},
         "pass_expires_at": {"type": ["string", "null"], "format": "date-time"},
         "redirect_url": {"type": ["string", "null"]},
+        "reentry_until": {"type": ["string", "null"], "format": "date-time"},
     },
 }
 EVENT_PUBLIC = {
@@ -160,7 +167,16 @@ HOT_PATHS: dict[str, Any] = {
                     "application/json": {
                         "schema": {
                             "type": "object",
-                            "properties": {"access_code": {"type": "string", "maxLength": 64}},
+                            "properties": {
+                                "access_code": {"type": "string", "maxLength": 64},
+                                "return": {
+                                    "type": "string",
+                                    "maxLength": 2000,
+                                    "description": "The shop page the fan first asked for; "
+                                    "admitted fans go back to it when its host is the "
+                                    "target's or an allowed one. Anything else is ignored.",
+                                },
+                            },
                         }
                     }
                 },
@@ -200,6 +216,19 @@ HOT_PATHS: dict[str, Any] = {
                 **_errors(400, 409, 503),
             },
         },
+    },
+    "/api/v1/tickets/{ticket}/reenter": {
+        "post": {
+            "operationId": "ticket_reenter",
+            "tags": ["fans"],
+            "summary": "Back to the front of the line after a shop session that ended "
+            "without completing (once, within the on-sale's re-entry window).",
+            "parameters": [TICKET],
+            "responses": {
+                "200": {**_json(TICKET_STATUS, "The ticket, waiting again."), "headers": POLL},
+                **_errors(400, 404, 409, 503),
+            },
+        }
     },
     "/api/v1/passes/verify": {
         "post": {

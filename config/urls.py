@@ -12,6 +12,7 @@ api_v1 = [
     path("events/<str:slug>/challenge", api_fan.challenge, name="api-challenge"),
     path("events/<str:slug>", api_fan.event_detail, name="api-event"),
     path("tickets/<str:ticket>", api_fan.ticket, name="api-ticket"),
+    path("tickets/<str:ticket>/reenter", api_fan.reenter, name="api-ticket-reenter"),
     path("passes/verify", api_passes.verify, name="api-pass-verify"),
     path("passes/complete", api_passes.complete, name="api-pass-complete"),
     path("manage/", include("events.urls")),

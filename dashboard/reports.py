@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from dashboard.fairness import (
@@ -27,13 +28,34 @@ class TierFairness:
     kendall_tau: float | None
 
 
-def _admission_order(event: Event) -> list[Any]:
-    """Ticket ids in the order the trail records their admission."""
-    return list(
+@dataclass(frozen=True)
+class FirstAdmission:
+    at: datetime
+    order_key: int | None  # the key the fan was admitted by, as the trail records it
+
+
+def _first_admissions(event: Event) -> dict[Any, FirstAdmission]:
+    """Each admitted ticket's first admission, in the order the trail records them. A fan who
+    went back in line (``reentered``) is admitted again from the front of their tier: that
+    second admission is the re-entry's, not the line's order, and their wait is the first."""
+    first: dict[Any, FirstAdmission] = {}
+    for ticket_id, at, data in (
         AuditRecord.objects.filter(event=event, action=AuditAction.ADMITTED)
         .order_by("seq")
-        .values_list("ticket_id", flat=True)
-    )
+        .values_list("ticket_id", "at", "data")
+    ):
+        if ticket_id not in first:
+            key = data.get("order_key") if isinstance(data, dict) else None
+            first[ticket_id] = FirstAdmission(at=at, order_key=key)
+    return first
+
+
+def _first_admitted_at(row: dict[str, Any], first: FirstAdmission | None) -> datetime | None:
+    """When the fan was first let in: the entry's own time, unless they went back in line
+    since (it is then their second admission's, or none while they wait): the trail's."""
+    if row["reentered_at"] is not None and first is not None:
+        return first.at
+    return row["admitted_at"]
 
 
 def event_report(event: Event) -> dict[str, Any]:
@@ -49,13 +71,16 @@ def event_report(event: Event) -> dict[str, Any]:
             "quoted_p10",
             "quoted_p50",
             "quoted_p90",
+            "reentered_at",
         )
     }
+    first_admissions = _first_admissions(event)
     order_keys_by_tier: dict[str, list[int]] = defaultdict(list)
-    for ticket_id in _admission_order(event):
+    for ticket_id, admission in first_admissions.items():
         row = entries.get(ticket_id)
         if row is not None:
-            order_keys_by_tier[row["tier__name"]].append(row["order_key"])
+            key = row["order_key"] if admission.order_key is None else admission.order_key
+            order_keys_by_tier[row["tier__name"]].append(key)
     tiers = []
     for tier, keys in sorted(order_keys_by_tier.items()):
         inversions = count_inversions(keys)
@@ -65,20 +90,22 @@ def event_report(event: Event) -> dict[str, Any]:
 
     waits = [
         QuotedWait(
-            waited=(row["admitted_at"] - row["joined_at"]).total_seconds(),
+            waited=(first_admitted - row["joined_at"]).total_seconds(),
             p10=row["quoted_p10"],
             p50=row["quoted_p50"],
             p90=row["quoted_p90"],
         )
-        for row in entries.values()
-        if row["admitted_at"] is not None
+        for public_id, row in entries.items()
+        if (first_admitted := _first_admitted_at(row, first_admissions.get(public_id))) is not None
     ]
-    # Abandonment: fans who left the line, or let it expire, before being admitted.
-    # Fans sent home by a close (revoked) did not abandon.
+    # Abandonment: fans who left the line, or let it expire, before being admitted (a fan
+    # who went back in line had been). Fans sent home by a close (revoked) did not abandon.
     abandoned = sum(
         1
         for row in entries.values()
-        if row["admitted_at"] is None and row["status"] in (EntryStatus.LEFT, EntryStatus.EXPIRED)
+        if row["admitted_at"] is None
+        and row["reentered_at"] is None
+        and row["status"] in (EntryStatus.LEFT, EntryStatus.EXPIRED)
     )
     return {
         "event": event.slug,

@@ -46,6 +46,7 @@ def event_figures(event: Event, *, now: datetime) -> dict[str, Any]:
     abandoned_last_hour = entries.filter(
         status__in=[EntryStatus.LEFT, EntryStatus.EXPIRED],
         admitted_at__isnull=True,
+        reentered_at__isnull=True,  # went back in line: had been admitted
         ended_at__gt=hour_ago,
     ).count()
     # The audit trail's rejected records (index audit_event_action_at); the wrong-code budget

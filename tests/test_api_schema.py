@@ -33,6 +33,7 @@ def test_the_schema_describes_every_part_of_the_api() -> None:
         "/api/v1/events/{slug}/join",
         "/api/v1/events/{slug}",
         "/api/v1/tickets/{ticket}",
+        "/api/v1/tickets/{ticket}/reenter",
         "/api/v1/passes/verify",
         "/api/v1/passes/complete",
         "/.well-known/jwks.json",

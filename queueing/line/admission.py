@@ -25,6 +25,7 @@ from queueing.hot.client import HotIndexUnavailable
 from queueing.line.index_sync import index_forget
 from queueing.models import AdmissionState, AuditAction, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many
+from queueing.records.reentries import earlier_admissions_since
 from queueing.records.transitions import Moved, transition_many
 from queueing.rules.admission_plan import (
     RATE_WINDOW_SECONDS,
@@ -142,10 +143,10 @@ def admission_run(
                 burst_seconds=settings.WR_ADMISSION_BURST_SECONDS,
                 now=now,
             )
+            window_start = now - timedelta(seconds=RATE_WINDOW_SECONDS)
             in_window = QueueEntry.objects.filter(
-                event_id=event_id,
-                admitted_at__gt=now - timedelta(seconds=RATE_WINDOW_SECONDS),
-            ).count()
+                event_id=event_id, admitted_at__gt=window_start
+            ).count() + earlier_admissions_since(event_id=event_id, since=window_start)
         n = batch_size(
             capacity=event.capacity,
             active=active,

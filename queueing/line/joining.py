@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.conf import settings
@@ -41,7 +41,11 @@ from queueing.line.throughput import current_throughput
 from queueing.line.views import TicketView, entry_view_unplaced
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock
-from queueing.records.entries import entries_insert
+from queueing.records.entries import (
+    entries_insert,
+    entries_return_url_update,
+    is_live_identity_conflict,
+)
 from queueing.rules.admission_control import join_quote, within_address_cap
 from queueing.rules.errors import (
     AddressLimited,
@@ -54,8 +58,6 @@ from queueing.rules.states import EntryStatus
 
 logger = logging.getLogger(__name__)
 
-_LIVE_IDENTITY_CONSTRAINT = "one_live_entry_per_identity"
-
 
 @dataclass(frozen=True)
 class JoinRequest:
@@ -66,6 +68,8 @@ class JoinRequest:
     # Digest of the client address (queueing/web/abuse.py), for max_live_per_address; None
     # for joins that come from no address (they are never counted against one).
     address: str | None = None
+    # The shop page the fan first asked for, already cleaned (rules/return_urls.py); "" = none.
+    return_url: str = ""
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,8 @@ class _Newcomer:
     entry: QueueEntry | None = None
     # Later requests of the same identity in this batch: answered with this fan's ticket.
     repeats: list[int] = field(default_factory=list)
+    # The latest non-empty return URL of this fan's requests in the batch.
+    return_url: str = ""
 
 
 def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
@@ -158,6 +164,7 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
             event_id=event.id, tried=[(r.now, r.access_code or "") for r in wrong_codes]
         )
     live = live_entries(event.id, {requests[i].identity for i in open_indexes})
+    _keep_latest_return_urls(live, [requests[i] for i in open_indexes])
     newcomers: dict[str, tuple[int, _Newcomer]] = {}
     for index in open_indexes:
         request = requests[index]
@@ -166,11 +173,16 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
                 view=entry_poll(live[request.identity], now=request.now), created=False
             )
         elif request.identity in newcomers:
-            newcomers[request.identity][1].repeats.append(index)
+            newcomer = newcomers[request.identity][1]
+            newcomer.repeats.append(index)
+            newcomer.return_url = request.return_url or newcomer.return_url
         else:
             tier = tiers[request.access_code]
             assert isinstance(tier, Tier)
-            newcomers[request.identity] = (index, _Newcomer(request=request, tier=tier))
+            newcomers[request.identity] = (
+                index,
+                _Newcomer(request=request, tier=tier, return_url=request.return_url),
+            )
     if not newcomers:
         return _all_answered(outcomes)
 
@@ -185,13 +197,33 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
         try:
             status, placed = _commit(event, status, admitted, outcomes)
         except IntegrityError as exc:
-            if not _is_live_identity_conflict(exc):
+            if not is_live_identity_conflict(exc):
                 raise
             _after_identity_conflict(admitted, outcomes)
         else:
             if placed:
                 _answer_newcomers(layout, status, placed, outcomes)
     return _all_answered(outcomes)
+
+
+def _keep_latest_return_urls(live: dict[str, QueueEntry], requests: Sequence[JoinRequest]) -> None:
+    """A fan who joins again while holding a live ticket keeps it; the latest non-empty return
+    URL they bring replaces the one kept with it (they asked for another page since), in the
+    database and in ``live`` before it is described."""
+    latest: dict[int, str] = {}
+    for request in requests:
+        entry = live.get(request.identity)
+        if entry is not None and request.return_url:
+            latest[entry.id] = request.return_url
+    changed = {
+        entry.id: latest[entry.id]
+        for entry in live.values()
+        if entry.id in latest and latest[entry.id] != entry.return_url
+    }
+    entries_return_url_update(changed)
+    for entry in live.values():
+        if entry.id in changed:
+            entry.return_url = changed[entry.id]
 
 
 def _within_address_cap(
@@ -225,7 +257,7 @@ def _after_identity_conflict(
     was rolled back). Alone, the fan is answered with that ticket; in a batch, every fan
     joins again on their own, so that only the one who raced is affected."""
     for index, newcomer in admitted:
-        request = newcomer.request
+        request = replace(newcomer.request, return_url=newcomer.return_url)
         outcome: JoinOutcome
         if len(admitted) > 1:
             try:
@@ -233,7 +265,9 @@ def _after_identity_conflict(
             except Exception as failure:  # noqa: BLE001  this fan's alone (see entry_join_many)
                 outcome = failure
         else:
-            existing = live_entries(request.event.id, {request.identity}).get(request.identity)
+            live = live_entries(request.event.id, {request.identity})
+            _keep_latest_return_urls(live, [request])
+            existing = live.get(request.identity)
             outcome = (
                 JoinResult(view=entry_poll(existing, now=request.now), created=False)
                 if existing is not None
@@ -324,6 +358,7 @@ def _commit(
                 quoted_p10=newcomer.quote.p10 if newcomer.quote else None,
                 quoted_p50=newcomer.quote.p50 if newcomer.quote else None,
                 quoted_p90=newcomer.quote.p90 if newcomer.quote else None,
+                return_url=newcomer.return_url,
             )
             for _, newcomer in admitted
         ]
@@ -378,8 +413,3 @@ def _answer_newcomers(
         outcomes[index] = JoinResult(view=view, created=True)
         for repeat in newcomer.repeats:
             outcomes[repeat] = JoinResult(view=view, created=False)
-
-
-def _is_live_identity_conflict(exc: IntegrityError) -> bool:
-    diag = getattr(exc.__cause__, "diag", None)
-    return getattr(diag, "constraint_name", None) == _LIVE_IDENTITY_CONSTRAINT

@@ -40,6 +40,16 @@ def position_from_database(entry: QueueEntry, layout: EventLayout) -> int:
     return ahead + 1
 
 
+def entry_return_url(*, entry_id: int, event_id: int) -> str:
+    """The return URL kept with an entry ("" = none, or no such entry)."""
+    found = (
+        QueueEntry.objects.filter(pk=entry_id, event_id=event_id)
+        .values_list("return_url", flat=True)
+        .first()
+    )
+    return found or ""
+
+
 def current_counts(layout: EventLayout) -> LineCounts:
     """The line's counts: from the hot index when it is complete, else from PostgreSQL."""
     return lines_counts([layout])[layout.event_id]

@@ -14,7 +14,13 @@ from events.models import Event
 from queueing.line.followups import admission_soon
 from queueing.line.views import IssuedPass
 from queueing.models import AuditAction, QueueEntry
-from queueing.passes.signing import PassInvalid, pass_decode, pass_issue
+from queueing.passes.signing import (
+    PassClaims,
+    PassInvalid,
+    pass_decode,
+    pass_id_for,
+    pass_issue,
+)
 from queueing.records.transitions import transition_audited
 from queueing.rules.errors import InvalidInput, NotAuthorized
 from queueing.rules.return_urls import admitted_destination
@@ -87,11 +93,14 @@ def pass_verify(*, token: str, now: datetime, event_slug: str | None = None) -> 
         return PassVerdict(valid=False, reason=invalid.reason)
     if event_slug is not None and claims.event_slug != event_slug:
         return PassVerdict(valid=False, reason="wrong_event", event=claims.event_slug)
-    status = (
+    session = (
         QueueEntry.objects.filter(public_id=claims.ticket_id, event__slug=claims.event_slug)
-        .values_list("status", flat=True)
+        .values_list("status", "reentered_at", "admitted_at")
         .first()
     )
+    status = session[0] if session else None
+    if status == EntryStatus.ADMITTED and not _of_current_session(claims, *session[1:]):
+        return PassVerdict(valid=False, reason="revoked", event=claims.event_slug)
     if status != EntryStatus.ADMITTED:
         reason = _ENDED_REASON.get(EntryStatus(status), "revoked") if status else "revoked"
         return PassVerdict(valid=False, reason=reason, event=claims.event_slug)
@@ -100,6 +109,20 @@ def pass_verify(*, token: str, now: datetime, event_slug: str | None = None) -> 
         event=claims.event_slug,
         ticket_id=claims.ticket_id,
         expires_at=claims.expires_at,
+    )
+
+
+def _of_current_session(
+    claims: PassClaims, reentered_at: datetime | None, admitted_at: datetime | None
+) -> bool:
+    """False for a pass of a session that ended before the fan went back in line: once they
+    are admitted again, that old pass (still within its ``exp`` if the shop abandoned the
+    session early) must not count as theirs, nor end the new session. Each admission's
+    passes carry their own ``jti``."""
+    if reentered_at is None:
+        return True  # one session only: every pass of this entry is of it
+    return admitted_at is not None and hmac.compare_digest(
+        claims.pass_id, pass_id_for(claims.ticket_id, admitted_at)
     )
 
 
@@ -124,7 +147,7 @@ def pass_complete(*, token: str, outcome: str, integration_key: str, now: dateti
     ):
         raise NotAuthorized()
     entry = QueueEntry.objects.filter(public_id=claims.ticket_id, event=event).first()
-    if entry is None:
+    if entry is None or not _of_current_session(claims, entry.reentered_at, entry.admitted_at):
         return False
     new_status, action = _OUTCOMES[outcome]
     with transaction.atomic():

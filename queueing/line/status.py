@@ -22,13 +22,15 @@ from queueing.hot.line_index import IndexState, LocateRequest, Placement, Where
 from queueing.line.layouts import event_layout, event_layout_async
 from queueing.line.reads import current_counts, position_from_database
 from queueing.line.rebuild import request_rebuild
+from queueing.line.reentry_facts import reentry_facts
 from queueing.line.sessions import entry_pass
 from queueing.line.throughput import current_throughput, current_throughput_async
 from queueing.line.views import TicketView, hot_ticket_view, position_in_tier_queue, ticket_view
 from queueing.models import QueueEntry
 from queueing.rules.errors import TicketNotFound
 from queueing.rules.layout import EventLayout
-from queueing.rules.states import QUEUED, EntryStatus
+from queueing.rules.reentry import reentry_until
+from queueing.rules.states import QUEUED, REENTERABLE, EntryStatus
 from queueing.rules.tickets import TicketRef, ticket_issue
 
 
@@ -63,7 +65,7 @@ def entry_describe(
     if queue_length is None:
         # From the hot index when it is whole; PostgreSQL only in degraded mode.
         queue_length = current_counts(layout).queue_length
-    return ticket_view(
+    view = ticket_view(
         ticket_issue(TicketRef(entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id)),
         layout,
         status,
@@ -73,6 +75,7 @@ def entry_describe(
         tier_id=entry.tier_id,
         order_key=entry.order_key if status in QUEUED else None,
     )
+    return replace(view, was_admitted=entry.admitted_at is not None)
 
 
 def entry_answer(
@@ -90,6 +93,11 @@ def entry_answer(
     if view.status == EntryStatus.ADMITTED:
         event = Event.objects.get(pk=entry.event_id)
         view = replace(view, issued_pass=entry_pass(entry, event=event, now=now))
+    elif view.was_admitted and view.status in REENTERABLE:
+        event = Event.objects.get(pk=entry.event_id)
+        view = replace(
+            view, reentry_until=reentry_until(reentry_facts(entry, event, now=now), now=now)
+        )
     return view
 
 

@@ -39,6 +39,11 @@ class TicketView:
     # Where the fan stands in its tier's order (for pages placing themselves from ticks).
     tier_id: int | None = None
     order_key: int | None = None
+    # The fan had a session in the shop that ended without completing, and may go back in
+    # line until then (queueing/rules/reentry.py); None otherwise.
+    reentry_until: datetime | None = None
+    # The ticket's last session was in the shop (its end is told apart from a lapsed place).
+    was_admitted: bool = False
 
 
 def entry_view_unplaced(

@@ -43,6 +43,7 @@ class PassClaims:
     ticket_id: uuid.UUID
     expires_at: datetime
     tier: str
+    pass_id: str = ""  # ``jti``: one per admission (``pass_id_for``)
 
 
 def _new_key(*, now: datetime, activates_at: datetime) -> PassKey:
@@ -91,6 +92,12 @@ def jwks(*, now: datetime) -> dict[str, Any]:
     return {"keys": [key.public_jwk for key in published_keys(now=now)]}
 
 
+def pass_id_for(ticket_id: uuid.UUID, admitted_at: datetime) -> str:
+    """The ``jti`` of the passes of one admission: the same for every hand-over of it, another
+    for the next admission of the same ticket (after a re-entry)."""
+    return hashlib.sha256(f"{ticket_id}:{admitted_at.isoformat()}".encode()).hexdigest()[:32]
+
+
 def pass_issue(
     *,
     event_slug: str,
@@ -106,7 +113,7 @@ def pass_issue(
         "iss": settings.WR_PUBLIC_URL,
         "aud": event_slug,
         "sub": str(ticket_id),
-        "jti": hashlib.sha256(f"{ticket_id}:{admitted_at.isoformat()}".encode()).hexdigest()[:32],
+        "jti": pass_id_for(ticket_id, admitted_at),
         "iat": issued,
         "nbf": issued,
         "exp": int(expires_at.timestamp()),
@@ -177,6 +184,7 @@ def pass_decode(token: str, *, now: datetime, verify_exp: bool = True) -> PassCl
             ticket_id=uuid.UUID(str(claims["sub"])),
             expires_at=datetime.fromtimestamp(int(claims["exp"]), tz=now.tzinfo),
             tier=str(claims.get("tier", "")),
+            pass_id=str(claims.get("jti", "")),
         )
     except (ValueError, TypeError) as exc:
         raise PassInvalid("malformed") from exc

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+from django.db import IntegrityError, connection
 
 from queueing.models import QueueEntry
 from queueing.records.bulk_insert import insert_rows
+from queueing.rules.states import LIVE
+
+# The partial unique index behind "one live ticket per identity and on-sale" (models.py).
+LIVE_IDENTITY_CONSTRAINT = "one_live_entry_per_identity"
 
 # Every column a new entry is given; the rest are NULL or database defaults (the order key).
 # tests/queueing/test_join_batches.py fails when QueueEntry gains a column this misses.
@@ -21,6 +27,7 @@ NEW_ENTRY_FIELDS = (
     "quoted_p10",
     "quoted_p50",
     "quoted_p90",
+    "return_url",
 )
 
 
@@ -43,6 +50,7 @@ def entries_insert(entries: Sequence[QueueEntry]) -> None:
                 entry.quoted_p10,
                 entry.quoted_p50,
                 entry.quoted_p90,
+                entry.return_url,
             ]
             for entry in entries
         ],
@@ -52,3 +60,25 @@ def entries_insert(entries: Sequence[QueueEntry]) -> None:
     for entry in entries:
         entry.id, entry.order_key = by_public_id[entry.public_id]
         entry._state.adding = False
+
+
+def entries_return_url_update(return_urls: Mapping[int, str]) -> None:
+    """Give live entries (by id) the return URL their fan's latest join brought, in one
+    statement. An entry that ended meanwhile keeps its own: the link of a finished visit is
+    history, and a re-entry goes back to where that visit started."""
+    if not return_urls:
+        return
+    table = QueueEntry._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS e SET return_url = v.return_url "
+            "FROM unnest(%s::bigint[], %s::varchar[]) AS v(id, return_url) "
+            "WHERE e.id = v.id AND e.status = ANY(%s)",
+            [list(return_urls), list(return_urls.values()), [s.value for s in LIVE]],
+        )
+
+
+def is_live_identity_conflict(exc: IntegrityError) -> bool:
+    """The write was refused because this identity already holds a live ticket."""
+    diag = getattr(exc.__cause__, "diag", None)
+    return getattr(diag, "constraint_name", None) == LIVE_IDENTITY_CONSTRAINT

@@ -23,6 +23,7 @@ class ErrorCode(StrEnum):
     POW_REQUIRED = "pow_required"
     QUEUE_FULL = "queue_full"
     RATE_LIMITED = "rate_limited"
+    REENTRY_NOT_ALLOWED = "reentry_not_allowed"
     TICKET_NOT_FOUND = "ticket_not_found"
     UNAUTHORIZED = "unauthorized"
 
@@ -132,3 +133,11 @@ class ProofOfWorkInvalid(
     QueueError, code=ErrorCode.POW_INVALID, detail="The challenge was not solved."
 ):
     """Malformed, expired, already spent, or the nonce does not solve it."""
+
+
+class ReentryNotAllowed(
+    QueueError,
+    code=ErrorCode.REENTRY_NOT_ALLOWED,
+    detail="This ticket cannot go back in line.",
+):
+    """A ``reenter`` the rules refuse; ``detail`` says why (queueing/rules/reentry.py)."""

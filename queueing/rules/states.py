@@ -36,6 +36,12 @@ QUEUED: tuple[EntryStatus, ...] = (S.PREQUEUE, S.WAITING)
 # Has been let in at some point.
 WAS_ADMITTED: tuple[EntryStatus, ...] = (S.ADMITTED, S.COMPLETED, S.ABANDONED)
 TERMINAL: tuple[EntryStatus, ...] = tuple(s for s, nxt in TRANSITIONS.items() if not nxt)
+# The one way back from an end, outside TRANSITIONS on purpose (these stay terminal for every
+# other move): a session that ended without completing (its pass expired, or it was
+# abandoned) may go back to WAITING once, within the on-sale's re-entry window
+# (queueing/rules/reentry.py). Only entries that were admitted: ``admitted_at`` tells.
+REENTERABLE: tuple[EntryStatus, ...] = (S.EXPIRED, S.ABANDONED)
+REENTRY_TO = S.WAITING
 
 
 def can_transition(current: EntryStatus | str, new: EntryStatus | str) -> bool:

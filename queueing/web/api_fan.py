@@ -20,9 +20,11 @@ from events.selectors import event_by_slug
 from queueing.line.joining import JoinOutcome, JoinRequest, JoinResult, entry_join_many
 from queueing.line.leaving import entry_leave
 from queueing.line.reads import event_public_view
+from queueing.line.reentry import entry_reenter
 from queueing.line.status import ticket_poll
 from queueing.line.views import TicketView
 from queueing.rules.errors import QueueError
+from queueing.rules.return_urls import return_url_clean
 from queueing.rules.tickets import TicketRef, ticket_read
 from queueing.web.abuse import address_digest, join_rate_check, wrong_code_gate
 from queueing.web.http import json_api, json_body, optional_str
@@ -72,6 +74,9 @@ def join_prepare(request: HttpRequest, event: Event) -> PreparedJoin:
             access_code=access_code,
             now=timezone.now(),
             address=address_digest(request),
+            # A link that is not one is dropped, never refused: a fan is not turned away
+            # for it, and where it may lead is decided at admission (rules/return_urls.py).
+            return_url=return_url_clean(body.get("return")),
         ),
         identity=identity,
     )
@@ -155,6 +160,7 @@ def ticket_status_payload(view: TicketView) -> dict[str, Any]:
         "pass": issued.token if issued else None,
         "pass_expires_at": issued.expires_at.isoformat() if issued else None,
         "redirect_url": issued.redirect_url if issued else None,
+        "reentry_until": _iso(view.reentry_until),
     }
 
 
@@ -167,6 +173,13 @@ def ticket(request: HttpRequest, ticket: str) -> HttpResponse:
         entry_leave(ref=ref, now=now)
         return HttpResponse(status=204)
     view = ticket_poll(ref=ref, ticket=ticket, now=now)
+    return _ticket_response(ticket_status_payload(view), view, status=200)
+
+
+@json_api("POST")
+def reenter(request: HttpRequest, ticket: str) -> HttpResponse:
+    """Back in line after a shop session that ended without completing (docs/api.md)."""
+    view = entry_reenter(ref=_ticket_ref(ticket), now=timezone.now())
     return _ticket_response(ticket_status_payload(view), view, status=200)
 
 

@@ -8,6 +8,7 @@ import random
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -19,10 +20,13 @@ from django.views.decorators.http import require_http_methods
 from config.api_errors import ApiError, api_error
 from events.models import Event
 from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
+from queueing.line.reads import entry_return_url
+from queueing.line.reentry import entry_reenter
 from queueing.line.status import ticket_poll
 from queueing.line.views import TicketView
-from queueing.rules.errors import QueueError
-from queueing.rules.states import EntryStatus
+from queueing.rules.errors import QueueError, ReentryNotAllowed
+from queueing.rules.return_urls import return_url_clean
+from queueing.rules.states import REENTERABLE, EntryStatus
 from queueing.rules.tickets import ticket_read
 from queueing.rules.wait_text import js_strings, wait_range_text
 from queueing.web.abuse import address_digest, join_rate_check, wrong_code_gate
@@ -81,10 +85,19 @@ def _base_context(event: Event, now: datetime) -> dict[str, Any]:
 
 
 def _render_join_refused(
-    request: HttpRequest, event: Event, refusal: QueueError | ApiError, now: datetime
+    request: HttpRequest,
+    event: Event,
+    refusal: QueueError | ApiError,
+    now: datetime,
+    return_url: str,
 ) -> HttpResponse:
     error = api_error(refusal)
-    context = {**_base_context(event, now), "error": error.code, "detail": error.detail}
+    context = {
+        **_base_context(event, now),
+        "error": error.code,
+        "detail": error.detail,
+        "return_url": return_url,
+    }
     retry = error.headers.get("Retry-After")
     context["retry_after"] = int(retry) if retry else None
     if error.code == "invalid_access_code":
@@ -97,7 +110,11 @@ def _render_join_refused(
 
 
 def _join(
-    request: HttpRequest, event: Event, access_code: str | None, now: datetime
+    request: HttpRequest,
+    event: Event,
+    access_code: str | None,
+    now: datetime,
+    return_url: str,
 ) -> HttpResponse:
     identity = identity_from_request(request)
     try:
@@ -114,6 +131,7 @@ def _join(
             access_code=access_code,
             now=now,
             address=address_digest(request),
+            return_url=return_url,
         )
         (refusal,) = wrong_code_gate([join])
         if refusal is not None:
@@ -122,7 +140,7 @@ def _join(
         if not isinstance(result, JoinResult):
             raise result
     except (QueueError, ApiError) as error:
-        return _render_join_refused(request, event, error, now)
+        return _render_join_refused(request, event, error, now, return_url)
     response = HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))
     _write_cookie(
         response, event, PageTicket(ticket=result.view.ticket, first_position=result.view.position)
@@ -138,13 +156,23 @@ def _progress(first: int | None, position: int | None) -> int:
 
 
 def _render_ticket(
-    request: HttpRequest, event: Event, page_ticket: PageTicket, view: TicketView, now: datetime
+    request: HttpRequest,
+    event: Event,
+    page_ticket: PageTicket,
+    view: TicketView,
+    now: datetime,
+    *,
+    reentry_refused: str | None = None,
 ) -> HttpResponse:
     first = page_ticket.first_position or view.position
     context = {
         **_base_context(event, now),
         "view": view,
         "status": view.status.value,
+        # The shop session ended without completing: say so, and offer the way back in
+        # line while the on-sale allows it (view.reentry_until).
+        "session_cut_short": view.was_admitted and view.status in REENTERABLE,
+        "reentry_refused": reentry_refused,
         "wait_text": wait_range_text(view.eta),
         "progress": _progress(first, view.position),
         "refresh_seconds": max(5, math.ceil(view.poll_after_seconds)),
@@ -163,7 +191,9 @@ def _render_ticket(
             "strings": js_strings(),
         },
     }
-    response = render(request, "queueing/waiting.html", context)
+    response = render(
+        request, "queueing/waiting.html", context, status=409 if reentry_refused else 200
+    )
     if first != page_ticket.first_position:
         _write_cookie(response, event, PageTicket(ticket=view.ticket, first_position=first))
     return response
@@ -172,9 +202,11 @@ def _render_ticket(
 def _render_join_form(request: HttpRequest, event: Event, now: datetime) -> HttpResponse:
     """Joining is always a POST: link previews, mail scanners and HEAD requests must not take
     places in line. Where no code or puzzle is needed, the page's script sends the form at
-    once, so a fan still just arrives; without JavaScript there is a button."""
+    once, so a fan still just arrives; without JavaScript there is a button. The page asked
+    for with ``?return=<url>`` hands that URL on with the form."""
     context = {
         **_base_context(event, now),
+        "return_url": return_url_clean(request.GET.get("return")),
         "has_codes": event.access_codes.exists(),
         "autojoin": not _needs_join_form(event),
         # Jittered, so a crowd waiting for the doors does not refresh in step.
@@ -188,24 +220,74 @@ def waiting_page(request: HttpRequest, slug: str) -> HttpResponse:
     event = _event_or_404(slug)
     now = timezone.now()
     if request.method == "POST":
+        if request.POST.get("reenter"):
+            return _reenter(request, event, now)
+        return_url = _join_return_url(request, event)
         if request.POST.get("rejoin") and _needs_join_form(event):
-            # Back through the form (code field, puzzle), with the old ticket forgotten.
-            response = HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))
+            # Back through the form (code field, puzzle), with the old ticket forgotten but
+            # the page it first asked for kept.
+            page = reverse("waiting-page", args=[event.slug])
+            if return_url:
+                page += "?" + urlencode({"return": return_url})
+            response = HttpResponseRedirect(page)
             response.delete_cookie(_cookie_name(event))
             return response
         code = request.POST.get("access_code", "").strip()[:64] or None
-        return _join(request, event, code, now)
-    page_ticket = _read_cookie(request, event)
-    view = None
-    if page_ticket is not None:
-        try:
-            view = ticket_poll(
-                ref=ticket_read(page_ticket.ticket), ticket=page_ticket.ticket, now=now
-            )
-        except (QueueError, ApiError):
-            page_ticket, view = None, None  # a ticket from an old database: start afresh
+        return _join(request, event, code, now, return_url)
+    page_ticket, view = _page_view(request, event, now)
     if view is None or page_ticket is None:
         return _render_join_form(request, event, now)
     if view.status == EntryStatus.ADMITTED and view.issued_pass is not None:
         return HttpResponseRedirect(view.issued_pass.redirect_url)
     return _render_ticket(request, event, page_ticket, view, now)
+
+
+def _page_view(
+    request: HttpRequest, event: Event, now: datetime
+) -> tuple[PageTicket | None, TicketView | None]:
+    """The ticket this browser holds for the on-sale, and what the fan is told about it."""
+    page_ticket = _read_cookie(request, event)
+    if page_ticket is None:
+        return None, None
+    try:
+        view = ticket_poll(ref=ticket_read(page_ticket.ticket), ticket=page_ticket.ticket, now=now)
+    except (QueueError, ApiError):
+        return None, None  # a ticket from an old database: start afresh
+    return page_ticket, view
+
+
+def _join_return_url(request: HttpRequest, event: Event) -> str:
+    """The return URL a join from the page keeps: the form's (the page's ``?return=``), else
+    the one the browser's last ticket for this on-sale came with ("Join again" keeps it)."""
+    given = return_url_clean(request.POST.get("return") or request.GET.get("return"))
+    if given:
+        return given
+    page_ticket = _read_cookie(request, event)
+    if page_ticket is None:
+        return ""
+    try:
+        ref = ticket_read(page_ticket.ticket)
+    except QueueError:
+        return ""
+    return entry_return_url(entry_id=ref.entry_id, event_id=event.pk)
+
+
+def _reenter(request: HttpRequest, event: Event, now: datetime) -> HttpResponse:
+    """The "Go back in line" button: the same re-entry as ``POST .../reenter``; then the page
+    is a waiting page again (live updates and all)."""
+    page = HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))
+    page_ticket = _read_cookie(request, event)
+    if page_ticket is None:
+        return page
+    try:
+        entry_reenter(ref=ticket_read(page_ticket.ticket), now=now)
+    except ReentryNotAllowed as refusal:
+        page_ticket, view = _page_view(request, event, now)
+        if view is None or page_ticket is None:
+            return page
+        return _render_ticket(
+            request, event, page_ticket, view, now, reentry_refused=refusal.detail
+        )
+    except QueueError:
+        return page  # a ticket from an old database: the page starts afresh
+    return page
