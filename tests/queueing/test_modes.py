@@ -14,7 +14,7 @@ from django.utils import timezone
 from events.models import Event
 from events.services import event_pause, event_update
 from queueing.line.admission import ADMISSION_LOCK_NAMESPACE, ManualAdmission, admission_run
-from queueing.line.joining import entry_join
+from queueing.line.joining import JoinRequest, JoinResult, entry_join, entry_join_many
 from queueing.line.layouts import event_layout
 from queueing.line.reads import event_public_view
 from queueing.line.sessions import pass_complete, pass_verify
@@ -145,8 +145,6 @@ def test_safety_net_queues_once_the_pace_is_spent_and_counts_like_the_tick(make_
 
 
 def test_safety_net_takes_only_the_room_there_is_in_one_batch(make_event) -> None:
-    from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
-
     event = opened(make_event(mode="safety_net", capacity=3, rate_per_minute=0))
     now = timezone.now()
     outcomes = entry_join_many(
