@@ -60,6 +60,7 @@ STATUS_FOR_CODE: dict[ErrorCode, int] = {
     ErrorCode.TICKET_NOT_FOUND: 404,
     ErrorCode.CONFLICT: 409,
     ErrorCode.EVENT_CLOSED: 409,
+    ErrorCode.EVENT_MAINTENANCE: 409,
     ErrorCode.EVENT_NOT_OPEN: 409,
     ErrorCode.REENTRY_NOT_ALLOWED: 409,
     ErrorCode.QUEUE_FULL: 429,

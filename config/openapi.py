@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from events.models import EventMode
+
 ERROR = {
     "type": "object",
     "required": ["error", "detail"],
@@ -29,9 +31,16 @@ STATUS = [
     "abandoned",
     "revoked",
 ]
+# Set only while the ticket is admitted: on a join, when the on-sale's mode let the fan in
+# at once (safety net, passthrough) or the fan's live ticket is already admitted.
+PASS_FIELDS = {
+    "pass": {"type": ["string", "null"]},
+    "pass_expires_at": {"type": ["string", "null"], "format": "date-time"},
+    "redirect_url": {"type": ["string", "null"]},
+}
 TICKET_JOIN = {
     "type": "object",
-    "required": ["ticket", "event", "status", "position", "eta", "queue_length"],
+    "required": ["ticket", "event", "status", "position", "eta", "queue_length", *PASS_FIELDS],
     "properties": {
         "ticket": {"type": "string"},
         "event": {"type": "string"},
@@ -39,23 +48,15 @@ TICKET_JOIN = {
         "position": {"type": ["integer", "null"], "minimum": 1},
         "eta": ETA,
         "queue_length": {"type": "integer", "minimum": 0},
+        **PASS_FIELDS,
     },
 }
 TICKET_STATUS = {
     "type": "object",
-    "required": [
-        *TICKET_JOIN["required"],
-        "pass",
-        "pass_expires_at",
-        "redirect_url",
-        "reentry_until",
-    ],
+    "required": [*TICKET_JOIN["required"], "reentry_until"],
     "properties": {
         **TICKET_JOIN["properties"],
         "status": {"type": "string", "enum": STATUS},
-        "pass": {"type": ["string", "null"]},
-        "pass_expires_at": {"type": ["string", "null"], "format": "date-time"},
-        "redirect_url": {"type": ["string", "null"]},
         "reentry_until": {"type": ["string", "null"], "format": "date-time"},
     },
 }
@@ -77,6 +78,8 @@ EVENT_PUBLIC = {
         "slug": {"type": "string"},
         "name": {"type": "string"},
         "state": {"type": "string", "enum": ["scheduled", "prequeue", "open", "paused", "closed"]},
+        "mode": {"type": "string", "enum": EventMode.values},
+        "message": {"type": ["string", "null"]},
         "queue_length": {"type": "integer"},
         "active": {"type": "integer"},
         "capacity": {"type": "integer"},

@@ -66,6 +66,7 @@ def event_figures(event: Event, *, now: datetime) -> dict[str, Any]:
         "slug": event.slug,
         "name": event.name,
         "state": view.state.value,
+        "mode": event.mode,
         "waiting": view.queue_length,
         "active": view.active,
         "capacity": event.capacity,

@@ -14,7 +14,7 @@ from dashboard.catalogue import REFRESH_SECONDS, catalogue
 from dashboard.stats import event_figures
 from events import services
 from events.catalogue import SEARCH_MAX_LENGTH
-from events.models import Event
+from events.models import Event, EventMode
 
 
 def _event(slug: str) -> Event:
@@ -52,7 +52,11 @@ def catalogue_figures(request: HttpRequest) -> JsonResponse:
         {
             "counts": {tab.group.value: tab.count for tab in page.tabs},
             "rows": {
-                row.event.slug: {"state": row.state.value, **row.figures.as_json()}
+                row.event.slug: {
+                    "state": row.state.value,
+                    "mode": row.event.mode,
+                    **row.figures.as_json(),
+                }
                 for row in page.rows
             },
         }
@@ -66,7 +70,11 @@ def event_page(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "dashboard/event.html",
-        {"event": event, "figures": event_figures(event, now=timezone.now())},
+        {
+            "event": event,
+            "figures": event_figures(event, now=timezone.now()),
+            "modes": EventMode.choices,
+        },
     )
 
 
@@ -82,6 +90,8 @@ _CONTROLS = {
     "close": services.event_close,
 }
 _SETTINGS = {"capacity": "capacity", "rate": "rate_per_minute"}
+# Staff switch the on-sale's mode here too (docs/api.md, "Modes"); audited like any change.
+_MODE = "mode"
 
 
 @staff_member_required
@@ -94,8 +104,11 @@ def event_control(request: HttpRequest, slug: str) -> HttpResponse:
         messages.error(request, "You may look, but not steer: you lack 'change event'.")
         return redirect("dashboard-event", slug=slug)
     action = request.POST.get("action", "")
-    if action not in _CONTROLS and action not in _SETTINGS:
+    if action not in _CONTROLS and action not in _SETTINGS and action != _MODE:
         messages.error(request, "Unknown control.")
+        return redirect("dashboard-event", slug=slug)
+    if action == _MODE and request.POST.get("value", "") not in EventMode.values:
+        messages.error(request, "Unknown mode.")
         return redirect("dashboard-event", slug=slug)
     if request.POST.get("confirmed") != "yes":
         return render(
@@ -107,6 +120,11 @@ def event_control(request: HttpRequest, slug: str) -> HttpResponse:
     if action in _CONTROLS:
         _CONTROLS[action](event=event, actor=_actor(request), now=now)
         messages.success(request, f"{event.name}: {action} done.")
+        return redirect("dashboard-event", slug=slug)
+    if action == _MODE:
+        mode = EventMode(request.POST["value"])
+        services.event_update(event=event, actor=_actor(request), now=now, changes={"mode": mode})
+        messages.success(request, f"{event.name}: the mode is now {mode.label.lower()}.")
         return redirect("dashboard-event", slug=slug)
     try:
         value = int(request.POST.get("value", ""))

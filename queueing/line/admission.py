@@ -7,6 +7,12 @@ to ``admitted`` by compare-and-set and audited in one transaction; the hot index
 after the commit. A transaction-scoped advisory lock makes a second, concurrent run (two beats,
 a slot-freed trigger) skip instead of double-admitting; a killed worker's transaction simply
 rolls back.
+
+The on-sale's mode changes what a run may do: in ``maintenance`` nobody is let in; in
+``passthrough`` the run lets the line in at the batch limit, past capacity and pace. The
+rules for how many may go in now (``admission_room``) and what letting them in spends
+(``admission_spend``) are shared with admission in the join itself (``join_admission.py``),
+which takes the same lock.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 
-from events.models import Event, EventState, Tier
+from events.models import Event, EventMode, EventState, Tier
 from queueing.hot import heartbeats, stats
 from queueing.hot.channels import notify_admitted
 from queueing.hot.client import HotIndexUnavailable
@@ -52,7 +58,9 @@ class AdmissionOutcome:
     skipped: str | None = None
 
 
-def _try_lock(event_id: int) -> bool:
+def admission_lock_try(event_id: int) -> bool:
+    """Take the on-sale's admission lock for the rest of the transaction; False when another
+    transaction holds it (a run, or a join admitting in safety net), without waiting."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_try_advisory_xact_lock(%s, %s)", [ADMISSION_LOCK_NAMESPACE, event_id]
@@ -102,6 +110,95 @@ def _count_recent(counts: list[list[int]], *, now: datetime, admitted: int) -> l
     return kept
 
 
+def admission_open(event: Event, now: datetime) -> bool:
+    """Whether fans may be let in by the pace now: the on-sale is open (not paused, not
+    before its start or after its end), its line has started, and it is not in
+    maintenance."""
+    return (
+        event.state_at(now) == EventState.OPEN
+        and event.started_at is not None
+        and event.mode != EventMode.MAINTENANCE
+    )
+
+
+def not_before_last_run(now: datetime, state: AdmissionState) -> datetime:
+    """``now``, or the state's latest clock reading if that is later: a caller with an older
+    reading (a slow tick loop, a join racing a tick) never runs in the past, or the bucket
+    and the 60-second window could be fooled."""
+    readings = [t for t in (state.last_run_at, state.refilled_at) if t is not None]
+    return max([now, *readings])
+
+
+@dataclass(frozen=True)
+class AdmissionRoom:
+    """How many may be let in now, and the pace's credit as of now (before spending)."""
+
+    n: int
+    bucket: TokenBucket
+
+
+def admission_room(
+    event: Event,
+    state: AdmissionState,
+    *,
+    now: datetime,
+    batch_limit: int,
+    within_capacity: bool = True,
+    paced: bool = True,
+) -> AdmissionRoom:
+    """``n = min(capacity - active, rate credit, rate-window room, batch limit)``; to be
+    asked under the admission lock, so that what it counts cannot change before the
+    admissions it allows are committed. ``within_capacity``/``paced`` False leave out that
+    limit (passthrough; a manual admission is outside the pace)."""
+    active = 0
+    if within_capacity and event.capacity:
+        active = QueueEntry.objects.filter(event_id=event.pk, status=EntryStatus.ADMITTED).count()
+    bucket = TokenBucket(state.tokens, state.refilled_at)
+    in_window = 0
+    if event.rate_per_minute:
+        bucket = bucket_refill(
+            bucket,
+            rate_per_minute=event.rate_per_minute,
+            burst_seconds=settings.WR_ADMISSION_BURST_SECONDS,
+            now=now,
+        )
+        if paced:
+            window_start = now - timedelta(seconds=RATE_WINDOW_SECONDS)
+            in_window = QueueEntry.objects.filter(
+                event_id=event.pk, admitted_at__gt=window_start
+            ).count() + earlier_admissions_since(event_id=event.pk, since=window_start)
+    n = batch_size(
+        capacity=event.capacity if within_capacity else 0,
+        active=active,
+        rate_per_minute=event.rate_per_minute if paced else 0,
+        tokens=bucket.tokens,
+        admitted_in_window=in_window,
+        batch_limit=batch_limit,
+    )
+    return AdmissionRoom(n=n, bucket=bucket)
+
+
+def admission_spend(
+    state: AdmissionState,
+    event: Event,
+    room: AdmissionRoom,
+    *,
+    now: datetime,
+    admitted: int,
+    spends_credit: bool = True,
+) -> None:
+    """The bookkeeping of ``admitted`` fans let in at ``now`` (the caller saves ``state``):
+    the pace's credit spent, and the count behind the measured throughput."""
+    # Without a rate there is no bucket to drain (no debt when a rate is set later); a
+    # manual admission is outside the pace and leaves the bucket as it was.
+    if not event.rate_per_minute:
+        state.tokens = 0.0
+    elif spends_credit:
+        state.tokens = max(0.0, room.bucket.tokens - admitted)
+    state.refilled_at = room.bucket.refilled_at
+    state.recent_counts = _count_recent(state.recent_counts, now=now, admitted=admitted)
+
+
 @dataclass(frozen=True)
 class ManualAdmission:
     """Staff letting ``count`` fans in at once: the rate is bypassed, the capacity never."""
@@ -114,47 +211,42 @@ def admission_run(
     *, event_id: int, now: datetime, manual: ManualAdmission | None = None
 ) -> AdmissionOutcome:
     with transaction.atomic():
-        if not _try_lock(event_id):
+        if not admission_lock_try(event_id):
             return AdmissionOutcome(skipped="busy")
         event = Event.objects.filter(pk=event_id).first()
         if event is None:
             return AdmissionOutcome(skipped="missing")
         state, _ = AdmissionState.objects.get_or_create(event_id=event_id)
-        if state.last_run_at is not None and now < state.last_run_at:
-            # A caller with an older clock reading (a slow tick loop): never run in the past,
-            # or the bucket and the 60-second window could be fooled.
-            now = state.last_run_at
+        now = not_before_last_run(now, state)
         # The previous run committed but its index update never finished (its worker died),
         # judged after a grace period so that a healthy overlapping run is not mistaken.
         heal_index = state.index_pending and (
             state.last_run_at is None
             or (now - state.last_run_at).total_seconds() > INDEX_SYNC_GRACE_SECONDS
         )
-        allowed_states = (EventState.OPEN, EventState.PAUSED) if manual else (EventState.OPEN,)
-        if event.state_at(now) not in allowed_states or event.started_at is None:
-            return AdmissionOutcome(skipped="not_open")
-        active = QueueEntry.objects.filter(event_id=event_id, status=EntryStatus.ADMITTED).count()
-        bucket = TokenBucket(state.tokens, state.refilled_at)
-        in_window = 0
-        if event.rate_per_minute:
-            bucket = bucket_refill(
-                bucket,
-                rate_per_minute=event.rate_per_minute,
-                burst_seconds=settings.WR_ADMISSION_BURST_SECONDS,
-                now=now,
-            )
-            window_start = now - timedelta(seconds=RATE_WINDOW_SECONDS)
-            in_window = QueueEntry.objects.filter(
-                event_id=event_id, admitted_at__gt=window_start
-            ).count() + earlier_admissions_since(event_id=event_id, since=window_start)
-        n = batch_size(
-            capacity=event.capacity,
-            active=active,
-            rate_per_minute=0 if manual else event.rate_per_minute,
-            tokens=bucket.tokens,
-            admitted_in_window=in_window,
-            batch_limit=manual.count if manual else settings.WR_ADMISSION_BATCH,
+        if event.mode == EventMode.MAINTENANCE:
+            # Staff's "admit N now" too: the shop behind is down for maintenance.
+            return AdmissionOutcome(skipped="maintenance")
+        # Staff may also let fans in by hand while the on-sale is paused.
+        paused_by_hand = (
+            manual is not None
+            and event.state_at(now) == EventState.PAUSED
+            and event.started_at is not None
         )
+        if not (admission_open(event, now) or paused_by_hand):
+            return AdmissionOutcome(skipped="not_open")
+        # Passthrough lets the line in as fast as the batches go: those who waited when staff
+        # switched go in within a few ticks, as newcomers do at once.
+        passthrough = event.mode == EventMode.PASSTHROUGH and manual is None
+        room = admission_room(
+            event,
+            state,
+            now=now,
+            batch_limit=manual.count if manual else settings.WR_ADMISSION_BATCH,
+            within_capacity=not passthrough,
+            paced=not (manual or passthrough),
+        )
+        n = room.n
         admitted: list[Moved] = []
         expired: list[Moved] = []
         tier_names: dict[int, str] = {}
@@ -213,15 +305,12 @@ def admission_run(
                 for moved in expired
             ],
         )
-        # Without a rate there is no bucket to drain (no debt when a rate is set later); a
-        # manual admission is outside the pace and leaves the bucket as it was.
-        if not event.rate_per_minute:
-            state.tokens = 0.0
-        elif not manual:
-            state.tokens = max(0.0, bucket.tokens - len(admitted))
-        state.refilled_at = bucket.refilled_at
+        # Passthrough's admissions spend the credit too (down to none): back in queue or
+        # safety net, the pace starts from an empty bucket.
+        admission_spend(
+            state, event, room, now=now, admitted=len(admitted), spends_credit=manual is None
+        )
         state.last_run_at = now
-        state.recent_counts = _count_recent(state.recent_counts, now=now, admitted=len(admitted))
         state.index_pending = bool(admitted or expired)
         state.save()
     _after_admission(event, state, admitted, expired, heal_index=heal_index, now=now)

@@ -9,18 +9,27 @@ from collections.abc import Sequence
 from django.db.models import Count
 
 from events.codes import is_well_formed_access_code, normalise_access_code
-from events.models import AccessCode, Event, EventState, Tier
+from events.models import AccessCode, Event, EventMode, EventState, Tier
 from queueing.models import QueueEntry
-from queueing.rules.errors import EventClosed, EventNotOpen, InvalidAccessCode, QueueError
+from queueing.rules.errors import (
+    EventClosed,
+    EventMaintenance,
+    EventNotOpen,
+    InvalidAccessCode,
+    QueueError,
+)
 from queueing.rules.states import LIVE, EntryStatus
 
 
-def arrival_refusal(state: EventState) -> QueueError | None:
-    """Why nobody may join an on-sale in this state (None: they may)."""
+def arrival_refusal(state: EventState, mode: str = EventMode.QUEUE) -> QueueError | None:
+    """Why nobody new may join an on-sale in this state and mode (None: they may). Fans who
+    already hold a live ticket get it back in maintenance: they keep their places."""
     if state == EventState.SCHEDULED:
         return EventNotOpen()
     if state == EventState.CLOSED:
         return EventClosed()
+    if mode == EventMode.MAINTENANCE:
+        return EventMaintenance()
     return None
 
 

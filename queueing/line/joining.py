@@ -8,7 +8,11 @@ lock of the chain head, one chain extension, one round trip to the hot index for
 A single join (the Django view, the waiting page) is a batch of one: there is one copy of the
 rules.
 
-Nearly 400 lines on purpose: the batch's one transaction, its identity-race fallback
+The on-sale's mode acts in two places: in maintenance, newcomers are refused before anything
+is written; in safety net and passthrough, the newcomers the mode lets in are admitted in the
+batch's own transaction (join_admission.py) and answered with their pass.
+
+Over 400 lines on purpose: the batch's one transaction, its identity-race fallback
 and its answers are one story, best read in one place (the reads before the commit are in
 join_inputs.py, the refusal rules in rules/admission_control.py).
 """
@@ -23,9 +27,11 @@ from datetime import datetime
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 
-from events.models import Event, Tier
+from events.models import Event, EventMode, Tier
 from queueing.hot.client import HotIndexUnavailable
+from queueing.hot.line_index import Placement
 from queueing.line.index_sync import index_add
+from queueing.line.join_admission import admitted_answer, join_admit, line_length
 from queueing.line.join_inputs import (
     arrival_refusal,
     arrival_status,
@@ -39,7 +45,8 @@ from queueing.line.rejections import wrong_codes_audit
 from queueing.line.status import entry_answer, entry_poll, layout_with_tier
 from queueing.line.throughput import current_throughput
 from queueing.line.views import TicketView, entry_view_unplaced
-from queueing.models import AuditAction, QueueEntry
+from queueing.models import AuditAction, PassKey, QueueEntry
+from queueing.passes.signing import signing_key
 from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock
 from queueing.records.entries import (
     entries_insert,
@@ -49,6 +56,7 @@ from queueing.records.entries import (
 from queueing.rules.admission_control import join_quote, within_address_cap
 from queueing.rules.errors import (
     AddressLimited,
+    EventMaintenance,
     QueueError,
     TicketContention,
 )
@@ -148,10 +156,16 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
     tiers = tiers_for_access_codes(event, [r.access_code for r in requests])
     open_indexes = []
     wrong_codes = []
+    # In maintenance nobody new joins, but a fan who holds a ticket gets it back (whatever
+    # code they sent): they keep their place.
+    held_only = []
     for index, request in enumerate(requests):
-        refusal = arrival_refusal(event.state_at(request.now))
+        refusal = arrival_refusal(event.state_at(request.now), event.mode)
         tier = tiers[request.access_code]
-        if refusal is not None:
+        if isinstance(refusal, EventMaintenance):
+            outcomes[index] = refusal
+            held_only.append(index)
+        elif refusal is not None:
             outcomes[index] = refusal
         elif isinstance(tier, QueueError):
             outcomes[index] = tier
@@ -163,8 +177,14 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
         wrong_codes_audit(
             event_id=event.id, tried=[(r.now, r.access_code or "") for r in wrong_codes]
         )
-    live = live_entries(event.id, {requests[i].identity for i in open_indexes})
+    live = live_entries(event.id, {requests[i].identity for i in open_indexes + held_only})
     _keep_latest_return_urls(live, [requests[i] for i in open_indexes])
+    for index in held_only:
+        request = requests[index]
+        if request.identity in live:
+            outcomes[index] = JoinResult(
+                view=entry_poll(live[request.identity], now=request.now), created=False
+            )
     newcomers: dict[str, tuple[int, _Newcomer]] = {}
     for index in open_indexes:
         request = requests[index]
@@ -195,14 +215,14 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
     admitted = _admit_to_line(event, layout, status, capped, outcomes)
     if admitted:
         try:
-            status, placed = _commit(event, status, admitted, outcomes)
+            committed = _commit(event, status, admitted, outcomes)
         except IntegrityError as exc:
             if not is_live_identity_conflict(exc):
                 raise
             _after_identity_conflict(admitted, outcomes)
         else:
-            if placed:
-                _answer_newcomers(layout, status, placed, outcomes)
+            if committed.placed:
+                _answer_newcomers(layout, committed, outcomes)
     return _all_answered(outcomes)
 
 
@@ -292,7 +312,8 @@ def _admit_to_line(
     """Quote every newcomer's wait and refuse those the line has no room for, as if they had
     joined one after the other in the batch's order."""
     limited = bool(event.max_queue_length or event.max_wait_seconds)
-    if not limited and status != EntryStatus.WAITING:
+    if (not limited and status != EntryStatus.WAITING) or event.mode == EventMode.PASSTHROUGH:
+        # Passthrough: newcomers go straight in, past a line they never stand in.
         return list(newcomers)
     # Checked against the line as it is now: exact for one batch; concurrent batches racing
     # past a limit can overshoot it by at most their size.
@@ -326,21 +347,36 @@ def _admit_to_line(
     return admitted
 
 
+@dataclass(frozen=True)
+class _Committed:
+    event: Event  # as read under the chain head's lock
+    status: EntryStatus  # the status the newcomers joined with
+    placed: list[tuple[int, _Newcomer]]  # the others were refused in the outcomes
+    admitted_ids: frozenset[int] = frozenset()  # let in by the join itself (the mode)
+
+
 def _commit(
     event: Event,
     status: EntryStatus,
     admitted: Sequence[tuple[int, _Newcomer]],
     outcomes: list[JoinOutcome | None],
-) -> tuple[EntryStatus, list[tuple[int, _Newcomer]]]:
-    """The status the newcomers got and those placed (the others are refused in
-    ``outcomes``)."""
+) -> _Committed:
     with transaction.atomic():
         # Under the chain head's lock, order keys are drawn in commit order: no fan can
         # become visible to admission after someone who joined behind them.
         head = audit_chain_lock(event_id=event.id)
+        if event.mode != EventMode.QUEUE:
+            # The mode as of this lock, which staff's changes take too (their audit record):
+            # no join is let in by a mode after the record of staff leaving it.
+            event = Event.objects.get(pk=event.id)
+            if event.mode == EventMode.MAINTENANCE:
+                for index, newcomer in admitted:
+                    for position in (index, *newcomer.repeats):
+                        outcomes[position] = EventMaintenance()
+                return _Committed(event=event, status=status, placed=[])
         admitted = _within_address_cap(event, admitted, outcomes)
         if not admitted:
-            return status, admitted
+            return _Committed(event=event, status=status, placed=[])
         # Decided again under the lock that the shuffle also takes: the boundary between the
         # shuffled cohort and those queued behind it is the shuffle itself, not each
         # request's clock reading (which could put a later arrival inside the cohort).
@@ -385,29 +421,59 @@ def _commit(
                 for (_, newcomer), entry in zip(admitted, entries, strict=True)
             ],
         )
-    return status, admitted
+        let_in = []
+        if status == EntryStatus.WAITING:
+            let_in = join_admit(
+                event=event,
+                entries=entries,
+                now=max(newcomer.request.now for _, newcomer in admitted),
+                head=head,
+            )
+    return _Committed(
+        event=event,
+        status=status,
+        placed=list(admitted),
+        admitted_ids=frozenset(entry.id for entry in let_in),
+    )
 
 
 def _answer_newcomers(
-    layout: EventLayout,
-    status: EntryStatus,
-    admitted: Sequence[tuple[int, _Newcomer]],
-    outcomes: list[JoinOutcome | None],
+    layout: EventLayout, committed: _Committed, outcomes: list[JoinOutcome | None]
 ) -> None:
-    entries = [newcomer.entry for _, newcomer in admitted if newcomer.entry is not None]
-    placements = index_add(
-        layout,
-        entries,
-        add="pre" if status == EntryStatus.PREQUEUE else "tier",
-        heartbeat_deadline=max(e.joined_at for e in entries).timestamp() + layout.heartbeat_seconds,
-    )
-    for (index, newcomer), entry, placement in zip(admitted, entries, placements, strict=True):
+    entries = [newcomer.entry for _, newcomer in committed.placed if newcomer.entry is not None]
+    # Those the join let in are not in line: the hot index never lists them.
+    in_line = [entry for entry in entries if entry.id not in committed.admitted_ids]
+    placements: dict[int, Placement] = {}
+    if in_line:
+        added = index_add(
+            layout,
+            in_line,
+            add="pre" if committed.status == EntryStatus.PREQUEUE else "tier",
+            heartbeat_deadline=max(e.joined_at for e in in_line).timestamp()
+            + layout.heartbeat_seconds,
+        )
+        placements = {entry.id: p for entry, p in zip(in_line, added, strict=True) if p}
+    once: tuple[int, PassKey] | None = None  # for the answers of those let in, read once
+    for (index, newcomer), entry in zip(committed.placed, entries, strict=True):
         now = newcomer.request.now
+        placement = placements.get(entry.id)
         try:
-            view = entry_answer(entry, now=now, layout=layout, placement=placement)
+            if entry.id in committed.admitted_ids:
+                if once is None:
+                    once = (line_length(layout, placements.values()), signing_key(now=now))
+                view = admitted_answer(
+                    entry,
+                    event=committed.event,
+                    layout=layout,
+                    queue_length=once[0],
+                    now=now,
+                    key=once[1],
+                )
+            else:
+                view = entry_answer(entry, now=now, layout=layout, placement=placement)
         except (DatabaseError, HotIndexUnavailable):
             # Committed: the fan must get their ticket even if describing it failed; their
-            # first status poll gives the position.
+            # first status poll gives the position (or the pass).
             logger.warning("join of entry %s committed; answering without its position", entry.id)
             view = entry_view_unplaced(entry, layout=layout, placement=placement)
         outcomes[index] = JoinResult(view=view, created=True)

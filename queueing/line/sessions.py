@@ -13,7 +13,7 @@ from django.db import transaction
 from events.models import Event
 from queueing.line.followups import admission_soon
 from queueing.line.views import IssuedPass
-from queueing.models import AuditAction, QueueEntry
+from queueing.models import AuditAction, PassKey, QueueEntry
 from queueing.passes.signing import (
     PassClaims,
     PassInvalid,
@@ -40,8 +40,11 @@ def with_pass(target_url: str, token: str) -> str:
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
-def entry_pass(entry: QueueEntry, *, event: Event, now: datetime) -> IssuedPass:
-    """The admitted fan's pass; the first hand-over is recorded (it claims the slot)."""
+def entry_pass(
+    entry: QueueEntry, *, event: Event, now: datetime, key: PassKey | None = None
+) -> IssuedPass:
+    """The admitted fan's pass; the first hand-over is recorded (it claims the slot).
+    ``key``: the signing key, for callers handing over many passes at once."""
     assert entry.admitted_at is not None and entry.pass_expires_at is not None
     token = pass_issue(
         event_slug=event.slug,
@@ -50,6 +53,7 @@ def entry_pass(entry: QueueEntry, *, event: Event, now: datetime) -> IssuedPass:
         admitted_at=entry.admitted_at,
         expires_at=entry.pass_expires_at,
         now=now,
+        key=key,
     )
     if entry.pass_issued_at is None:
         QueueEntry.objects.filter(pk=entry.pk, pass_issued_at__isnull=True).update(

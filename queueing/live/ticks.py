@@ -60,6 +60,9 @@ def tick_payload(event: Event, layout: EventLayout, *, now: datetime) -> dict[st
         "type": "tick",
         "at": now.timestamp(),
         "state": event.state_at(now).value,
+        # Pages show the maintenance notice (and staff's word) live from these two.
+        "mode": event.mode,
+        "message": event.message or None,
         "prequeue": line.prequeue,
         "queue_length": line.prequeue + sum(t.count for t in line.tiers),
         "tiers": [

@@ -106,8 +106,10 @@ def pass_issue(
     admitted_at: datetime,
     expires_at: datetime,
     now: datetime,
+    key: PassKey | None = None,
 ) -> str:
-    key = signing_key(now=now)
+    """``key``: the signing key, when the caller signs many passes at once (read once)."""
+    key = key or signing_key(now=now)
     issued = int(admitted_at.timestamp())
     claims = {
         "iss": settings.WR_PUBLIC_URL,

@@ -15,6 +15,7 @@ class ErrorCode(StrEnum):
     BAD_REQUEST = "bad_request"
     CONFLICT = "conflict"
     EVENT_CLOSED = "event_closed"
+    EVENT_MAINTENANCE = "event_maintenance"
     EVENT_NOT_FOUND = "event_not_found"
     EVENT_NOT_OPEN = "event_not_open"
     INVALID_ACCESS_CODE = "invalid_access_code"
@@ -82,6 +83,15 @@ class EventNotOpen(
 
 class EventClosed(QueueError, code=ErrorCode.EVENT_CLOSED, detail="This on-sale has ended."):
     """After ``ends_at``, or closed by staff."""
+
+
+class EventMaintenance(
+    QueueError,
+    code=ErrorCode.EVENT_MAINTENANCE,
+    detail="The on-sale is closed for maintenance.",
+):
+    """Staff set the on-sale's mode to ``maintenance``: nobody new joins, nobody is let in;
+    fans already holding a ticket keep it."""
 
 
 class InvalidAccessCode(

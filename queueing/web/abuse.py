@@ -185,8 +185,8 @@ def wrong_code_gate(joins: Sequence[JoinRequest]) -> list[RateLimited | None]:
     is tried, atomically, so a parallel storm of guesses cannot slip past it; a join with a
     right code spends nothing but is refused too while the budget is spent, or a guesser
     would learn the right code from the refusal being different. Joins without a code, and
-    joins the on-sale refuses anyway (not open, closed), are not judged: they reveal nothing
-    of the codes. Off while Redis is unreachable, like the join limits."""
+    joins the on-sale refuses anyway (not open, closed, in maintenance), are not judged: they
+    reveal nothing of the codes. Off while Redis is unreachable, like the join limits."""
     refusals: list[RateLimited | None] = [None] * len(joins)
     limit = settings.WR_WRONG_CODES_PER_ADDRESS
     judged: dict[int, list[int]] = {}  # event id -> indexes of joins to judge
@@ -195,7 +195,7 @@ def wrong_code_gate(joins: Sequence[JoinRequest]) -> list[RateLimited | None]:
             limit
             and join.address is not None
             and _has_code(join)
-            and arrival_refusal(join.event.state_at(join.now)) is None
+            and arrival_refusal(join.event.state_at(join.now), join.event.mode) is None
         ):
             judged.setdefault(join.event.id, []).append(index)
     window = float(settings.WR_WRONG_CODES_WINDOW_SECONDS)

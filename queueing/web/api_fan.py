@@ -86,7 +86,10 @@ def join_response(request: HttpRequest, outcome: JoinOutcome, identity: Identity
     if not isinstance(outcome, JoinResult):
         return api_exception_response(request, outcome)
     view = outcome.view
-    response = _ticket_response(_ticket_payload(view), view, status=201 if outcome.created else 200)
+    # With the pass fields: a join the on-sale's mode lets in at once carries its pass.
+    response = _ticket_response(
+        ticket_status_payload(view), view, status=201 if outcome.created else 200
+    )
     identity_remember(response, identity)
     return response
 

@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from config.api_errors import ApiError, api_error
-from events.models import Event
+from events.models import Event, EventMode
 from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
 from queueing.line.reads import entry_return_url
 from queueing.line.reentry import entry_reenter
@@ -81,7 +81,15 @@ def _needs_join_form(event: Event) -> bool:
 
 
 def _base_context(event: Event, now: datetime) -> dict[str, Any]:
-    return {"event": event, "state": event.state_at(now).value, "now": now}
+    return {
+        "event": event,
+        "state": event.state_at(now).value,
+        "now": now,
+        # The maintenance notice (templates/queueing/maintenance_notice.html): staff's
+        # message, and the start when it is still to come.
+        "maintenance": event.mode == EventMode.MAINTENANCE,
+        "opens_at": event.starts_at if event.starts_at and event.starts_at > now else None,
+    }
 
 
 def _render_join_refused(
@@ -98,6 +106,8 @@ def _render_join_refused(
         "detail": error.detail,
         "return_url": return_url,
     }
+    # Jittered like the join page's, so a crowd sent away does not come back in step.
+    context["refresh_seconds"] = random.randint(20, 40)
     retry = error.headers.get("Retry-After")
     context["retry_after"] = int(retry) if retry else None
     if error.code == "invalid_access_code":
@@ -208,7 +218,7 @@ def _render_join_form(request: HttpRequest, event: Event, now: datetime) -> Http
         **_base_context(event, now),
         "return_url": return_url_clean(request.GET.get("return")),
         "has_codes": event.access_codes.exists(),
-        "autojoin": not _needs_join_form(event),
+        "autojoin": not _needs_join_form(event) and event.mode != EventMode.MAINTENANCE,
         # Jittered, so a crowd waiting for the doors does not refresh in step.
         "refresh_seconds": random.randint(20, 40),
     }

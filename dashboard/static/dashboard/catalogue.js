@@ -11,6 +11,11 @@
     var text = value === null || value === undefined ? "" : String(value);
     if (node && node.textContent !== text) node.textContent = text;
   }
+  // As events.models.EventMode labels them.
+  function modeLabel(mode) {
+    var text = mode.replace("_", " ");
+    return text.charAt(0).toUpperCase() + text.slice(1);
+  }
   function show(data) {
     Object.keys(data.counts).forEach(function (group) {
       set(document.querySelector('[data-count="' + group + '"]'), data.counts[group]);
@@ -21,6 +26,11 @@
       var state = row.querySelector('[data-fig="state"]');
       set(state, figures.state);
       state.className = "state state-" + figures.state;
+      var mode = row.querySelector('[data-fig="mode"]');
+      if (mode && figures.mode) {
+        set(mode, modeLabel(figures.mode));
+        mode.className = "mode mode-" + figures.mode;
+      }
       set(row.querySelector('[data-fig="waiting"]'), figures.waiting);
       set(row.querySelector('[data-fig="active"]'), figures.active);
       set(row.querySelector('[data-fig="pace"]'), figures.pace === null ? "no limit" : figures.pace);

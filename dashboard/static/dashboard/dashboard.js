@@ -10,6 +10,11 @@
       .then(function (f) {
         set("fig-state", f.state);
         document.getElementById("fig-state").className = "state state-" + f.state;
+        if (f.mode) {
+          var text = f.mode.replace("_", " ");  // as events.models.EventMode labels them
+          set("fig-mode", text.charAt(0).toUpperCase() + text.slice(1));
+          document.getElementById("fig-mode").className = "mode mode-" + f.mode;
+        }
         set("fig-waiting", f.waiting);
         set("fig-active", f.active);
         set("fig-capacity", f.capacity || "∞");

@@ -164,8 +164,20 @@
     pollTimer = setTimeout(function () { check(true); }, Math.max(1, seconds) * 1000);
   }
 
+  // The maintenance notice, live: staff's mode and word come with every tick. The place is
+  // kept whatever the mode, so nothing else on the page changes.
+  function showNotice(tick) {
+    var box = $("maintenance");
+    if (!box || !tick || !("mode" in tick)) return;
+    box.hidden = tick.mode !== "maintenance";
+    var text = $("maintenance-message");
+    if (text.textContent !== (tick.message || "")) text.textContent = tick.message || "";
+    text.hidden = !tick.message;
+  }
+
   function onTick(tick) {
     cfg.state = tick.state;
+    showNotice(tick);
     if (status !== "waiting") return;
     var position = positionFrom(tick);
     if (position === null) { check(false); return; }  // admitted, or moved: ask once
@@ -213,6 +225,7 @@
       if (message.type === "snapshot") {
         me.tierId = message.tier_id; me.orderKey = message.order_key; me.tiers = message.tiers;
         if (message.redirect_url) { goTo(message.redirect_url); return; }
+        showNotice(message.tick);
         render({ status: message.status, position: message.position, eta: message.eta,
                  queueLength: message.queue_length, state: cfg.state });
       } else if (message.type === "tick") {
