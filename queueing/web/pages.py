@@ -222,6 +222,12 @@ def _render_join_form(request: HttpRequest, event: Event, now: datetime) -> Http
         # Jittered, so a crowd waiting for the doors does not refresh in step.
         "refresh_seconds": random.randint(20, 40),
     }
+    # Where the room mostly lets fans straight on, its join page is only a hop: no call to
+    # join a line, just a moment while the form sends itself.
+    context["straight_through"] = context["autojoin"] and event.mode in (
+        EventMode.SAFETY_NET,
+        EventMode.PASSTHROUGH,
+    )
     return render(request, "queueing/join.html", context)
 
 
