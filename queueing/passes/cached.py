@@ -87,14 +87,19 @@ def _keys_held(*, refresh: bool) -> tuple[PassKey, ...] | None:
 def _keys_read() -> tuple[PassKey, ...]:
     global _keys
     read_at = time.monotonic()
-    close_old_connections()  # a connection broken by a restart is not used again
-    try:
-        keys = tuple(published_keys(now=datetime.now(UTC)))
-    finally:
-        close_old_connections()
+    keys = tuple(published_keys(now=datetime.now(UTC)))
     with _lock:
         _keys = (read_at, keys)
     return keys
+
+
+def _keys_read_in_thread() -> tuple[PassKey, ...]:
+    # As around a Django request: a connection broken by a restart is not kept.
+    close_old_connections()
+    try:
+        return _keys_read()
+    finally:
+        close_old_connections()
 
 
 def _verify(token: str, now: float, keys: tuple[PassKey, ...]) -> PassClaims:
@@ -110,14 +115,14 @@ async def pass_claims_async(token: str, *, now: float) -> PassClaims:
     claims = _remembered(token, now)
     if claims is not None:
         return claims
-    keys = _keys_held(refresh=False) or await sync_to_async(_keys_read)()
+    keys = _keys_held(refresh=False) or await sync_to_async(_keys_read_in_thread)()
     try:
         return _verify(token, now, keys)
     except PassInvalid as invalid:
         if invalid.reason != "bad_signature" or _keys_held(refresh=True) is not None:
             raise
     # A kid or key this process has not seen: perhaps one rotated in since the last read.
-    return _verify(token, now, await sync_to_async(_keys_read)())
+    return _verify(token, now, await sync_to_async(_keys_read_in_thread)())
 
 
 def pass_claims(token: str, *, now: float) -> PassClaims:

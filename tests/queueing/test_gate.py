@@ -24,8 +24,9 @@ from config.asgi import django_asgi_app
 from events.models import Event
 from queueing.line import session_states
 from queueing.models import QueueEntry
+from queueing.passes import cached
 from queueing.passes.cached import pass_cache_clear
-from queueing.passes.signing import pass_issue
+from queueing.passes.signing import pass_issue, pass_key_rotate
 from queueing.ticks import event_tick
 from queueing.web.hot_paths import HotPaths
 from tests.asgi import AsgiReply, asgi_call, call
@@ -343,3 +344,46 @@ def same_second(headers: dict[str, str], skip: set[str]) -> dict[str, str]:
     if "set-cookie" in kept:
         kept["set-cookie"] = re.sub(r"Max-Age=\d+", "Max-Age=N", kept["set-cookie"])
     return kept
+
+
+def test_a_key_rotated_in_is_read_again_but_a_forged_kid_cannot_make_every_request_read(
+    make_event, lean_only, monkeypatch
+) -> None:
+    monkeypatch.setattr(cached, "KEYS_REFRESH_SECONDS", 0.3)
+    (token,) = admitted_passes(make_event, "sale")
+    assert check(lean_only, "sale", "/", cookie=f"wr_pass_sale={token}").status == 204
+    reads: list[int] = []
+    read = cached.published_keys
+
+    def counted(*, now: Any) -> Any:
+        reads.append(1)
+        return read(now=now)
+
+    monkeypatch.setattr(cached, "published_keys", counted)
+    header, claims = (
+        jwt.get_unverified_header(token),
+        jwt.decode(token, options={"verify_signature": False}),
+    )
+    for n in range(20):
+        forged = jwt.encode(
+            claims, Ed25519PrivateKey.generate(), "EdDSA", headers={**header, "kid": f"k{n}"}
+        )
+        assert check(lean_only, "sale", "/", cookie=f"wr_pass_sale={forged}").status == 401
+    assert len(reads) <= 1  # twenty unknown kids within the refresh interval: one read at most
+
+    # An emergency rotation (signing at once, not 10 minutes later): its passes are let in
+    # once the keys are read again, KEYS_REFRESH_SECONDS after the last read at the latest.
+    time.sleep(0.35)
+    now = timezone.now()
+    pass_key_rotate(now=now, activate_in=timedelta(0))
+    entry = entry_of_pass(claims)
+    rotated = pass_issue(
+        event_slug="sale",
+        ticket_id=entry.public_id,
+        tier="General",
+        admitted_at=entry.admitted_at,
+        expires_at=entry.pass_expires_at,
+        now=now,
+    )
+    assert jwt.get_unverified_header(rotated)["kid"] != header["kid"]
+    assert check(lean_only, "sale", "/", cookie=f"wr_pass_sale={rotated}").status == 204
