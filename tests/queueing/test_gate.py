@@ -370,6 +370,7 @@ def test_a_key_rotated_in_is_read_again_but_a_forged_kid_cannot_make_every_reque
         )
         assert check(lean_only, "sale", "/", cookie=f"wr_pass_sale={forged}").status == 401
     assert len(reads) <= 1  # twenty unknown kids within the refresh interval: one read at most
+    assert list(cached._verified) == [token]  # and no forged token is remembered
 
     # An emergency rotation (signing at once, not 10 minutes later): its passes are let in
     # once the keys are read again, KEYS_REFRESH_SECONDS after the last read at the latest.
