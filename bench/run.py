@@ -28,8 +28,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 BIN = Path(sys.executable).parent
-DB_NAME = "waitingroom_bench"
-REDIS_DB = 14
+# Another database and Redis database (both emptied at the start) for a run beside another.
+DB_NAME = os.environ.get("WR_BENCH_DATABASE", "waitingroom_bench")
+REDIS_DB = int(os.environ.get("WR_BENCH_REDIS_DB", "14"))
 
 ENV = {
     "DJANGO_SETTINGS_MODULE": "config.settings",
@@ -139,13 +140,18 @@ def wrk(
     latency = dict(re.findall(r"^\s+(\d+)%\s+(\S+)$", out, re.M))
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     socket_errors = re.search(r"Socket errors: (.*)", out)
-    return {
+    result = {
         "requests_per_s": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
         "p50_ms": _ms(latency["50"]),
         "p99_ms": _ms(latency["99"]),
         "errors": int(non_2xx.group(1)) if non_2xx else 0,
         "socket_errors": socket_errors.group(1) if socket_errors else None,
     }
+    if statuses := re.search(r"^gate statuses:(.*)$", out, re.M):  # bench/gate.lua's count
+        result["statuses"] = {
+            int(code): int(count) for code, count in re.findall(r"(\d+)=(\d+)", statuses[1])
+        }
+    return result
 
 
 # ---------------------------------------------------------------------------- the scenarios
@@ -172,6 +178,48 @@ def bulk_line(event: Any, count: int) -> None:
 
     tier = event.tiers.get()
     copy_waiting((event.pk, tier.pk, f"bulk-{event.pk}-{i}") for i in range(count))
+
+
+GATE_SLUG = "gate"
+
+
+def write_gate_passes(event: Any, path: Path, count: int = 1000) -> None:
+    """``count`` fans of ``event`` admitted (manual admissions: the event is paused) and
+    their passes, one a line, for bench/gate.lua."""
+    from django.utils import timezone
+
+    from queueing.line.admission import ManualAdmission, admission_run
+    from queueing.line.rebuild import hot_index_rebuild
+    from queueing.line.sessions import entry_pass
+    from queueing.models import QueueEntry
+
+    bulk_line(event, count)
+    assert hot_index_rebuild(event_id=event.pk)
+    batch = ManualAdmission(count=500, actor="bench")
+    while QueueEntry.objects.filter(event=event, status="waiting").exists():
+        assert admission_run(event_id=event.pk, now=timezone.now(), manual=batch).admitted
+    admitted = QueueEntry.objects.filter(event=event, status="admitted").select_related("tier")
+    now = timezone.now()
+    path.write_text("".join(entry_pass(e, event=event, now=now).token + "\n" for e in admitted))
+
+
+def gate_checks(base: str, passes: Path, *, seconds: int) -> dict[str, Any]:
+    """The gate's check as nginx asks it on every request to a protected shop: 90% with a
+    valid pass cookie (204), 10% without (401), against the same web server."""
+    result = wrk(
+        base,
+        seconds=seconds,
+        connections=64,
+        script=str(ROOT / "bench" / "gate.lua"),
+        env={"PASSES": str(passes), "SLUG": GATE_SLUG},
+    )
+    statuses = result.get("statuses", {})
+    total = sum(statuses.values()) or 1
+    result["admitted_share"] = round(statuses.get(204, 0) / total, 3)
+    result["refused_share"] = round(statuses.get(401, 0) / total, 3)
+    # 401 is the answer asked for, not an error; anything but 204 or 401 is.
+    result["errors"] = total - statuses.get(204, 0) - statuses.get(401, 0) if statuses else None
+    return result
 
 
 def index_bytes_per_entry(event_id: int, count: int) -> float:
@@ -350,6 +398,13 @@ def main() -> None:
         help="only the status rows (single Redis, reference, cluster), this many rounds on a "
         "bulk-loaded line of 60,000 (to compare a change to the lean status path)",
     )
+    parser.add_argument(
+        "--gate-only",
+        type=int,
+        metavar="ROUNDS",
+        help="only the gate row and the reference, this many rounds (to compare a change to "
+        "the gate's check)",
+    )
     parser.add_argument("--web-workers", type=int, default=2)
     # Offered a little above the target, by many paced clients (each sends every ~190 ms):
     # a hey worker whose answer is late skips a beat, so offering exactly 1,000/s from few
@@ -393,9 +448,12 @@ def main() -> None:
     event_pause(event=joins, actor="bench", now=timezone.now())
     small = new_event("small", capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
     large = new_event("large", capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
-    for event in (small, large):
+    # Admitted fans whose passes open a shop for the gate row: paused (nothing ticks it), its
+    # passes valid for the whole run.
+    gate = new_event(GATE_SLUG, capacity=0, rate_per_minute=0, session_seconds=86_400)
+    for event in (small, large, gate):
         event_pause(event=event, actor="bench", now=timezone.now())
-    Event.objects.filter(pk__in=[small.pk, large.pk]).update(started_at=timezone.now())
+    Event.objects.filter(pk__in=[small.pk, large.pk, gate.pk]).update(started_at=timezone.now())
 
     results: dict[str, Any] = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -459,6 +517,35 @@ def main() -> None:
             print(f"3. WebSocket fan-out: {sockets:,} sockets", flush=True)
             report = websocket_fanout(base, "large", tickets, sockets, stack.procs["web"].pid)
             print(json.dumps(report, indent=2))
+            return
+        if options.gate_only:
+            passes = logdir / "passes.txt"
+            write_gate_passes(gate, passes)
+            for _ in range(options.gate_only):
+                rows = {
+                    "gate": gate_checks(base, passes, seconds=poll_seconds),
+                    "reference": wrk(reference, seconds=poll_seconds, connections=64),
+                }
+                row = rows["gate"]
+                print(
+                    json.dumps(
+                        {
+                            "gate": {
+                                "requests_per_s": row["requests_per_s"],
+                                "p99_ms": row["p99_ms"],
+                                "statuses": row.get("statuses"),
+                                "to_reference": round(
+                                    row["requests_per_s"] / rows["reference"]["requests_per_s"], 3
+                                ),
+                            },
+                            "reference": {
+                                "requests_per_s": rows["reference"]["requests_per_s"],
+                                "p99_ms": rows["reference"]["p99_ms"],
+                            },
+                        }
+                    ),
+                    flush=True,
+                )
             return
         if options.status_only:
             bulk_line(joins, 60_000)
@@ -526,6 +613,14 @@ def main() -> None:
         results["cluster_status"]["ratio_to_reference"] = round(
             results["cluster_status"]["requests_per_s"] / results["reference"]["requests_per_s"],
             3,
+        )
+
+        print(f"2c. gate checks (nginx auth_request): {poll_seconds} s", flush=True)
+        passes = logdir / "passes.txt"
+        write_gate_passes(gate, passes, count=200 if quick else 1000)
+        results["gate"] = gate_checks(base, passes, seconds=poll_seconds)
+        results["gate"]["ratio_to_reference"] = round(
+            results["gate"]["requests_per_s"] / results["reference"]["requests_per_s"], 3
         )
 
         print(f"4. big line: {big:,} waiting fans vs 1,000", flush=True)
@@ -629,6 +724,17 @@ def render(r: dict[str, Any]) -> str:
         "≥ 3,000/s, ≥ 0.5 × reference, p99 ≤ 100 ms",
         c["requests_per_s"] >= 3000 and c["ratio_to_reference"] >= 0.5 and c["p99_ms"] <= 100,
     )
+    if "gate" in r:
+        g = r["gate"]
+        row(
+            "gate checks (`GET /gate/{slug}/check`, nginx auth_request): 90% with a pass "
+            "cookie, 10% without",
+            f"{g['requests_per_s']:.0f}/s ({g['ratio_to_reference']:.2f} × the reference), "
+            f"p99 {g['p99_ms']:.0f} ms; {g['admitted_share']:.0%} 204, "
+            f"{g['refused_share']:.0%} 401, {g['errors']} other",
+            "≥ 0.5 × reference, p99 ≤ 50 ms, 0 other",
+            g["ratio_to_reference"] >= 0.5 and g["p99_ms"] <= 50 and g["errors"] == 0,
+        )
     at = b["status_at_size"]
     row(
         f"big line ({b['fans']:,} waiting)",

@@ -44,6 +44,12 @@ STATUS_SECONDS = Histogram(
     buckets=_LATENCY_BUCKETS,
     registry=_REGISTRY,
 )
+GATE_SECONDS = Histogram(
+    "waitingroom_gate_seconds",
+    "Gate check (a web server's sub-request) latency.",
+    buckets=_LATENCY_BUCKETS,
+    registry=_REGISTRY,
+)
 
 
 def observed(

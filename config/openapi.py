@@ -253,6 +253,51 @@ HOT_PATHS: dict[str, Any] = {
             },
         }
     },
+    "/gate/{slug}/check": {
+        "get": {
+            "operationId": "gate_check",
+            "tags": ["shops"],
+            "summary": "A web server's sub-request (nginx auth_request): may this request in?",
+            "parameters": [
+                {
+                    "name": "slug",
+                    "in": "path",
+                    "required": True,
+                    "schema": {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$"},
+                },
+                *(
+                    {"name": name, "in": "header", "required": False, "schema": {"type": "string"}}
+                    for name in ("X-Original-URI", "X-Original-Host", "X-Original-Proto")
+                ),
+            ],
+            "responses": {
+                "204": {
+                    "description": "A valid pass: let the request in.",
+                    "headers": {
+                        "Set-Cookie": {
+                            "description": "The pass from the URL, as wr_pass_{slug}.",
+                            "schema": {"type": "string"},
+                        },
+                        "X-Waiting-Room-Redirect": {
+                            "description": "The original URL without wr_pass: send the fan "
+                            "there instead.",
+                            "schema": {"type": "string"},
+                        },
+                    },
+                },
+                "401": {
+                    **_json(ERROR, "No valid pass: send the fan to the room."),
+                    "headers": {
+                        "X-Waiting-Room-Location": {
+                            "description": "The waiting page, with ?return=<original URL>.",
+                            "schema": {"type": "string"},
+                        }
+                    },
+                },
+                **_errors(503),
+            },
+        }
+    },
     "/.well-known/jwks.json": {
         "get": {
             "operationId": "jwks",

@@ -37,6 +37,7 @@ def test_the_schema_describes_every_part_of_the_api() -> None:
         "/api/v1/passes/verify",
         "/api/v1/passes/complete",
         "/.well-known/jwks.json",
+        "/gate/{slug}/check",
         "/api/v1/manage/events/",
         "/api/v1/manage/events/{slug}/",
         "/api/v1/manage/events/{slug}/pause",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -137,8 +138,17 @@ def _canonical_segments(token: str) -> bool:
         return False
 
 
-def pass_decode(token: str, *, now: datetime, verify_exp: bool = True) -> PassClaims:
-    """Check signature, issuer and expiry; raise PassInvalid with the API's reason."""
+def pass_decode(
+    token: str,
+    *,
+    now: datetime,
+    verify_exp: bool = True,
+    keys: Sequence[PassKey] | None = None,
+) -> PassClaims:
+    """Check signature, issuer and expiry; raise PassInvalid with the API's reason.
+
+    ``keys``: the published keys, when the caller holds them already (the gate keeps them
+    in-process: queueing/passes/cached.py); read from PostgreSQL otherwise."""
     if not isinstance(token, str) or not token or len(token) > 4096 or not token.isascii():
         raise PassInvalid("malformed")
     if not _canonical_segments(token):
@@ -148,7 +158,8 @@ def pass_decode(token: str, *, now: datetime, verify_exp: bool = True) -> PassCl
     except jwt.PyJWTError as exc:
         raise PassInvalid("malformed") from exc
     kid = header.get("kid")
-    key = next((k for k in published_keys(now=now) if k.kid == kid), None)
+    published = published_keys(now=now) if keys is None else keys
+    key = next((k for k in published if k.kid == kid), None)
     if key is None or header.get("alg") != ALGORITHM:
         raise PassInvalid("bad_signature")
     public = OKPAlgorithm.from_jwk(key.public_jwk)

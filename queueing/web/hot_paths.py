@@ -1,4 +1,5 @@
-"""The lean ASGI paths for the two requests a sale start is made of: ticket status and join.
+"""The lean ASGI paths for the two requests a sale start is made of, ticket status and join,
+and for the one a protected shop makes on each of its requests, the gate's check.
 
 Django's ASGI handler costs far more per request than the work behind these two (see the
 measured limits in docs/architecture.md), so they are answered here, in front of Django, by the
@@ -10,6 +11,8 @@ same functions the Django views call:
 - ``POST /api/v1/events/{slug}/join``: each request becomes a Django request and is checked
   by ``api_fan.join_prepare``; the joins that arrive while one batch commits form the next
   batch (``api_fan.join_batch``, one transaction), committed in a thread of its own.
+- ``GET /gate/{slug}/check``: answered here always (queueing/web/gate.py), from keys, tokens
+  and session statuses held in-process for a bounded time.
 
 Requests these paths are not sure about (a Host Django would refuse, plain HTTP where HTTPS
 is required, a logged-in fan whose identity is their account) go to Django untouched.
@@ -58,6 +61,7 @@ from queueing.web.asgi_io import (
     reply,
     served_securely,
 )
+from queueing.web.gate import gate_lean
 from queueing.web.join_batcher import JoinBatcher
 from queueing.web.lean_routes import LeanRoute, lean_routes
 
@@ -65,7 +69,7 @@ logger = logging.getLogger(__name__)
 
 
 class HotPaths:
-    """ASGI app: the two hot requests here, everything else (and every request these paths
+    """ASGI app: the hot requests here, everything else (and every request these paths
     are not sure about) to ``inner``, the project's Django and Channels application."""
 
     def __init__(self, inner: ASGIApp) -> None:
@@ -74,8 +78,9 @@ class HotPaths:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope.get("root_path"):
-            route = lean_routes().get(scope["method"])
-            if route is not None and (match := route.regex.match(scope["path"])):
+            for route in lean_routes().get(scope["method"], ()):
+                if not (match := route.regex.match(scope["path"])):
+                    continue
                 started = time.perf_counter()
                 reply = await self._lean(scope, receive, route, match)
                 if reply is not None:
@@ -90,6 +95,7 @@ class HotPaths:
                         await send({"type": "http.response.body", "body": reply.body})
                         route.seconds.observe(time.perf_counter() - started)
                     return
+                break
         await self.inner(scope, receive, send)
 
     async def _lean(
@@ -109,6 +115,8 @@ class HotPaths:
             secure = served_securely(scope)
             if secure is None:
                 return None
+            if route.name == "gate-check":
+                return await gate_lean(scope, argument, secure=secure)
             if scope["method"] == "GET":
                 return await self._status(argument, secure=secure)
             return await self._join(scope, receive, argument, secure=secure)

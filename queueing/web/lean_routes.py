@@ -2,8 +2,9 @@
 for, compiled into one regex per method and URLconf.
 
 Django's ``resolve()`` costs 14-38 µs a call, one compiled regex 0.2 µs. A route is taken only
-while the URL surely leads to the same view (a ``path()`` route under ``/api/``, one argument,
-confirmed by ``resolve()`` at start); otherwise a warning is logged and Django answers.
+while the URL surely leads to the same view (a ``path()`` route under the prefix it is known
+by, ``/api/`` or ``/gate/``, one argument, confirmed by ``resolve()`` at start); otherwise a
+warning is logged and Django answers.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from django.urls import Resolver404, URLPattern, URLResolver, get_resolver, reso
 from django.urls.resolvers import RoutePattern
 from prometheus_client import Histogram
 
-from config.metrics import JOIN_SECONDS, STATUS_SECONDS
+from config.metrics import GATE_SECONDS, JOIN_SECONDS, STATUS_SECONDS
 from queueing.web.api_fan import join as join_view
 from queueing.web.api_fan import ticket as ticket_view
+from queueing.web.gate import check as gate_view
 
 logger = logging.getLogger(__name__)
 
@@ -39,30 +41,37 @@ class LeanRoute:
     seconds: Histogram
 
 
-# (method, URL name, the Django view the lean path stands in for, its argument, its metric)
+# (method, URL name, the Django view the lean path stands in for, its argument, its metric,
+# the prefix its URL must keep: where that view's errors are answered as it answers them)
 _LEAN_VIEWS = (
-    ("GET", "api-ticket", ticket_view, "ticket", STATUS_SECONDS),
-    ("POST", "api-join", join_view, "slug", JOIN_SECONDS),
+    ("GET", "api-ticket", ticket_view, "ticket", STATUS_SECONDS, "/api/"),
+    ("POST", "api-join", join_view, "slug", JOIN_SECONDS, "/api/"),
+    ("GET", "gate-check", gate_view, "slug", GATE_SECONDS, "/gate/"),
 )
 
 
 @functools.cache
-def lean_routes() -> dict[str, LeanRoute]:
+def lean_routes() -> dict[str, tuple[LeanRoute, ...]]:
     """The lean routes by method, read from the URLconf once (again when ROOT_URLCONF
-    changes): a request then costs one dict lookup and one regex match."""
+    changes): a request then costs one dict lookup and a regex match or two."""
     urlconf = settings.ROOT_URLCONF
-    routes: dict[str, LeanRoute] = {}
-    for method, name, view, argument, seconds in _LEAN_VIEWS:
-        route = _route_for(urlconf, name, view, argument, seconds)
+    routes: dict[str, tuple[LeanRoute, ...]] = {}
+    for method, name, view, argument, seconds, prefix in _LEAN_VIEWS:
+        route = _route_for(urlconf, name, view, argument, seconds, prefix)
         if route is None:
             logger.warning("no lean path for %s: Django's view answers it", name)
         else:
-            routes[method] = route
+            routes[method] = (*routes.get(method, ()), route)
     return routes
 
 
 def _route_for(
-    urlconf: str, name: str, view: Callable[..., Any], argument: str, seconds: Histogram
+    urlconf: str,
+    name: str,
+    view: Callable[..., Any],
+    argument: str,
+    seconds: Histogram,
+    prefix: str,
 ) -> LeanRoute | None:
     """The route of the first URL named ``name``, if it surely leads to ``view`` with only
     ``argument``; None otherwise (that URL is then Django's alone, which is always right)."""
@@ -79,7 +88,7 @@ def _route_for(
     ):
         return None
     # The URL as it would be requested, to check with Django itself that nothing mounted
-    # before it takes it, and that it is under /api/ where errors are rendered as JSON.
+    # before it takes it, and that it is under its prefix (under /api/ errors are JSON).
     sample = re.sub(r"<[^>]*>", "1", template)
     try:
         match = resolve(sample, urlconf)
@@ -89,7 +98,7 @@ def _route_for(
         match.func is not view
         or match.url_name != name
         or not regex.match(sample)
-        or not sample.startswith("/api/")
+        or not sample.startswith(prefix)
     ):
         return None
     return LeanRoute(name, regex, argument, converters[argument].to_python, seconds)

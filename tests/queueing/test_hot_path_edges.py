@@ -60,13 +60,18 @@ async def _until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
 
 def test_the_lean_paths_stand_where_the_project_urlconf_names_them() -> None:
     routes = lean_routes.lean_routes()
-    assert (routes["GET"].name, routes["POST"].name) == ("api-ticket", "api-join")
-    assert routes["GET"].regex.match("/api/v1/tickets/1-2-3.sig")["ticket"] == "1-2-3.sig"
-    assert routes["POST"].regex.match("/api/v1/events/onsale/join")["slug"] == "onsale"
+    assert [route.name for route in routes["GET"]] == ["api-ticket", "gate-check"]
+    assert [route.name for route in routes["POST"]] == ["api-join"]
+    (ticket, gate), (join,) = routes["GET"], routes["POST"]
+    assert ticket.regex.match("/api/v1/tickets/1-2-3.sig")["ticket"] == "1-2-3.sig"
+    assert join.regex.match("/api/v1/events/onsale/join")["slug"] == "onsale"
+    assert gate.regex.match("/gate/on-sale_2/check")["slug"] == "on-sale_2"
     for other in ("/api/v1/tickets/a/b", "/api/v1/tickets/", "/x/api/v1/tickets/a"):
-        assert not routes["GET"].regex.match(other), other
+        assert not ticket.regex.match(other), other
     for other in ("/api/v1/events/onsale/join/", "/api/v1/events/onsale/challenge"):
-        assert not routes["POST"].regex.match(other), other
+        assert not join.regex.match(other), other
+    for other in ("/gate/on.sale/check", "/gate/a/check/", "/gate//check", "/x/gate/a/check"):
+        assert not gate.regex.match(other), other
 
 
 def test_moving_the_urls_in_the_urlconf_moves_the_lean_paths(make_event, settings) -> None:

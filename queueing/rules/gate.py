@@ -1,0 +1,187 @@
+"""The gate's answer to a web server's sub-request (``GET /gate/{slug}/check``, nginx
+``auth_request``), as far as it needs no I/O: reading the original request the web server
+describes in headers, the cookie that carries a pass on the shop's host, and the headers of
+the two answers (docs/api.md, "Protected sites"; docs/gate-nginx.md).
+
+Everything here comes from the client or a web server in front of it, so nothing it builds
+may leave the shop's host or break a header: the original URL is percent-encoded down to
+RFC 3986 characters, its path starts with exactly one slash, and the host is used only when
+it is a plain DNS name or IPv4 address (with a port).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote, quote_from_bytes, unquote_plus
+
+from queueing.rules.return_urls import return_host_normalise, return_url_clean
+
+# The query parameter an admitted fan arrives with (the pass's redirect_url).
+PASS_QUERY_PARAMETER = "wr_pass"
+# One cookie per on-sale: a shop may put several on-sales in front of different pages.
+GATE_COOKIE_PREFIX = "wr_pass_"
+# The header of a 204 that asks the web server to send the fan to this URL (the original
+# one without wr_pass) instead of serving the page; of a 401, where the room is.
+REDIRECT_HEADER = "X-Waiting-Room-Redirect"
+LOCATION_HEADER = "X-Waiting-Room-Location"
+# Passes tried per request at most (the query's, then cookies of the gate's name): each
+# costs a signature check, and a request stuffed with forged cookies must not cost more.
+MAX_CANDIDATES = 3
+# A longer original URI is treated as "/": no shop page is that long, and the room keeps
+# return URLs of at most RETURN_URL_MAX_LENGTH characters anyway.
+ORIGINAL_URI_MAX_LENGTH = 8192
+
+# What may stay as it is in a path and query (RFC 3986's unreserved and reserved characters,
+# and "%" for escapes already there); everything else is percent-encoded. Left out on
+# purpose: "\" (browsers read "/\host" as "//host"), "#", quotes, angle brackets, spaces and
+# control characters (a CR or LF can never reach a header).
+_URI_SAFE = "/?:@!$&'()*+,;=-._~%"
+
+
+def gate_cookie_name(slug: str) -> str:
+    """The cookie of ``slug``'s pass on the shop's host (a slug is a valid cookie name)."""
+    return f"{GATE_COOKIE_PREFIX}{slug}"
+
+
+@dataclass(frozen=True, slots=True)
+class OriginalRequest:
+    """The request the web server asks about, as far as the gate uses it."""
+
+    scheme: str  # "https" or "http"
+    host: str | None  # lower case, with a port if any; None when missing or not a plain host
+    target: str  # path and query, without wr_pass, starting with exactly one "/"
+    query_pass: str | None  # the last wr_pass of the query
+    had_pass_parameter: bool  # wr_pass was in the query (even empty or invalid)
+
+    @property
+    def url(self) -> str | None:
+        """The original URL without wr_pass; None without a usable host."""
+        if self.host is None:
+            return None
+        return f"{self.scheme}://{self.host}{self.target}"
+
+
+def original_request_read(
+    *, uri: str | None, host: str | None, proto: str | None
+) -> OriginalRequest:
+    """The original request from what the web server passes: ``X-Original-URI`` (missing:
+    "/"), the shop's host (``X-Original-Host``, else ``X-Forwarded-Host``) and its scheme
+    (``X-Original-Proto``; missing or unknown: https). Header values arrive as Latin-1
+    text, one character per byte, and are percent-encoded byte for byte."""
+    raw = uri if uri and len(uri) <= ORIGINAL_URI_MAX_LENGTH else "/"
+    encoded = quote_from_bytes(raw.encode("latin-1", errors="replace"), safe=_URI_SAFE)
+    if not encoded.startswith("/"):
+        encoded = "/"  # an absolute-form or "*" target: no shop page of its own
+    path, question, query = encoded.partition("?")
+    # "//evil.example/" would be another host wherever the URL is used relative.
+    path = "/" + path.lstrip("/")
+    kept: list[str] = []
+    query_pass: str | None = None
+    had_pass_parameter = False
+    for field in query.split("&") if question else ():
+        name, _, value = field.partition("=")
+        if unquote_plus(name) == PASS_QUERY_PARAMETER:
+            had_pass_parameter = True
+            query_pass = unquote_plus(value) or None
+        elif field:
+            kept.append(field)
+    target = f"{path}?{'&'.join(kept)}" if kept else path
+    return OriginalRequest(
+        scheme=_scheme(proto),
+        host=return_host_normalise(_first(host)) if host else None,
+        target=target,
+        query_pass=query_pass,
+        had_pass_parameter=had_pass_parameter,
+    )
+
+
+def _first(value: str) -> str:
+    """The first of a comma-separated header's values (proxies append theirs)."""
+    return value.split(",", 1)[0].strip()
+
+
+def _scheme(proto: str | None) -> str:
+    scheme = _first(proto).lower() if proto else ""
+    return scheme if scheme in ("http", "https") else "https"
+
+
+def cookie_passes(cookie_headers: list[str], slug: str) -> list[str]:
+    """The values of the gate's cookie for ``slug`` in the request's Cookie headers."""
+    name = gate_cookie_name(slug)
+    found = []
+    for header in cookie_headers:
+        for pair in header.split(";"):
+            key, equals, value = pair.strip().partition("=")
+            if equals and key == name and value:
+                found.append(value.strip('"'))
+    return found
+
+
+def pass_candidates(original: OriginalRequest, cookies: list[str]) -> list[tuple[str, bool]]:
+    """The passes to try, in order, each with whether it came from the query: a pass just
+    handed over in the URL is newer than any cookie."""
+    candidates = [(original.query_pass, True)] if original.query_pass else []
+    candidates += [(value, False) for value in cookies]
+    return candidates[:MAX_CANDIDATES]
+
+
+@dataclass(frozen=True, slots=True)
+class GateAnswer:
+    """204 (``admitted``) or 401, with the headers the web server acts on."""
+
+    admitted: bool
+    headers: tuple[tuple[str, str], ...]
+
+    @property
+    def status(self) -> int:
+        return 204 if self.admitted else 401
+
+
+REFUSED_BODY = {"error": "unauthorized", "detail": "No valid pass for this on-sale."}
+
+
+def gate_admit(
+    *,
+    original: OriginalRequest,
+    slug: str,
+    token: str,
+    from_query: bool,
+    expires_at: float,
+    now: float,
+) -> GateAnswer:
+    """The 204. A pass from the query becomes the cookie (until the pass expires), and a
+    URL that carried wr_pass is to be asked again without it."""
+    headers: list[tuple[str, str]] = [("Cache-Control", "no-store")]
+    if from_query:
+        max_age = max(1, int(expires_at - now))
+        headers.append(("Set-Cookie", pass_cookie(slug, token, max_age, original.scheme)))
+    if original.had_pass_parameter:
+        headers.append((REDIRECT_HEADER, original.url or original.target))
+    return GateAnswer(admitted=True, headers=tuple(headers))
+
+
+def pass_cookie(slug: str, token: str, max_age: int, scheme: str) -> str:
+    """Host-only (no Domain), for the whole site, out of scripts' reach, sent on top-level
+    navigations from the room (Lax), and only over HTTPS when the shop was asked over HTTPS."""
+    cookie = f"{gate_cookie_name(slug)}={token}; Max-Age={max_age}; Path=/; HttpOnly; SameSite=Lax"
+    return f"{cookie}; Secure" if scheme == "https" else cookie
+
+
+def gate_refuse(*, original: OriginalRequest, slug: str, public_url: str) -> GateAnswer:
+    """The 401, with where the web server sends the fan: the on-sale's waiting page, with the
+    original URL (without wr_pass) to come back to once admitted, when there is a usable one."""
+    return GateAnswer(
+        admitted=False,
+        headers=(
+            ("Cache-Control", "no-store"),
+            (LOCATION_HEADER, room_location(public_url=public_url, slug=slug, original=original)),
+        ),
+    )
+
+
+def room_location(*, public_url: str, slug: str, original: OriginalRequest) -> str:
+    location = f"{public_url}/e/{slug}/"
+    url = original.url
+    if url is not None and return_url_clean(url) == url:
+        location += "?return=" + quote(url, safe="")
+    return location

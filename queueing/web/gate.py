@@ -1,0 +1,182 @@
+"""``GET /gate/{slug}/check``: a web server in front of a shop asks, for every request, whether
+the fan may in (nginx ``auth_request``; docs/api.md "Protected sites", docs/gate-nginx.md).
+
+204 when the request carries a valid, unexpired pass of this on-sale whose session is still
+on (the gate's cookie on the shop's host, or ``wr_pass`` in the original URL); 401 with where
+the room is otherwise. The lean ASGI path answers it (queueing/web/hot_paths.py) without
+PostgreSQL on most requests: the keys and verified tokens are held in-process
+(queueing/passes/cached.py), and a session's status is read at most once per
+``WR_GATE_STATE_SECONDS`` per process (queueing/line/session_states.py). The Django view
+below gives the same answers where the lean path is not mounted (a WSGI server, the test
+client); it reads the session's status every time.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from config.metrics import GATE_SECONDS, observed
+from config.middleware import hot_path_headers, unavailable_response
+from queueing.line.session_states import session_status, session_statuses_read
+from queueing.passes.cached import pass_claims, pass_claims_async
+from queueing.passes.signing import PassClaims, PassInvalid
+from queueing.rules.gate import (
+    REFUSED_BODY,
+    GateAnswer,
+    OriginalRequest,
+    cookie_passes,
+    gate_admit,
+    gate_refuse,
+    original_request_read,
+    pass_candidates,
+)
+from queueing.rules.states import EntryStatus
+from queueing.web.asgi_io import Reply, Scope, reply
+from queueing.web.http import json_api
+
+
+@dataclass(frozen=True, slots=True)
+class GateQuestion:
+    slug: str
+    original: OriginalRequest
+    cookies: list[str]  # the values of the gate's cookie for this on-sale
+
+
+def _question(slug: str, headers: Iterable[tuple[str, str]]) -> GateQuestion:
+    """The question from the request's headers (lower-case names, Latin-1 values)."""
+    found: dict[str, str] = {}
+    cookies: list[str] = []
+    for name, value in headers:
+        if name == "cookie":
+            cookies.append(value)
+        elif name in _READ:
+            found.setdefault(name, value)
+    return GateQuestion(
+        slug=slug,
+        original=original_request_read(
+            uri=found.get("x-original-uri"),
+            host=found.get("x-original-host") or found.get("x-forwarded-host"),
+            proto=found.get("x-original-proto"),
+        ),
+        cookies=cookie_passes(cookies, slug),
+    )
+
+
+# What the web server passes about the original request (docs/gate-nginx.md).
+_READ = frozenset({"x-original-uri", "x-original-host", "x-forwarded-host", "x-original-proto"})
+
+
+def question_from_scope(slug: str, scope: Scope) -> GateQuestion:
+    return _question(
+        slug,
+        ((name.decode("latin-1"), value.decode("latin-1")) for name, value in scope["headers"]),
+    )
+
+
+def question_from_request(slug: str, request: HttpRequest) -> GateQuestion:
+    return _question(slug, ((name.lower(), value) for name, value in request.headers.items()))
+
+
+def _refused(question: GateQuestion) -> GateAnswer:
+    return gate_refuse(
+        original=question.original, slug=question.slug, public_url=settings.WR_PUBLIC_URL
+    )
+
+
+def _admit(
+    question: GateQuestion, token: str, from_query: bool, claims: PassClaims, now: float
+) -> GateAnswer:
+    return gate_admit(
+        original=question.original,
+        slug=question.slug,
+        token=token,
+        from_query=from_query,
+        expires_at=claims.expires_at.timestamp(),
+        now=now,
+    )
+
+
+async def gate_answer_async(question: GateQuestion, *, now: float) -> GateAnswer:
+    """The answer from the event loop; raises DatabaseError when PostgreSQL had to be read
+    (keys, a session's status) and could not be."""
+    for token, from_query in pass_candidates(question.original, question.cookies):
+        try:
+            claims = await pass_claims_async(token, now=now)
+        except PassInvalid:
+            continue
+        if claims.event_slug != question.slug:
+            continue  # another on-sale's pass: its session is not read
+        if await session_status((claims.event_slug, claims.ticket_id)) == EntryStatus.ADMITTED:
+            return _admit(question, token, from_query, claims, now)
+    return _refused(question)
+
+
+def gate_answer(question: GateQuestion, *, now: float) -> GateAnswer:
+    """``gate_answer_async`` for the Django view: the session's status is read each time."""
+    for token, from_query in pass_candidates(question.original, question.cookies):
+        try:
+            claims = pass_claims(token, now=now)
+        except PassInvalid:
+            continue
+        if claims.event_slug != question.slug:
+            continue
+        key = (claims.event_slug, claims.ticket_id)
+        if session_statuses_read([key])[key] == EntryStatus.ADMITTED:
+            return _admit(question, token, from_query, claims, now)
+    return _refused(question)
+
+
+_REFUSED_JSON = json.dumps(REFUSED_BODY).encode()
+
+
+def gate_response(answer: GateAnswer) -> HttpResponse:
+    if answer.admitted:
+        response = HttpResponse(status=204)
+        del response["Content-Type"]  # no body
+    else:
+        response = JsonResponse(REFUSED_BODY, status=401)
+    for name, value in answer.headers:
+        # Set-Cookie too, as the header itself: the gate writes its own attributes.
+        response[name] = value
+    return response
+
+
+def gate_reply(answer: GateAnswer, *, secure: bool) -> Reply:
+    headers = [
+        (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in answer.headers
+    ]
+    if answer.admitted:
+        return Reply(204, [*headers, *hot_path_headers(secure=secure)], b"")
+    headers = [
+        (b"content-type", b"application/json"),
+        *headers,
+        (b"content-length", str(len(_REFUSED_JSON)).encode()),
+        *hot_path_headers(secure=secure),
+    ]
+    return Reply(401, headers, _REFUSED_JSON)
+
+
+async def gate_lean(scope: Scope, slug: str, *, secure: bool) -> Reply:
+    """The lean path's answer (queueing/web/hot_paths.py)."""
+    try:
+        answer = await gate_answer_async(question_from_scope(slug, scope), now=time.time())
+    except DatabaseError:
+        return reply(unavailable_response(), secure=secure)
+    return gate_reply(answer, secure=secure)
+
+
+@observed(GATE_SECONDS)
+@json_api("GET")
+def check(request: HttpRequest, slug: str) -> HttpResponse:
+    try:
+        answer = gate_answer(question_from_request(slug, request), now=time.time())
+    except DatabaseError:
+        return unavailable_response()
+    return gate_response(answer)

@@ -1,0 +1,221 @@
+"""The gate with a real nginx: deploy/nginx/gate.conf.template, rendered and run by
+deploy/nginx/run.sh with Debian's nginx in front of a sample shop (tests/echo_shop.py), asks
+the room (real gunicorn) about every request. Without a pass the fan goes to the room; a pass
+in the URL becomes the cookie and the URL is asked again without it; with the cookie the shop
+answers; a bad pass, or one whose session ended, goes to the room."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import quote
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.test import override_settings
+from django.utils import timezone
+
+from events.models import Event
+from queueing.models import QueueEntry
+from queueing.passes.signing import pass_issue
+from queueing.ticks import event_tick
+from tests.edge import Browser, Nginx, nginx_binary, readable_dir, self_signed_certificate
+from tests.faults import kill_process_group
+from tests.http import request
+from tests.processes import ROOT, Stack, free_port, running_stack, wait_until
+
+pytestmark = [
+    pytest.mark.processes,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        nginx_binary() is None,
+        reason="nginx is not installed: scripts/ensure_nginx.sh installs Debian's package "
+        "(make test runs it)",
+    ),
+]
+
+TEMPLATE = ROOT / "deploy" / "nginx" / "gate.conf.template"
+SLUG = "sale"
+# How long a web process trusts a session status it read (the bound under test).
+STATE_SECONDS = 1.0
+ROOM = {
+    "DJANGO_DEBUG": "0",
+    "DJANGO_SECRET_KEY": "gate-test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
+    "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+    # The room on plain HTTP on loopback: in production the shop's nginx asks it over HTTPS.
+    "DJANGO_SSL_REDIRECT": "0",
+    "DJANGO_SECURE_COOKIES": "0",
+    "DJANGO_HSTS_SECONDS": "0",
+    "WR_GATE_STATE_SECONDS": str(STATE_SECONDS),
+}
+
+
+class GateNginx(Nginx):
+    """nginx with the gate's template in front of the shop, on a loopback TLS port."""
+
+    def __init__(self, rundir: Path, *, shop: str, room: str) -> None:
+        self.rundir = readable_dir(rundir)
+        self.https_port = free_port()
+        self.base_url = f"https://127.0.0.1:{self.https_port}"
+        cert, key = self_signed_certificate(self.rundir)
+        self.tls = ssl.create_default_context(cafile=str(cert))
+        self.env = {
+            "NGINX_TEMPLATE": str(TEMPLATE),
+            "NGINX_RUN_DIR": str(self.rundir),
+            "GATE_HTTPS_LISTEN": f"127.0.0.1:{self.https_port}",
+            "GATE_TLS_CERT": str(cert),
+            "GATE_TLS_KEY": str(key),
+            "GATE_SHOP_SERVER": shop,
+            "GATE_ROOM_SERVER": room,
+            "GATE_ROOM_SCHEME": "http",
+            "GATE_ROOM_HOST": "127.0.0.1",
+            "GATE_ROOM_CA": "/etc/ssl/certs/ca-certificates.crt",
+            "GATE_SLUG": SLUG,
+        }
+        self.proc = None
+
+
+@dataclass
+class GatedShop:
+    stack: Stack
+    room: str  # the room's base URL (its WR_PUBLIC_URL)
+    nginx: GateNginx
+
+    def fan(self) -> Browser:
+        return Browser(self.nginx.base_url, self.nginx.tls)
+
+    def room_location(self, path: str) -> str:
+        return f"{self.room}/e/{SLUG}/?return={quote(self.nginx.base_url + path, safe='')}"
+
+    def admitted_pass(self, event: Event) -> str:
+        """A pass as a fan gets it: join, be admitted (the tick run here), poll the room."""
+        joined = request("POST", f"{self.room}/api/v1/events/{event.slug}/join", {})
+        assert joined.status == 201, joined.body
+        event_tick(event_id=event.id, now=timezone.now())
+        status = request("GET", f"{self.room}/api/v1/tickets/{joined.body['ticket']}")
+        assert status.body["status"] == "admitted", status.body
+        return status.body["pass"]
+
+
+def _shop_up(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def shop() -> Iterator[GatedShop]:
+    with (
+        tempfile.TemporaryDirectory(prefix="wr-gate-nginx-") as rundir,
+        running_stack(**ROOM) as stack,
+    ):
+        room = stack.web_at_public_url(workers=1)
+        shop_port = free_port()
+        stack.start("shop", [sys.executable, "-m", "tests.echo_shop", str(shop_port)])
+        wait_until(lambda: _shop_up(shop_port), timeout=10, what="the sample shop")
+        nginx = GateNginx(
+            Path(rundir), shop=f"127.0.0.1:{shop_port}", room=room.removeprefix("http://")
+        )
+        nginx.start()
+        try:
+            yield GatedShop(stack=stack, room=room, nginx=nginx)
+        except BaseException:
+            sys.stderr.write(f"----- nginx log -----\n{nginx.log()[-4000:]}\n")
+            raise
+        finally:
+            nginx.stop()
+
+
+def test_the_shop_opens_only_to_a_valid_pass_through_nginx(make_event, shop) -> None:
+    event = make_event(slug=SLUG, capacity=3, rate_per_minute=0, heartbeat_seconds=600)
+    fan = shop.fan()
+
+    # No pass: to the room, with the page asked for to come back to.
+    away = fan.request("GET", "/seats/12?row=a")
+    assert away.status == 302, away.body
+    assert away.headers["location"] == shop.room_location("/seats/12?row=a")
+    assert "set-cookie" not in away.headers
+
+    # The pass in the URL (the room's redirect_url): the cookie, and the same URL without it.
+    token = shop.admitted_pass(event)
+    entered = fan.request("GET", f"/seats/12?row=a&wr_pass={token}")
+    assert entered.status == 302, entered.body
+    assert entered.headers["location"] == f"{shop.nginx.base_url}/seats/12?row=a"
+    cookie = entered.headers["set-cookie"]
+    assert cookie.startswith(f"wr_pass_{SLUG}={token}; Max-Age=")
+    assert cookie.endswith("; Path=/; HttpOnly; SameSite=Lax; Secure")  # the shop is HTTPS
+    assert fan.cookies == {f"wr_pass_{SLUG}": token}
+
+    # With the cookie, the shop answers the page asked for.
+    inside = fan.request("GET", "/seats/12?row=a")
+    assert inside.status == 200, inside.body
+    assert inside.body["path"] == "/seats/12?row=a"
+    assert f"wr_pass_{SLUG}={token}" in inside.body["cookie"]
+    assert fan.request("GET", "/basket").body["path"] == "/basket"
+
+    # Whatever is wrong with a pass, in the URL or as the cookie, the fan goes to the room.
+    for name, bad in bad_passes(shop, token, make_event).items():
+        for path, cookies in ((f"/p?wr_pass={bad}", {}), ("/p", {f"wr_pass_{SLUG}": bad})):
+            other = shop.fan()
+            other.cookies = dict(cookies)
+            refused = other.request("GET", path)
+            assert refused.status == 302, (name, path, refused.body)
+            assert refused.headers["location"] == shop.room_location("/p"), (name, path)
+
+    # The shop reports the session completed: refused within WR_GATE_STATE_SECONDS (plus
+    # one read) by the room, and so by nginx.
+    completed = request(
+        "POST",
+        f"{shop.room}/api/v1/passes/complete",
+        {"pass": token, "outcome": "completed"},
+        headers={"Authorization": f"Bearer {event.integration_key}"},
+    )
+    assert completed.status == 204
+    at = time.monotonic()
+    while (answer := fan.request("GET", "/seats/12?row=a")).status == 200:
+        assert time.monotonic() - at < STATE_SECONDS + 1.0, "still let in past the bound"
+        time.sleep(0.05)
+    refused_after = time.monotonic() - at
+    assert answer.status == 302 and answer.headers["location"] == shop.room_location(
+        "/seats/12?row=a"
+    )
+    assert refused_after <= STATE_SECONDS + 0.5, refused_after
+
+    # The room cannot be asked: nobody is let in unchecked.
+    kill_process_group(shop.stack.procs["web"])
+    down = fan.request("GET", "/seats/12?row=a")
+    assert (down.status, down.headers["retry-after"]) == (503, "5"), down.body
+    assert "cannot be reached" in down.body
+
+
+def bad_passes(shop: GatedShop, token: str, make_event) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    header = jwt.get_unverified_header(token)
+    claims = jwt.decode(token, options={"verify_signature": False})
+    entry = QueueEntry.objects.get(public_id=claims["sub"])
+    now = timezone.now()
+    with override_settings(WR_PUBLIC_URL=shop.room):  # the room's issuer, the room's key
+        expired = pass_issue(
+            event_slug=SLUG,
+            ticket_id=entry.public_id,
+            tier="General",
+            admitted_at=now - timedelta(hours=1),
+            expires_at=now - timedelta(minutes=1),
+            now=now,
+        )
+    other = make_event(slug="other", capacity=1, rate_per_minute=0, heartbeat_seconds=600)
+    return {
+        "expired": expired,
+        "forged": jwt.encode(claims, Ed25519PrivateKey.generate(), "EdDSA", headers=header),
+        "another on-sale's": shop.admitted_pass(other),
+        "malformed": "garbage",
+    }
