@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
@@ -49,6 +49,20 @@ class ContentSecurityPolicyMiddleware:
         ):
             response.setdefault("Content-Security-Policy", settings.WR_CONTENT_SECURITY_POLICY)
         return response
+
+
+def content_security_policy(*, form_targets: Iterable[str] = ()) -> str:
+    """WR_CONTENT_SECURITY_POLICY, its ``form-action`` also allowing ``form_targets`` (source
+    expressions): where a page's forms may end up, redirects included."""
+    policy = settings.WR_CONTENT_SECURITY_POLICY
+    extra = " ".join(form_targets)
+    if not extra:
+        return policy
+    directives = [directive.strip() for directive in policy.split(";")]
+    return "; ".join(
+        f"{directive} {extra}" if directive.split(" ", 1)[0] == "form-action" else directive
+        for directive in directives
+    )
 
 
 class ApiErrorMiddleware:

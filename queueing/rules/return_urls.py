@@ -53,3 +53,20 @@ def admitted_destination(*, return_url: str, target_url: str, allowed_hosts: Ite
     host = _netloc_host(return_url)
     allowed = {_netloc_host(target_url), *allowed_hosts}
     return return_url if host is not None and host in allowed else target_url
+
+
+def destination_sources(*, target_url: str, allowed_hosts: Iterable[str]) -> list[str]:
+    """Every origin ``admitted_destination`` may send a fan to, as Content-Security-Policy
+    source expressions: the target URL's host and each allowed one, over https and http (the
+    return URL's scheme is the fan's; only its host is checked). The room's pages allow their
+    forms these: a browser holds a form's whole redirect chain to ``form-action``, and a join
+    admitted at once ends in a redirect to the shop."""
+    sources: list[str] = []
+    for host in (_netloc_host(target_url), *allowed_hosts):
+        # Only plain hosts: nothing else may reach a header.
+        if host is None or return_host_normalise(host) != host:
+            continue
+        for scheme in ("https", "http"):
+            if (source := f"{scheme}://{host}") not in sources:
+                sources.append(source)
+    return sources

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from config.api_errors import ApiError, api_error
+from config.middleware import content_security_policy
 from events.models import Event, EventMode
 from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
 from queueing.line.reads import entry_return_url
@@ -25,7 +26,7 @@ from queueing.line.reentry import entry_reenter
 from queueing.line.status import ticket_poll
 from queueing.line.views import TicketView
 from queueing.rules.errors import QueueError, ReentryNotAllowed
-from queueing.rules.return_urls import return_url_clean
+from queueing.rules.return_urls import destination_sources, return_url_clean
 from queueing.rules.states import REENTERABLE, EntryStatus
 from queueing.rules.tickets import ticket_read
 from queueing.rules.wait_text import js_strings, wait_range_text
@@ -234,6 +235,19 @@ def _render_join_form(request: HttpRequest, event: Event, now: datetime) -> Http
 @require_http_methods(["GET", "HEAD", "POST"])
 def waiting_page(request: HttpRequest, slug: str) -> HttpResponse:
     event = _event_or_404(slug)
+    response = _waiting_page(request, event)
+    # The page's forms (join, join again, go back in line) may end on the shop: a join
+    # admitted at once answers with redirects to it, and the browser holds that whole chain
+    # to the page's form-action.
+    response["Content-Security-Policy"] = content_security_policy(
+        form_targets=destination_sources(
+            target_url=event.target_url, allowed_hosts=event.allowed_return_hosts
+        )
+    )
+    return response
+
+
+def _waiting_page(request: HttpRequest, event: Event) -> HttpResponse:
     now = timezone.now()
     if request.method == "POST":
         if request.POST.get("reenter"):

@@ -198,6 +198,42 @@ def test_the_page_hands_its_return_url_to_the_join_and_redirects_there(make_even
 
 
 @pytest.mark.django_db
+def test_the_pages_forms_may_end_on_the_shop(make_event) -> None:
+    """A browser holds a form's whole redirect chain to the page's CSP form-action: a join
+    admitted at once (safety net, passthrough, a fan already admitted) ends in a redirect to
+    the shop, which form-action 'self' alone refused (the fan stayed on "One moment,
+    please…"). The page allows exactly the on-sale's destinations, and no other host."""
+    event = make_event(
+        mode="safety_net",
+        capacity=1,
+        rate_per_minute=0,
+        target_url=TARGET,
+        allowed_return_hosts=["127.0.0.1:8443"],
+    )
+    browser = Client()
+    for page in (
+        browser.get(f"/e/{event.slug}/", {"return": DEEP}),  # the join form
+        browser.post(f"/e/{event.slug}/", {"return": DEEP}),
+    ):
+        (form_action,) = [
+            directive.strip()
+            for directive in page["Content-Security-Policy"].split(";")
+            if directive.strip().startswith("form-action ")
+        ]
+        assert form_action.split() == [
+            "form-action",
+            "'self'",
+            "https://shop.example",
+            "http://shop.example",
+            "https://127.0.0.1:8443",
+            "http://127.0.0.1:8443",
+        ]
+        assert "script-src 'self'" in page["Content-Security-Policy"]  # the rest as it was
+    # The other pages keep the room's own policy.
+    assert Client().get("/")["Content-Security-Policy"].endswith("form-action 'self'")
+
+
+@pytest.mark.django_db
 def test_the_page_drops_a_hostile_return_url(make_event) -> None:
     event = make_event(capacity=1, rate_per_minute=0, target_url=TARGET)
     browser = Client()

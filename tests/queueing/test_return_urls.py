@@ -7,6 +7,7 @@ import pytest
 
 from queueing.rules.return_urls import (
     admitted_destination,
+    destination_sources,
     return_host_normalise,
     return_url_clean,
 )
@@ -83,3 +84,23 @@ def test_a_return_url_is_kept_only_when_it_is_an_absolute_web_address(raw, kept)
 )
 def test_allowed_hosts_are_plain_host_names(raw: str, host: str | None) -> None:
     assert return_host_normalise(raw) == host
+
+
+def test_every_destination_is_a_form_target_of_the_rooms_pages() -> None:
+    """The room's pages allow their forms (CSP form-action) the origins a join may end on:
+    exactly the hosts admitted_destination accepts, over either scheme."""
+    sources = destination_sources(
+        target_url="https://Shop.example/checkout?x=1",
+        allowed_hosts=["127.0.0.1:8443", "shop.example", "m.shop.example"],
+    )
+    assert sources == [
+        "https://shop.example",
+        "http://shop.example",
+        "https://127.0.0.1:8443",
+        "http://127.0.0.1:8443",
+        "https://m.shop.example",
+        "http://m.shop.example",
+    ]
+    # Nothing that is not a plain host reaches the header.
+    assert destination_sources(target_url="https://[::1]:8443/", allowed_hosts=[]) == []
+    assert destination_sources(target_url="ftp://shop.example/", allowed_hosts=["a b;"]) == []
