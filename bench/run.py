@@ -157,6 +157,18 @@ def wrk(
 # ---------------------------------------------------------------------------- the scenarios
 
 
+def status_polls(base: str, tickets: Path, *, seconds: int) -> dict[str, Any]:
+    """Status polls of the tickets in ``tickets`` against ``base``: 64 connections, as the
+    status rows measure them (bench/status.lua)."""
+    return wrk(
+        base,
+        seconds=seconds,
+        connections=64,
+        script=str(ROOT / "bench" / "status.lua"),
+        env={"TICKETS": str(tickets)},
+    )
+
+
 def write_tickets(event_id: int, path: Path, limit: int = 2000) -> None:
     from queueing.models import QueueEntry
     from queueing.rules.tickets import TicketRef, ticket_issue
@@ -356,13 +368,7 @@ def cluster_status(
         stack = Stack(env, logdir / "cluster")
         try:
             base = stack.web(workers=web_workers)
-            result = wrk(
-                base,
-                seconds=seconds,
-                connections=64,
-                script=str(ROOT / "bench" / "status.lua"),
-                env={"TICKETS": str(tickets)},
-            )
+            result = status_polls(base, tickets, seconds=seconds)
         finally:
             stack.stop()
     finally:
@@ -554,13 +560,7 @@ def main() -> None:
             write_tickets(joins.pk, tickets)
             for _ in range(options.status_only):
                 rows = {
-                    "status": wrk(
-                        base,
-                        seconds=poll_seconds,
-                        connections=64,
-                        script=str(ROOT / "bench" / "status.lua"),
-                        env={"TICKETS": str(tickets)},
-                    ),
+                    "status": status_polls(base, tickets, seconds=poll_seconds),
                     "reference": wrk(reference, seconds=poll_seconds, connections=64),
                     "cluster_status": cluster_status(
                         logdir, tickets, seconds=poll_seconds, web_workers=options.web_workers
@@ -594,13 +594,7 @@ def main() -> None:
         print(f"2. status polling: {poll_seconds} s, and the reference", flush=True)
         tickets = logdir / "tickets.txt"
         write_tickets(joins.pk, tickets)
-        results["status"] = wrk(
-            base,
-            seconds=poll_seconds,
-            connections=64,
-            script=str(ROOT / "bench" / "status.lua"),
-            env={"TICKETS": str(tickets)},
-        )
+        results["status"] = status_polls(base, tickets, seconds=poll_seconds)
         results["reference"] = wrk(reference, seconds=poll_seconds, connections=64)
         results["status"]["ratio_to_reference"] = round(
             results["status"]["requests_per_s"] / results["reference"]["requests_per_s"], 3
@@ -638,13 +632,7 @@ def main() -> None:
             "copy_s": round(copy_s, 1),
             "index_rebuild_s": round(rebuild_s, 1),
             "redis_bytes_per_entry": round(index_bytes_per_entry(large.pk, big), 1),
-            "status_at_size": wrk(
-                base,
-                seconds=poll_seconds,
-                connections=64,
-                script=str(ROOT / "bench" / "status.lua"),
-                env={"TICKETS": str(tickets)},
-            ),
+            "status_at_size": status_polls(base, tickets, seconds=poll_seconds),
             "admission_tick_ms_1k": round(admission_tick_ms(small.pk), 1),
             "admission_tick_ms_big": round(admission_tick_ms(large.pk), 1),
         }
