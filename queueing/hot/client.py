@@ -93,6 +93,8 @@ async def async_client_ready() -> aioredis.Redis | AsyncRedisCluster:
 # runtime errors instead of a RedisError; each is still "Redis could not answer".
 ASYNC_REDIS_FAILURES: tuple[type[BaseException], ...] = (
     redis.RedisError,
+    # A slot no master is known for (during a failover): not a RedisError in redis-py.
+    redis.exceptions.RedisClusterException,
     OSError,
     RuntimeError,
     AttributeError,
@@ -133,7 +135,10 @@ async def run_script_async(name: str, *, keys: Sequence[str], args: Sequence[obj
     lua = async_script(name)
     try:
         ready = await async_client_ready()
-        direct = _slot_client(ready, keys[0])
+        try:
+            direct = _slot_client(ready, keys[0])
+        except (*ASYNC_REDIS_FAILURES, LookupError):
+            direct = ready  # no master known for the slot: the cluster client looks again
         try:
             return await lua(keys=keys, args=args, client=direct)
         except ASYNC_REDIS_FAILURES:

@@ -55,7 +55,8 @@ class SlotClients:
     """Plain asyncio clients to the cluster's masters, for the lean paths' one-slot scripts.
 
     The cluster client costs every command a second pass over its arguments (which slot, which
-    node, which retry policy): about a tenth more per status poll than a plain client. A
+    node, which retry policy): in isolation, 13.7k against 15.1k EVALSHA a second from 64
+    callers on a 2-CPU machine. A
     script whose keys share one hash tag needs none of it: ``for_key`` finds the slot's
     master in the cluster client's own slot map and answers a plain client to it. The map is
     the cluster client's: when a call to a master fails (MOVED after a failover, a refused

@@ -82,3 +82,32 @@ def test_a_stale_slot_map_is_corrected_through_the_cluster_client(make_event) ->
     assert sent_to != right_port
     assert (placement.where, placement.rank) == (Where.TIER, 3)
     assert after == right_port
+
+
+@cluster_only
+def test_a_slot_missing_from_the_map_goes_through_the_cluster_client(make_event) -> None:
+    """During a failover the map may name no master for the slot at all (redis-py raises
+    SlotNotCoveredError, which is not a RedisError): the call goes through the cluster
+    client, which looks the map up again, or the fan is answered from PostgreSQL; never a
+    crash of the lean path."""
+    event = make_event(slug="uncovered", capacity=0, rate_per_minute=0)
+    entries = _joined(event.slug, 2)
+    layout = event_layout(event.id)
+    epoch_key = keys.epoch(event.id)
+
+    async def scenario() -> line_index.Placement | None:
+        ready = await client.async_client_ready()
+        assert isinstance(ready, AsyncRedisCluster)
+        ready.nodes_manager.slots_cache[ready.keyslot(epoch_key)] = []
+        try:
+            return await line_index.locate_async(
+                layout,
+                LocateRequest(
+                    member=entries[1], tier_id=layout.tiers[0].id, heartbeat_deadline=None
+                ),
+            )
+        except client.HotIndexUnavailable:
+            return None
+
+    placement = asyncio.run(scenario())
+    assert placement is None or (placement.where, placement.rank) == (Where.TIER, 1)
