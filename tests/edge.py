@@ -20,6 +20,7 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -50,6 +51,14 @@ def nginx_binary() -> str | None:
     if found:
         return found
     return "/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None
+
+
+# The mark of the tests that run Debian's nginx.
+needs_nginx = pytest.mark.skipif(
+    nginx_binary() is None,
+    reason="nginx is not installed: scripts/ensure_nginx.sh installs Debian's package "
+    "(make test runs it)",
+)
 
 
 def readable_dir(path: Path) -> Path:

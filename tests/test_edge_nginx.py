@@ -19,18 +19,14 @@ from django.utils import timezone
 from websockets.sync.client import connect
 
 from queueing.live.ticks import broadcast_tick
-from tests.edge import PRODUCTION, Browser, Nginx, nginx_binary, readable_dir
+from tests.edge import PRODUCTION, Browser, Nginx, needs_nginx, readable_dir
 from tests.faults import kill_process_group
 from tests.processes import Stack, free_port, running_stack, wait_until
 
 pytestmark = [
     pytest.mark.processes,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        nginx_binary() is None,
-        reason="nginx is not installed: scripts/ensure_nginx.sh installs Debian's package "
-        "(make test runs it)",
-    ),
+    needs_nginx,
 ]
 
 WEB_NAMES = ("web1", "web2")

@@ -28,7 +28,7 @@ from rest_framework.authtoken.models import Token
 
 from events.models import Event
 from tests.browser import chromium
-from tests.edge import nginx_binary
+from tests.edge import needs_nginx
 from tests.gate_rig import SLUG, GatedShop, gated_shop
 from tests.http import request
 from tests.processes import wait_until
@@ -36,11 +36,7 @@ from tests.processes import wait_until
 pytestmark = [
     pytest.mark.processes,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        nginx_binary() is None,
-        reason="nginx is not installed: scripts/ensure_nginx.sh installs Debian's package "
-        "(make test runs it)",
-    ),
+    needs_nginx,
 ]
 
 COOKIE = f"wr_pass_{SLUG}"

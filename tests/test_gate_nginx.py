@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from queueing.models import QueueEntry
 from queueing.passes.signing import pass_issue
-from tests.edge import nginx_binary
+from tests.edge import needs_nginx
 from tests.faults import kill_process_group
 from tests.gate_rig import SLUG, STATE_SECONDS, GatedShop, gated_shop
 from tests.http import request
@@ -26,11 +26,7 @@ from tests.http import request
 pytestmark = [
     pytest.mark.processes,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        nginx_binary() is None,
-        reason="nginx is not installed: scripts/ensure_nginx.sh installs Debian's package "
-        "(make test runs it)",
-    ),
+    needs_nginx,
 ]
 
 
