@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 
@@ -54,6 +54,8 @@ def validate_return_host(value: str) -> None:
 
 
 MESSAGE_MAX_LENGTH = 500
+BRANDING_TEXT_MAX_LENGTH = 2000
+LOGO_MAX_BYTES = 256 * 1024
 RETURN_HOSTS_MAX = 50
 
 
@@ -151,6 +153,33 @@ class Event(models.Model):
         max_length=MESSAGE_MAX_LENGTH,
         help_text="Plain text shown to everyone waiting (empty = none).",
     )
+    # The on-sale's own look on the fans' pages (queueing/rules/branding.py renders and checks
+    # it). Staff never send HTML: the texts are a small Markdown subset rendered with raw HTML
+    # off, and the logo is a raster image kept in EventLogo, served by the room itself.
+    accent_color = models.CharField(
+        max_length=7,
+        blank=True,
+        default="",
+        validators=[RegexValidator(r"^#[0-9a-fA-F]{6}$", "A colour like #1d4ed8.")],
+        help_text="Buttons, links and the progress bar on the fans' pages, as #rrggbb "
+        "(empty = the room's green). White text sits on it: keep the contrast at 4.5:1 or more.",
+    )
+    intro_text = models.TextField(
+        blank=True,
+        default="",
+        max_length=BRANDING_TEXT_MAX_LENGTH,
+        help_text="Shown above the line on the waiting page. Markdown: **bold**, *italic*, "
+        "[links](https://…), lists and paragraphs; HTML is shown as text.",
+    )
+    next_steps_text = models.TextField(
+        blank=True,
+        default="",
+        max_length=BRANDING_TEXT_MAX_LENGTH,
+        help_text='"What happens next": shown below the line (same Markdown as the intro).',
+    )
+    # SHA-256 of the logo's bytes (empty = no logo): names the logo's URL, so browsers may
+    # cache it for good and a new logo is a new URL.
+    logo_sha256 = models.CharField(max_length=64, blank=True, default="", editable=False)
     integration_key = models.CharField(max_length=64, default=new_integration_key, editable=False)
     # The pre-queue shuffle's seed stays secret until the shuffle; its SHA-256 is published
     # from creation on (event API and the event_created audit record), so nobody, staff
@@ -220,6 +249,19 @@ class Event(models.Model):
         if self.control == EventControl.PAUSED:
             return EventState.PAUSED
         return EventState.OPEN
+
+
+class EventLogo(models.Model):
+    """The on-sale's logo, kept apart so that reading an on-sale never loads image bytes."""
+
+    event = models.OneToOneField(
+        Event, on_delete=models.CASCADE, primary_key=True, related_name="logo"
+    )
+    content_type = models.CharField(max_length=32)
+    data = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"logo of {self.event_id}"
 
 
 class Tier(models.Model):

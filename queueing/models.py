@@ -52,6 +52,15 @@ class QueueEntry(models.Model):
     return_url = models.CharField(max_length=2000, blank=True, db_default="")
     # When the fan came back after a session that ended without completing (once per entry).
     reentered_at = models.DateTimeField(null=True, blank=True)
+    # An address the fan left to be told by e-mail when their turn comes. Kept only while
+    # it is needed: erased when the mail is sent and when the ticket ends
+    # (records/transitions.py).
+    notify_email = models.EmailField(max_length=254, blank=True, db_default="")
+    notified_at = models.DateTimeField(null=True, blank=True)
+    # Which browser holds the place on the waiting page: empty until the place is moved to
+    # another device (line/place_links.py); then only the page cookie carrying this key
+    # shows the place, and the old device's page says the place moved.
+    holder_key = models.CharField(max_length=32, blank=True, db_default="")
 
     class Meta:
         verbose_name = "queue entry"
@@ -105,6 +114,29 @@ class QueueEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.public_id} ({self.status})"
+
+
+class PlaceLink(models.Model):
+    """A one-time link that moves a fan's place to the browser that opens it ("Continue on
+    your phone", and the link in the "it's your turn" e-mail). Only the SHA-256 of its
+    token is kept, so the table cannot be read back into working links."""
+
+    class Purpose(models.TextChoices):
+        DEVICE = "device"
+        EMAIL = "email"
+
+    token_sha256 = models.CharField(max_length=64, unique=True)
+    entry = models.ForeignKey(QueueEntry, on_delete=models.CASCADE, related_name="place_links")
+    purpose = models.CharField(max_length=8, choices=Purpose.choices)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["expires_at"], name="place_link_expires")]
+
+    def __str__(self) -> str:
+        return f"{self.purpose} link for {self.entry_id}"
 
 
 class AuditAction(models.TextChoices):

@@ -58,6 +58,8 @@ def transition_many(
     if to not in LIVE:
         assignments.append("ended_at = %s")
         params.append(now)
+        # The fan's e-mail address was left for this ticket only: it goes with it.
+        assignments.append("notify_email = ''")
     for column, value in extra.items():
         assignments.append(f"{column} = %s")
         params.append(value)
