@@ -24,8 +24,8 @@ from events.models import (
 from queueing.hot import epoch
 from queueing.hot.client import HotIndexUnavailable
 from queueing.models import AuditAction
-from queueing.rules.branding import LogoRefused, logo_check
 from queueing.records.audit import audit_append, audit_chain_start
+from queueing.rules.branding import LogoRefused, logo_check
 
 EDITABLE_FIELDS = (
     "name",

@@ -56,9 +56,7 @@ def _link_open(
 
 @functools.cache
 def _markdown() -> MarkdownIt:
-    md = MarkdownIt(
-        "zero", {"html": False, "linkify": False, "typographer": False, "breaks": True}
-    )
+    md = MarkdownIt("zero", {"html": False, "linkify": False, "typographer": False, "breaks": True})
     md.enable(_BLOCK_RULES).enable(_INLINE_RULES)
     md.validateLink = _link_is_safe  # type: ignore[method-assign]
     md.add_render_rule("link_open", _link_open)
@@ -73,7 +71,7 @@ def markdown_render(text: str) -> SafeString:
         return mark_safe("")
     # Safe because the renderer escapes every character of staff's text and emits only the
     # tags of the rules enabled above, with attributes it builds itself (tests prove it).
-    return mark_safe(_markdown().render(text))  # noqa: S308
+    return mark_safe(_markdown().render(text))
 
 
 # --- colour --------------------------------------------------------------------------------
@@ -187,12 +185,12 @@ def logo_check(data: bytes, *, max_bytes: int) -> str:
 class PageLook:
     """What the fans' pages need of an on-sale's look; empty fields keep the room's own."""
 
-    accent: str = ""
-    accent_strong: str = ""
-    intro_html: SafeString = SafeString("")
-    next_steps_html: SafeString = SafeString("")
-    logo_url: str = ""
-    accent_warning: str | None = None
+    accent: str
+    accent_strong: str
+    intro_html: SafeString
+    next_steps_html: SafeString
+    logo_url: str
+    accent_warning: str | None
 
     @property
     def style(self) -> str:
