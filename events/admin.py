@@ -64,6 +64,10 @@ class EventAdmin(admin.ModelAdmin):
     form = EventAdminForm
     # Adds the "Preview" button (events/admin_look.py).
     change_form_template = "admin/events/event/change_form.html"
+
+    class Media:
+        js = ("events/look_admin.js",)
+
     list_display = (
         "name",
         "slug",
