@@ -7,16 +7,26 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
+from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.db.models import QuerySet
 from django.forms import BaseInlineFormSet, ModelForm
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.urls import URLPattern, path
 from django.utils import timezone
 
 from events import services
 from events.admin_filters import StateFilter, state_label
+from events.admin_look import (
+    EventAdminForm,
+    contrast_display,
+    logo_change_requested,
+    logo_display,
+    look_preview_response,
+)
 from events.models import AccessCode, Event, Tier
 from queueing.line.admission import ManualAdmission, admission_run
+from queueing.rules.branding import accent_warning
 
 
 class TierInline(admin.TabularInline):
@@ -51,6 +61,13 @@ def _actor(request: HttpRequest) -> str:
 
 @admin.register(Event)
 class EventAdmin(admin.ModelAdmin):
+    form = EventAdminForm
+    # Adds the "Preview" button (events/admin_look.py).
+    change_form_template = "admin/events/event/change_form.html"
+
+    class Media:
+        js = ("events/look_admin.js",)
+
     list_display = (
         "name",
         "slug",
@@ -65,7 +82,15 @@ class EventAdmin(admin.ModelAdmin):
     list_filter = (StateFilter, "control", "mode")
     search_fields = ("slug", "name")
     list_per_page = 50
-    readonly_fields = ("integration_key", "control", "closed_at", "created_at", "updated_at")
+    readonly_fields = (
+        "integration_key",
+        "control",
+        "closed_at",
+        "created_at",
+        "updated_at",
+        "accent_contrast",
+        "current_logo",
+    )
     inlines = [TierInline, AccessCodeInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     actions = ["pause_events", "resume_events", "close_events", "admit_now", "rotate_keys"]
@@ -102,6 +127,23 @@ class EventAdmin(admin.ModelAdmin):
             },
         ),
         (
+            "Your own look",
+            {
+                "fields": (
+                    "accent_color",
+                    "accent_contrast",
+                    "intro_text",
+                    "next_steps_text",
+                    "current_logo",
+                    "logo",
+                    "remove_logo",
+                ),
+                "description": "How the fans' pages look for this on-sale. Staff's texts are "
+                "Markdown (bold, italic, links, lists); HTML is shown as text. Use “Preview” "
+                "below to see the waiting page with these values before saving.",
+            },
+        ),
+        (
             "Status",
             {"fields": ("control", "closed_at", "integration_key", "created_at", "updated_at")},
         ),
@@ -110,6 +152,39 @@ class EventAdmin(admin.ModelAdmin):
     @admin.display(description="State")
     def state(self, obj: Event) -> str:
         return state_label(obj)
+
+    @admin.display(description="Contrast")
+    def accent_contrast(self, obj: Event) -> str:
+        return contrast_display(obj)
+
+    @admin.display(description="Current logo")
+    def current_logo(self, obj: Event) -> str:
+        return logo_display(obj)
+
+    def get_urls(self) -> list[URLPattern]:
+        preview = self.admin_site.admin_view(self.look_preview)
+        return [
+            path("look-preview/", preview, name="events_event_look_preview_new"),
+            path("<path:object_id>/look-preview/", preview, name="events_event_look_preview"),
+            *super().get_urls(),
+        ]
+
+    def look_preview(self, request: HttpRequest, object_id: str | None = None) -> HttpResponse:
+        """The Preview button: the fans' page with the form's unsaved look; saves nothing.
+        Only for those who may change the on-sale (or, for a new one, add on-sales)."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        saved = self.get_object(request, object_id) if object_id is not None else None
+        if object_id is not None and saved is None:
+            raise PermissionDenied
+        allowed = (
+            self.has_change_permission(request, saved)
+            if saved is not None
+            else self.has_add_permission(request) or self.has_change_permission(request)
+        )
+        if not allowed:
+            raise PermissionDenied
+        return look_preview_response(request, saved)
 
     def get_fieldsets(self, request: HttpRequest, obj: Event | None = None) -> Any:
         fieldsets = super().get_fieldsets(request, obj)
@@ -150,8 +225,17 @@ class EventAdmin(admin.ModelAdmin):
                 target_url=target_url,
                 **fields,
             )
+        changes_logo, image = logo_change_requested(form)
+        if changes_logo:
+            updated = services.event_logo_change(
+                event=updated, actor=_actor(request), now=now, image=image
+            )
         obj.pk = updated.pk
         obj.refresh_from_db()
+        warning = accent_warning(obj.accent_color)
+        if warning:
+            # Staff's choice stands; they are told, not refused.
+            self.message_user(request, warning, messages.WARNING)
 
     def save_formset(
         self, request: HttpRequest, form: ModelForm, formset: BaseInlineFormSet, change: bool

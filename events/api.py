@@ -19,10 +19,19 @@ from rest_framework.views import APIView
 from config.api_schema import errors
 from events import services
 from events.codes import ACCESS_CODE_MAX_LENGTH
-from events.models import MESSAGE_MAX_LENGTH, RETURN_HOSTS_MAX, Event, EventMode, Tier
+from events.models import (
+    BRANDING_TEXT_MAX_LENGTH,
+    MESSAGE_MAX_LENGTH,
+    RETURN_HOSTS_MAX,
+    Event,
+    EventMode,
+    Tier,
+)
 from events.selectors import event_by_slug
 from events.services import EDITABLE_FIELDS, TierSpec
+from queueing.rules.branding import accent_is_low_contrast
 from queueing.rules.return_urls import return_host_normalise
+from queueing.web.look import logo_url
 
 VIEW_EVENT = "events.view_event"
 ADD_EVENT = "events.add_event"
@@ -99,7 +108,32 @@ class EventInputSerializer(serializers.Serializer):
     message = serializers.CharField(
         max_length=MESSAGE_MAX_LENGTH, allow_blank=True, allow_null=True, required=False
     )
+    # The on-sale's own look (docs/api.md, "Your own look"); the logo is set in the admin.
+    accent_color = serializers.RegexField(
+        r"^#[0-9a-fA-F]{6}$",
+        max_length=7,
+        allow_blank=True,
+        allow_null=True,
+        required=False,
+        error_messages={"invalid": 'A colour like #1d4ed8 (or "" for the room\'s own).'},
+    )
+    intro_text = serializers.CharField(
+        max_length=BRANDING_TEXT_MAX_LENGTH, allow_blank=True, allow_null=True, required=False
+    )
+    next_steps_text = serializers.CharField(
+        max_length=BRANDING_TEXT_MAX_LENGTH, allow_blank=True, allow_null=True, required=False
+    )
     tiers = TierSerializer(many=True, required=False, allow_empty=False, max_length=100)
+
+    def validate_accent_color(self, value: str | None) -> str:
+        # null or "" is the room's own colour; stored lower-case, as the page uses it.
+        return (value or "").lower()
+
+    def validate_intro_text(self, value: str | None) -> str:
+        return value or ""
+
+    def validate_next_steps_text(self, value: str | None) -> str:
+        return value or ""
 
     def validate_allowed_return_hosts(self, value: list[str]) -> list[str]:
         hosts = [return_host_normalise(host) for host in value]
@@ -159,6 +193,17 @@ class EventOutputSerializer(serializers.Serializer):
     allowed_return_hosts = serializers.ListField(child=serializers.CharField())
     reentry_seconds = serializers.IntegerField()
     message = serializers.CharField(allow_null=True)
+    accent_color = serializers.CharField(help_text='"#rrggbb", or "" for the room\'s own')
+    intro_text = serializers.CharField()
+    next_steps_text = serializers.CharField()
+    logo_url = serializers.CharField(
+        allow_null=True,
+        help_text="the logo's path on the room (changes with the image), null without one; "
+        "the logo is set in the admin",
+    )
+    accent_contrast_low = serializers.BooleanField(
+        help_text="true when the accent has less than 4.5:1 contrast with white (a warning)"
+    )
     integration_key = serializers.CharField(
         allow_null=True, help_text="null unless you hold events.manage_integration_key"
     )
@@ -189,6 +234,8 @@ def event_output(event: Event, *, with_key: bool) -> dict[str, Any]:
         value = getattr(event, name)
         data[name] = value.isoformat() if hasattr(value, "isoformat") else value
     data["message"] = event.message or None
+    data["logo_url"] = logo_url(event) or None
+    data["accent_contrast_low"] = accent_is_low_contrast(event.accent_color)
     data.update(
         {
             "integration_key": event.integration_key if with_key else None,

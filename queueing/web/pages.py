@@ -32,6 +32,7 @@ from queueing.rules.tickets import ticket_read
 from queueing.rules.wait_text import js_strings, wait_range_text
 from queueing.web.abuse import address_digest, join_rate_check, wrong_code_gate
 from queueing.web.identity import identity_from_request, identity_remember
+from queueing.web.look import event_page_look
 from queueing.web.pow import pow_check
 
 _COOKIE_SALT = "waitingroom.page-ticket.v1"
@@ -90,6 +91,8 @@ def _base_context(event: Event, now: datetime) -> dict[str, Any]:
         # message, and the start when it is still to come.
         "maintenance": event.mode == EventMode.MAINTENANCE,
         "opens_at": event.starts_at if event.starts_at and event.starts_at > now else None,
+        # The on-sale's own look (templates/queueing/look_*.html): logo, colour, texts.
+        "look": event_page_look(event),
     }
 
 
