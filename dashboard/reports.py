@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Q
+
 from dashboard.fairness import (
     QuotedWait,
     count_inversions,
@@ -58,6 +60,54 @@ def _first_admitted_at(row: dict[str, Any], first: FirstAdmission | None) -> dat
     return row["admitted_at"]
 
 
+@dataclass(frozen=True)
+class Fairness:
+    tiers: list[TierFairness]
+    order_inversions: int
+    kendall_tau: float | None
+
+
+def _fairness(
+    first_admissions: dict[Any, FirstAdmission], keys: dict[Any, tuple[str, int]]
+) -> Fairness:
+    """Inversions per tier among first admissions, in the trail's order; ``keys`` gives each
+    ticket's tier name and its own order key (used when the trail's record has none)."""
+    order_keys_by_tier: dict[str, list[int]] = defaultdict(list)
+    for ticket_id, admission in first_admissions.items():
+        found = keys.get(ticket_id)
+        if found is not None:
+            tier, own_key = found
+            order_keys_by_tier[tier].append(
+                own_key if admission.order_key is None else admission.order_key
+            )
+    tiers = []
+    for tier, order in sorted(order_keys_by_tier.items()):
+        inversions = count_inversions(order)
+        tiers.append(
+            TierFairness(tier, len(order), inversions, kendall_tau(inversions, len(order)))
+        )
+    total_inversions = sum(t.order_inversions for t in tiers)
+    total_pairs = sum(t.admitted * (t.admitted - 1) // 2 for t in tiers)
+    return Fairness(
+        tiers=tiers,
+        order_inversions=total_inversions,
+        kendall_tau=1 - 2 * total_inversions / total_pairs if total_pairs else None,
+    )
+
+
+def event_fairness(event: Event) -> Fairness:
+    """The fairness figures alone, for the report page (dashboard/sale_report.py): it loads
+    every first admission and the tier and key of every admitted entry (two queries, rows in
+    proportion to the fans admitted), since inversions are counted in Python."""
+    keys = {
+        public_id: (tier, key)
+        for public_id, tier, key in QueueEntry.objects.filter(
+            Q(admitted_at__isnull=False) | Q(reentered_at__isnull=False), event=event
+        ).values_list("public_id", "tier__name", "order_key")
+    }
+    return _fairness(_first_admissions(event), keys)
+
+
 def event_report(event: Event) -> dict[str, Any]:
     entries = {
         row["public_id"]: row
@@ -75,18 +125,10 @@ def event_report(event: Event) -> dict[str, Any]:
         )
     }
     first_admissions = _first_admissions(event)
-    order_keys_by_tier: dict[str, list[int]] = defaultdict(list)
-    for ticket_id, admission in first_admissions.items():
-        row = entries.get(ticket_id)
-        if row is not None:
-            key = row["order_key"] if admission.order_key is None else admission.order_key
-            order_keys_by_tier[row["tier__name"]].append(key)
-    tiers = []
-    for tier, keys in sorted(order_keys_by_tier.items()):
-        inversions = count_inversions(keys)
-        tiers.append(TierFairness(tier, len(keys), inversions, kendall_tau(inversions, len(keys))))
-    total_inversions = sum(t.order_inversions for t in tiers)
-    total_pairs = sum(t.admitted * (t.admitted - 1) // 2 for t in tiers)
+    fairness = _fairness(
+        first_admissions,
+        {public_id: (row["tier__name"], row["order_key"]) for public_id, row in entries.items()},
+    )
 
     waits = [
         QuotedWait(
@@ -111,8 +153,8 @@ def event_report(event: Event) -> dict[str, Any]:
         "event": event.slug,
         "joined": len(entries),
         "admitted": len(waits),
-        "order_inversions": total_inversions,
-        "kendall_tau": 1 - 2 * total_inversions / total_pairs if total_pairs else None,
+        "order_inversions": fairness.order_inversions,
+        "kendall_tau": fairness.kendall_tau,
         "per_tier": [
             {
                 "tier": t.tier,
@@ -120,7 +162,7 @@ def event_report(event: Event) -> dict[str, Any]:
                 "order_inversions": t.order_inversions,
                 "kendall_tau": t.kendall_tau,
             }
-            for t in tiers
+            for t in fairness.tiers
         ],
         "eta_p10_p90_coverage": coverage(waits),
         "eta_median_abs_error_s": median_abs_error(waits),
