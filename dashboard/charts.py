@@ -68,7 +68,7 @@ def _frame(label: str, top: float, body: str) -> str:
 # white; the text keeps its shape because the picture scales as a whole (no
 # preserveAspectRatio="none").
 AXIS_WIDTH, AXIS_HEIGHT = 720, 230
-LEFT, RIGHT, TOP, BOTTOM = 56, 12, 14, 44
+LEFT, RIGHT, TOP, BOTTOM = 72, 12, 14, 44
 INK, GRID, MUTED = "#111827", "#d1d5db", "#374151"
 
 
@@ -101,12 +101,14 @@ def axis_chart_svg(
     x_title: str,
     y_title: str,
     css_class: str = "report-chart",
+    width: int = AXIS_WIDTH,
 ) -> str:
     """``values`` as bars (``kind="bars"``) or a stepped line (``"line"``), one slot each, with
     a value axis (0, half, top), ``x_ticks`` (slot index, text) under the slots, and titles.
-    ``summary`` is the chart said in words (its ``<desc>``), for screen readers."""
+    ``summary`` is the chart said in words (its ``<desc>``), for screen readers. A narrower
+    ``width`` keeps the text legible where the chart is shown small (histograms side by side)."""
     top = nice_top(max(values, default=0))
-    plot_w, plot_h = AXIS_WIDTH - LEFT - RIGHT, AXIS_HEIGHT - TOP - BOTTOM
+    plot_w, plot_h = width - LEFT - RIGHT, AXIS_HEIGHT - TOP - BOTTOM
     slots = max(1, len(values))
     step = plot_w / slots
     base = TOP + plot_h
@@ -117,7 +119,7 @@ def axis_chart_svg(
     parts = []
     for tick in (0, top / 2, top) if top > 1 else (0, top):
         parts.append(
-            f'<line x1="{LEFT}" y1="{y(tick):.1f}" x2="{AXIS_WIDTH - RIGHT}" y2="{y(tick):.1f}" '
+            f'<line x1="{LEFT}" y1="{y(tick):.1f}" x2="{width - RIGHT}" y2="{y(tick):.1f}" '
             f'stroke="{GRID if tick else INK}"/>'
             f'<text x="{LEFT - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{_number(tick)}</text>'
         )
@@ -152,7 +154,7 @@ def axis_chart_svg(
         f'text-anchor="middle" class="axis-title">{escape(y_title)}</text>'
     )
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {AXIS_WIDTH} {AXIS_HEIGHT}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {AXIS_HEIGHT}" '
         f'role="img" aria-label="{escape(label)}" class="{css_class}" '
         f'font-family="system-ui, sans-serif" font-size="12" fill="{INK}">'
         f"<title>{escape(label)}</title><desc>{escape(summary)}</desc>"

@@ -61,13 +61,13 @@ def wait_bin_seconds(longest_wait: float) -> int:
 
 
 def duration_text(seconds: float | None) -> str:
-    """A duration as people say it: 45 s, 12 min, 1 h 05 min, 3 d 4 h."""
+    """A duration as people say it: 45 s, 2 min 05 s, 12 min, 1 h 05 min, 3 d 4 h."""
     if seconds is None:
         return "—"
     whole = round(seconds)
     if whole < 0:
         return f"-{duration_text(-whole)}"
-    if whole < 2 * MINUTE:
+    if whole < MINUTE:
         return f"{whole} s"
     if whole < HOUR:
         minutes, rest = divmod(whole, MINUTE)
