@@ -16,7 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from dashboard.permissions import is_auditor
 from dashboard.report_csv import report_csv
@@ -46,7 +46,7 @@ def _event(slug: str) -> Event:
 
 
 @staff_or_auditor_required
-@require_GET
+@require_safe
 def report_page(request: HttpRequest, slug: str) -> HttpResponse:
     """``?print=1`` is the printable layout: the same figures without the dashboard's
     navigation, laid out for A4, so printing needs no script."""
@@ -62,7 +62,7 @@ def report_page(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @staff_or_auditor_required
-@require_GET
+@require_safe
 def report_download(request: HttpRequest, slug: str) -> HttpResponse:
     event = _event(slug)
     report = sale_report(event, now=timezone.now())
