@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
+
 from dashboard.fairness import (
     QuotedWait,
     count_inversions,
@@ -15,7 +17,7 @@ from dashboard.fairness import (
     median_abs_error,
     percentiles,
 )
-from events.models import Event
+from events.models import Event, Tier
 from queueing.models import AuditAction, AuditRecord, QueueEntry
 from queueing.rules.states import EntryStatus
 
@@ -58,6 +60,58 @@ def _first_admitted_at(row: dict[str, Any], first: FirstAdmission | None) -> dat
     return row["admitted_at"]
 
 
+@dataclass(frozen=True)
+class Fairness:
+    tiers: list[TierFairness]
+    order_inversions: int
+    kendall_tau: float | None
+
+
+def _fairness(order_keys_by_tier: dict[str, list[int]]) -> Fairness:
+    tiers = []
+    for tier, order in sorted(order_keys_by_tier.items()):
+        inversions = count_inversions(order)
+        tiers.append(
+            TierFairness(tier, len(order), inversions, kendall_tau(inversions, len(order)))
+        )
+    total_inversions = sum(t.order_inversions for t in tiers)
+    total_pairs = sum(t.admitted * (t.admitted - 1) // 2 for t in tiers)
+    return Fairness(
+        tiers=tiers,
+        order_inversions=total_inversions,
+        kendall_tau=1 - 2 * total_inversions / total_pairs if total_pairs else None,
+    )
+
+
+# Each admitted ticket's first admission, in the trail's order, with the key it was admitted
+# by (the trail's, else the entry's) and its tier: the rule of ``_first_admissions``, in one
+# query that sends only a tier name and a number per fan (the trail's rows and their JSON
+# stay in PostgreSQL), so that a report of a million fans loads what it counts.
+_ORDER_SQL = f"""
+SELECT t.name,
+       COALESCE(CASE WHEN jsonb_typeof(a.data -> 'order_key') = 'number'
+                     THEN (a.data ->> 'order_key')::numeric::bigint END, q.order_key)
+  FROM (SELECT DISTINCT ON (ticket_id) ticket_id, seq, data
+          FROM {AuditRecord._meta.db_table}
+         WHERE event_id = %s AND action = %s AND ticket_id IS NOT NULL
+         ORDER BY ticket_id, seq) a
+  JOIN {QueueEntry._meta.db_table} q ON q.public_id = a.ticket_id AND q.event_id = %s
+  JOIN {Tier._meta.db_table} t ON t.id = q.tier_id
+ ORDER BY a.seq
+"""
+
+
+def event_fairness(event: Event) -> Fairness:
+    """Order inversions and Kendall tau per tier, among first admissions."""
+    order_keys_by_tier: dict[str, list[int]] = defaultdict(list)
+    with connection.cursor() as cursor:
+        cursor.execute(_ORDER_SQL, [event.id, AuditAction.ADMITTED.value, event.id])
+        while rows := cursor.fetchmany(10_000):
+            for tier, key in rows:
+                order_keys_by_tier[tier].append(key)
+    return _fairness(order_keys_by_tier)
+
+
 def event_report(event: Event) -> dict[str, Any]:
     entries = {
         row["public_id"]: row
@@ -75,18 +129,7 @@ def event_report(event: Event) -> dict[str, Any]:
         )
     }
     first_admissions = _first_admissions(event)
-    order_keys_by_tier: dict[str, list[int]] = defaultdict(list)
-    for ticket_id, admission in first_admissions.items():
-        row = entries.get(ticket_id)
-        if row is not None:
-            key = row["order_key"] if admission.order_key is None else admission.order_key
-            order_keys_by_tier[row["tier__name"]].append(key)
-    tiers = []
-    for tier, keys in sorted(order_keys_by_tier.items()):
-        inversions = count_inversions(keys)
-        tiers.append(TierFairness(tier, len(keys), inversions, kendall_tau(inversions, len(keys))))
-    total_inversions = sum(t.order_inversions for t in tiers)
-    total_pairs = sum(t.admitted * (t.admitted - 1) // 2 for t in tiers)
+    fairness = event_fairness(event)
 
     waits = [
         QuotedWait(
@@ -111,8 +154,8 @@ def event_report(event: Event) -> dict[str, Any]:
         "event": event.slug,
         "joined": len(entries),
         "admitted": len(waits),
-        "order_inversions": total_inversions,
-        "kendall_tau": 1 - 2 * total_inversions / total_pairs if total_pairs else None,
+        "order_inversions": fairness.order_inversions,
+        "kendall_tau": fairness.kendall_tau,
         "per_tier": [
             {
                 "tier": t.tier,
@@ -120,7 +163,7 @@ def event_report(event: Event) -> dict[str, Any]:
                 "order_inversions": t.order_inversions,
                 "kendall_tau": t.kendall_tau,
             }
-            for t in tiers
+            for t in fairness.tiers
         ],
         "eta_p10_p90_coverage": coverage(waits),
         "eta_median_abs_error_s": median_abs_error(waits),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard import views
+from dashboard import report_views, views
 
 urlpatterns = [
     path("", views.index, name="dashboard"),
@@ -8,4 +8,10 @@ urlpatterns = [
     path("events/<slug:slug>/", views.event_page, name="dashboard-event"),
     path("events/<slug:slug>/stats", views.event_stats, name="dashboard-event-stats"),
     path("events/<slug:slug>/control", views.event_control, name="dashboard-event-control"),
+    path("events/<slug:slug>/report", report_views.report_page, name="dashboard-event-report"),
+    path(
+        "events/<slug:slug>/report.csv",
+        report_views.report_download,
+        name="dashboard-event-report-csv",
+    ),
 ]

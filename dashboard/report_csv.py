@@ -1,0 +1,85 @@
+"""The report after the sale as CSV: one long table (``section, tier, from, to, measure,
+value``) that a spreadsheet's pivot or a data frame reads as it is, rather than several
+tables of different shapes in one file."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from datetime import timedelta
+
+from dashboard.sale_report import SaleReport, TierReport
+
+COLUMNS = ["section", "tier", "from", "to", "measure", "value"]
+
+
+def _figures(tier: TierReport) -> Iterator[tuple[str, object]]:
+    f = tier.figures
+    yield from (
+        ("joined", f.joined),
+        ("admitted", f.admitted),
+        ("still_waiting", f.still_waiting),
+        ("left_line", f.left_line),
+        ("expired_line", f.expired_line),
+        ("revoked_line", f.revoked_line),
+        ("abandonment_rate", tier.abandonment_rate),
+        ("completed", f.completed),
+        ("abandoned_sessions", f.abandoned_sessions),
+        ("expired_sessions", f.expired_sessions),
+        ("reentered", f.reentered),
+        ("reentry_rate", tier.reentry_rate),
+        ("wait_p10_s", f.wait_p10),
+        ("wait_p50_s", f.wait_p50),
+        ("wait_p90_s", f.wait_p90),
+        ("wait_max_s", f.wait_max),
+        ("quoted", f.quoted),
+        ("inside_quote", f.inside_quote),
+        ("under_quote", f.under_quote),
+        ("over_quote", f.over_quote),
+        ("quote_coverage", tier.coverage),
+        ("quote_median_abs_error_s", f.median_abs_error),
+    )
+    if tier.fairness is not None:
+        yield ("order_inversions", tier.fairness.order_inversions)
+        yield ("kendall_tau", tier.fairness.kendall_tau)
+
+
+def _cell(value: object) -> object:
+    # Empty, not "None", for a figure that has no value (no quotes, nobody admitted).
+    return "" if value is None else value
+
+
+def report_rows(report: SaleReport) -> Iterator[list[object]]:
+    yield COLUMNS
+    yield [
+        "about",
+        "",
+        report.span[0].isoformat() if report.span else "",
+        report.span[1].isoformat() if report.span else "",
+        "state",
+        report.state.value,
+    ]
+    yield ["about", "", "", "", "generated_at", report.generated_at.isoformat()]
+    for tier in (report.overall, *report.tiers):
+        for measure, value in _figures(tier):
+            yield ["figure", tier.name, "", "", measure, _cell(value)]
+    if report.scale is not None:
+        step = timedelta(seconds=report.scale.seconds)
+        for start, bucket in zip(report.bucket_starts(), report.buckets, strict=True):
+            span = [start.isoformat(), (start + step).isoformat()]
+            yield ["timeline", report.overall.name, *span, "arrivals", bucket.arrivals]
+            yield ["timeline", report.overall.name, *span, "admissions", bucket.admissions]
+            yield ["timeline", report.overall.name, *span, "waiting_at_end", bucket.waiting]
+    width = report.wait_bin_seconds
+    for tier in report.tiers:
+        if not tier.figures.admitted:
+            continue
+        for index, count in enumerate(tier.histogram):
+            yield ["wait_histogram", tier.name, index * width, (index + 1) * width, "fans", count]
+
+
+def report_csv(report: SaleReport) -> str:
+    out = io.StringIO()
+    csv.writer(out).writerows(report_rows(report))
+    return out.getvalue()
