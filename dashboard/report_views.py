@@ -2,7 +2,8 @@
 
 For staff and for members of the auditors group, the same rule as the auditors' API
 (dashboard/permissions.py): anyone else signed in is refused (403); someone not signed in is
-sent to the login, as for the rest of the dashboard.
+sent to the dashboard's sign-in (dashboard/sign_in.py), which auditors who are not staff
+can use too.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def staff_or_auditor_required(view: View) -> View:
     @wraps(view)
     def guarded(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
         if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path(), reverse("admin:login"))
+            return redirect_to_login(request.get_full_path(), reverse("dashboard-sign-in"))
         if not is_auditor(request.user):
             raise PermissionDenied("Only staff and auditors may read the report.")
         return view(request, *args, **kwargs)

@@ -1,9 +1,11 @@
 from django.urls import path
 
 from dashboard import report_views, views
+from dashboard.sign_in import SignInView
 
 urlpatterns = [
     path("", views.index, name="dashboard"),
+    path("sign-in/", SignInView.as_view(), name="dashboard-sign-in"),
     path("catalogue/figures", views.catalogue_figures, name="dashboard-catalogue-figures"),
     path("events/<slug:slug>/", views.event_page, name="dashboard-event"),
     path("events/<slug:slug>/stats", views.event_stats, name="dashboard-event-stats"),

@@ -218,7 +218,7 @@ def test_who_may_read_the_report(make_event) -> None:
     ):
         anonymous = Client().get(path)
         assert anonymous.status_code == 302
-        assert anonymous["Location"].startswith("/admin/login/?next=")
+        assert anonymous["Location"].startswith("/dashboard/sign-in/?next=")
         assert signed_in(f"fan-{len(path)}").get(path).status_code == 403
         assert signed_in(f"audrey-{len(path)}", auditor=True).get(path).status_code == 200
         assert signed_in(f"sam-{len(path)}", staff=True).get(path).status_code == 200
