@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.test import Client
 
 from tests.browser import chromium
 from tests.dashboard.report_history import realistic_history
@@ -40,10 +39,6 @@ def test_an_auditor_reads_prints_and_downloads_the_report(
     audrey = get_user_model().objects.create_user("audrey", password="a-long-pass-123")
     # A flush by an earlier transactional test takes the migrations' group away.
     audrey.groups.add(Group.objects.get_or_create(name="auditors")[0])
-    # The room's password login is the admin's, for staff: the auditor's session is made as a
-    # test makes one (outside the browser's loop, where the database may be used).
-    session = Client()
-    session.force_login(audrey)
     base = live_server.url
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 1200, "height": 900})
@@ -116,11 +111,11 @@ def test_an_auditor_reads_prints_and_downloads_the_report(
         phone = browser.new_context(viewport={"width": 390, "height": 844})
         auditor_page = phone.new_page()
         auditor_page.goto(f"{base}/dashboard/events/summer-tour/report")
-        assert "/admin/login/" in auditor_page.url  # not signed in: sent to the login
-        phone.add_cookies(
-            [{"name": "sessionid", "value": session.cookies["sessionid"].value, "url": base}]
-        )
-        auditor_page.goto(f"{base}/dashboard/events/summer-tour/report")
+        # Not signed in: the dashboard's sign-in, which admits auditors who are not staff.
+        assert "/dashboard/sign-in/" in auditor_page.url
+        auditor_page.fill("#id_username", "audrey")
+        auditor_page.fill("#id_password", "a-long-pass-123")
+        auditor_page.click("button[type=submit]")
         auditor_page.wait_for_selector("#fig-joined")
         assert auditor_page.evaluate("document.documentElement.scrollWidth") <= 390
         auditor_page.screenshot(
