@@ -53,11 +53,13 @@ TICKET_JOIN = {
 }
 TICKET_STATUS = {
     "type": "object",
-    "required": [*TICKET_JOIN["required"], "reentry_until"],
+    "required": [*TICKET_JOIN["required"], "reentry_until", "message"],
     "properties": {
         **TICKET_JOIN["properties"],
         "status": {"type": "string", "enum": STATUS},
         "reentry_until": {"type": ["string", "null"], "format": "date-time"},
+        # Staff's word to the line (plain text), or null.
+        "message": {"type": ["string", "null"]},
     },
 }
 EVENT_PUBLIC = {

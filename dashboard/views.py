@@ -84,6 +84,32 @@ def event_stats(request: HttpRequest, slug: str) -> JsonResponse:
     return JsonResponse(event_figures(_event(slug), now=timezone.now()))
 
 
+@staff_member_required
+@require_POST
+def event_message(request: HttpRequest, slug: str) -> HttpResponse:
+    """Staff's word to the line: set (or, with ``clear``, take away) the message every waiting
+    page shows; audited as a change and broadcast at once (events/services.py)."""
+    event = _event(slug)
+    if not request.user.has_perm("events.change_event"):
+        messages.error(request, "You may look, but not steer: you lack 'change event'.")
+        return redirect("dashboard-event", slug=slug)
+    text = "" if request.POST.get("clear") else request.POST.get("message", "").strip()
+    try:
+        services.event_update(
+            event=event, actor=_actor(request), now=timezone.now(), changes={"message": text}
+        )
+    except ValidationError as refusal:
+        messages.error(request, " ".join(refusal.message_dict.get("message", refusal.messages)))
+        return redirect("dashboard-event", slug=slug)
+    messages.success(
+        request,
+        f"{event.name}: the line now reads your message."
+        if text
+        else f"{event.name}: message cleared.",
+    )
+    return redirect("dashboard-event", slug=slug)
+
+
 _CONTROLS = {
     "pause": services.event_pause,
     "resume": services.event_resume,

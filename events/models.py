@@ -8,7 +8,12 @@ from datetime import datetime
 
 from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.core.validators import (
+    MaxLengthValidator,
+    MaxValueValidator,
+    MinValueValidator,
+    RegexValidator,
+)
 from django.db import models
 from django.db.models import Q
 
@@ -151,6 +156,9 @@ class Event(models.Model):
         blank=True,
         default="",
         max_length=MESSAGE_MAX_LENGTH,
+        # A TextField's max_length binds only its form widget: the validator binds every writer
+        # (events/services.py cleans the whole on-sale before saving).
+        validators=[MaxLengthValidator(MESSAGE_MAX_LENGTH)],
         help_text="Plain text shown to everyone waiting (empty = none).",
     )
     # The on-sale's own look on the fans' pages (queueing/rules/branding.py renders and checks
@@ -168,6 +176,7 @@ class Event(models.Model):
         blank=True,
         default="",
         max_length=BRANDING_TEXT_MAX_LENGTH,
+        validators=[MaxLengthValidator(BRANDING_TEXT_MAX_LENGTH)],
         help_text="Shown above the line on the waiting page. Markdown: **bold**, *italic*, "
         "[links](https://…), lists and paragraphs; HTML is shown as text.",
     )
@@ -175,6 +184,7 @@ class Event(models.Model):
         blank=True,
         default="",
         max_length=BRANDING_TEXT_MAX_LENGTH,
+        validators=[MaxLengthValidator(BRANDING_TEXT_MAX_LENGTH)],
         help_text='"What happens next": shown below the line (same Markdown as the intro).',
     )
     # SHA-256 of the logo's bytes (empty = no logo): names the logo's URL, so browsers may

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -23,9 +24,12 @@ from events.models import (
 )
 from queueing.hot import epoch
 from queueing.hot.client import HotIndexUnavailable
+from queueing.line.followups import broadcast_soon
 from queueing.models import AuditAction
 from queueing.records.audit import audit_append, audit_chain_start
 from queueing.rules.branding import LogoRefused, logo_check
+
+logger = logging.getLogger(__name__)
 
 EDITABLE_FIELDS = (
     "name",
@@ -135,6 +139,20 @@ def _after_commit_mark_ready(event_id: int) -> None:
     transaction.on_commit(mark)
 
 
+# What the fans' pages show from the ticks: a change is broadcast at once, not at the next beat.
+_SHOWN_LIVE = frozenset({"message", "mode"})
+
+
+def _after_commit_broadcast(event_id: int) -> None:
+    def send() -> None:
+        try:
+            broadcast_soon(event_id)
+        except Exception:  # the broker is away: the next beat's tick carries the change
+            logger.warning("could not ask for a tick of event %s", event_id, exc_info=True)
+
+    transaction.on_commit(send)
+
+
 def event_create(
     *,
     actor: str,
@@ -205,6 +223,8 @@ def event_update(
                 at=now,
                 data={"changes": diff},
             )
+        if _SHOWN_LIVE & diff.keys():
+            _after_commit_broadcast(locked.id)
     return locked
 
 

@@ -9,6 +9,7 @@ from django.utils import timezone
 from queueing import ticks
 from queueing.line import rebuild
 from queueing.line.admission import admission_run
+from queueing.live.ticks import broadcast_tick
 
 
 @shared_task(ignore_result=True)
@@ -37,6 +38,12 @@ def event_tick(event_id: int, claim: str = "") -> None:
 def admission_for_event(event_id: int) -> None:
     """Run at once when a slot frees, instead of waiting for the next tick."""
     admission_run(event_id=event_id, now=timezone.now())
+
+
+@shared_task(ignore_result=True)
+def broadcast_for_event(event_id: int) -> None:
+    """A tick for the event's pages at once: staff changed its message or mode."""
+    broadcast_tick(event_id=event_id, now=timezone.now())
 
 
 @shared_task(ignore_result=True)

@@ -11,11 +11,17 @@ from celery import current_app
 
 ADMISSION_FOR_EVENT = "queueing.tasks.admission_for_event"
 HOT_INDEX_REBUILD = "queueing.tasks.hot_index_rebuild"
+BROADCAST_FOR_EVENT = "queueing.tasks.broadcast_for_event"
 
 
 def admission_soon(event_id: int) -> None:
     """Admit the next fans of the event now rather than at its next tick."""
     current_app.send_task(ADMISSION_FOR_EVENT, args=(event_id,))
+
+
+def broadcast_soon(event_id: int) -> None:
+    """Send the event's pages a tick now (staff changed what they show), not at the next beat."""
+    current_app.send_task(BROADCAST_FOR_EVENT, args=(event_id,), expires=5)
 
 
 def rebuild_soon(event_id: int) -> None:

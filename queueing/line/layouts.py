@@ -32,6 +32,7 @@ _EVENT_FIELDS = (
     "rate_per_minute",
     "capacity",
     "session_seconds",
+    "message",
 )
 
 
@@ -46,6 +47,7 @@ def _build(event: dict[str, Any], tiers: list[Tier]) -> EventLayout:
             session_seconds=event["session_seconds"],
         ),
         tiers=tuple(TierLayout(id=t.id, priority=t.priority, share=t.share) for t in tiers),
+        message=event["message"],
     )
 
 

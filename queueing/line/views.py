@@ -44,6 +44,8 @@ class TicketView:
     reentry_until: datetime | None = None
     # The ticket's last session was in the shop (its end is told apart from a lapsed place).
     was_admitted: bool = False
+    # Staff's word to the line, or None (from the on-sale's cached layout).
+    message: str | None = None
 
 
 def entry_view_unplaced(
@@ -91,6 +93,7 @@ def ticket_view(
         issued_pass=issued,
         tier_id=tier_id,
         order_key=order_key,
+        message=layout.message or None,
     )
 
 

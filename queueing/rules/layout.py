@@ -21,6 +21,9 @@ class EventLayout:
     pace: float | None
     # In service order: (priority, id).
     tiers: tuple[TierLayout, ...]
+    # Staff's word to the line ("" = none): polls carry it, read from this cached layout, so
+    # a polling page learns of a new message within the cache's life and no query is made.
+    message: str = ""
 
     def tier_index(self, tier_id: int) -> int | None:
         for index, tier in enumerate(self.tiers):

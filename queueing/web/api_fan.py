@@ -164,6 +164,7 @@ def ticket_status_payload(view: TicketView) -> dict[str, Any]:
         "pass_expires_at": issued.expires_at.isoformat() if issued else None,
         "redirect_url": issued.redirect_url if issued else None,
         "reentry_until": _iso(view.reentry_until),
+        "message": view.message,
     }
 
 

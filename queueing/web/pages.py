@@ -29,6 +29,7 @@ from queueing.rules.errors import QueueError, ReentryNotAllowed
 from queueing.rules.return_urls import destination_sources, return_url_clean
 from queueing.rules.states import REENTERABLE, EntryStatus
 from queueing.rules.tickets import ticket_read
+from queueing.rules.turn_text import your_turn_strings
 from queueing.rules.wait_text import js_strings, wait_range_text
 from queueing.web.abuse import address_digest, join_rate_check, wrong_code_gate
 from queueing.web.identity import identity_from_request, identity_remember
@@ -202,7 +203,9 @@ def _render_ticket(
             "startsAt": event.starts_at.timestamp() if event.starts_at else None,
             "wsPath": f"/ws/events/{event.slug}/",
             "ticketApi": reverse("api-ticket", args=[view.ticket]),
-            "strings": js_strings(),
+            "strings": {**js_strings(), **your_turn_strings()},
+            "eventName": event.name,
+            "eventSlug": event.slug,
         },
     }
     response = render(

@@ -54,7 +54,7 @@ def test_the_notice_gives_the_start_when_it_is_still_to_come(make_event) -> None
     html = Client().get(f"/e/{event.slug}/").content.decode()
     assert NOTICE in html
     assert "The sale is due to start at" in html and "6:30 p.m. (UTC)" in html
-    assert 'id="maintenance-message" hidden' in html  # no message: nothing to show
+    assert 'id="staff-message-text" hidden' in html  # no message: nothing to show
 
 
 def test_a_join_sent_anyway_is_refused_with_the_notice(make_event) -> None:

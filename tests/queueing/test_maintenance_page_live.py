@@ -51,8 +51,8 @@ def test_the_notice_comes_and_goes_with_the_mode_without_a_reload(make_event) ->
 
             steer(base, token, mode="maintenance", message="<b>Back</b> at nine.")
             page.locator("#maintenance").wait_for(state="visible", timeout=10_000)
-            assert page.inner_text("#maintenance-message") == "<b>Back</b> at nine."
-            assert page.locator("#maintenance-message b").count() == 0  # text, never markup
+            assert page.inner_text("#staff-message-body") == "<b>Back</b> at nine."
+            assert page.locator("#staff-message-body b").count() == 0  # text, never markup
             assert page.inner_text("#position") == "1"
 
             steer(base, token, mode="queue")

@@ -126,8 +126,15 @@
     }
   }
 
+  var leaving = false;
   function goTo(url) {
+    if (leaving) return;
+    leaving = true;  // let in: no more polls, ticks or reconnects
+    clearTimeout(pollTimer);
+    if (socket) { socket.onclose = null; socket.close(); }
     $("status-text").textContent = S.admitted;
+    // In a background tab your_turn.js holds the page and calls the fan back.
+    if (window.wrYourTurn && window.wrYourTurn.arrive(url)) return;
     window.location.assign(url);
   }
 
@@ -148,6 +155,7 @@
       .then(function (r) {
         checking = false;
         if (r.body.redirect_url) { goTo(r.body.redirect_url); return; }
+        if ("message" in r.body) showMessage(r.body.message);
         render({ status: r.body.status, position: r.body.position, eta: r.body.eta,
                  queueLength: r.body.queue_length, state: cfg.state });
         if (thenSchedule) schedulePoll(r.after);
@@ -160,22 +168,31 @@
 
   function schedulePoll(seconds) {
     clearTimeout(pollTimer);
+    if (leaving) return;
     if (socketOpen()) return;  // the socket keeps the place
     pollTimer = setTimeout(function () { check(true); }, Math.max(1, seconds) * 1000);
   }
 
-  // The maintenance notice, live: staff's mode and word come with every tick. The place is
+  // Staff's word to the line, from a tick or a poll: set as text (never markup) in the
+  // page's live region, which screen readers announce.
+  function showMessage(message) {
+    var body = $("staff-message-body");
+    if (!body) return;
+    if (body.textContent !== (message || "")) body.textContent = message || "";
+    $("staff-message-text").hidden = !message;
+  }
+
+  // The maintenance notice and staff's word, live: both come with every tick. The place is
   // kept whatever the mode, so nothing else on the page changes.
   function showNotice(tick) {
     var box = $("maintenance");
-    if (!box || !tick || !("mode" in tick)) return;
-    box.hidden = tick.mode !== "maintenance";
-    var text = $("maintenance-message");
-    if (text.textContent !== (tick.message || "")) text.textContent = tick.message || "";
-    text.hidden = !tick.message;
+    if (!tick || !("mode" in tick)) return;
+    if (box) box.hidden = tick.mode !== "maintenance";
+    showMessage(tick.message);
   }
 
   function onTick(tick) {
+    if (leaving) return;
     cfg.state = tick.state;
     showNotice(tick);
     if (status !== "waiting") return;
