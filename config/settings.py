@@ -259,7 +259,7 @@ SPECTACULAR_SETTINGS = {
 
 LANGUAGE_CODE = "en"
 # Chosen per request: the language switcher's cookie first, then Accept-Language. Each named
-# in itself, as the fans' switcher shows them (README "Languages"). The fans' pages are in all of
+# in itself, as the fans' switcher shows them (Django's name_local, capitalised) (README "Languages"). The fans' pages are in all of
 # them; the staff dashboard and admin in English and German only.
 LANGUAGES = [
     ("en", "English"),
@@ -271,7 +271,7 @@ LANGUAGES = [
     ("pl", "Polski"),
     ("pt", "Português"),
     ("ja", "日本語"),
-    ("ar", "العربية"),
+    ("ar", "العربيّة"),
 ]
 LOCALE_PATHS = [BASE_DIR / "locale"]
 # Where Django's number formats differ from the browser's (CLDR, Intl.NumberFormat), the
