@@ -258,9 +258,9 @@ SPECTACULAR_SETTINGS = {
 }
 
 LANGUAGE_CODE = "en"
-# Chosen per request: the language switcher's cookie first, then Accept-Language. Each named
-# in itself, as the fans' switcher shows them (Django's name_local, capitalised) (README "Languages"). The fans' pages are in all of
-# them; the staff dashboard and admin in English and German only.
+# Chosen per request: the language switcher's cookie first, then Accept-Language. Each named in
+# itself, as the switcher shows them (Django's name_local, capitalised; README "Languages"). The
+# fans' pages are in all of them; the staff dashboard and admin in English and German only.
 LANGUAGES = [
     ("en", "English"),
     ("de", "Deutsch"),
