@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
 
-.PHONY: run test setup services lint screenshots bench bench-quick bench-units
+.PHONY: run test setup services lint screenshots messages bench bench-quick bench-units
 
 $(STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -34,6 +34,7 @@ test: setup
 	scripts/ensure_browser.sh
 	scripts/ensure_rabbitmq.sh
 	scripts/ensure_nginx.sh
+	scripts/ensure_gettext.sh
 	$(PY) manage.py compilemessages --ignore=.venv -v0
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/pytest
@@ -47,9 +48,20 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# Every translatable string of the code into locale/<lang>/LC_MESSAGES/{django,djangojs}.po for
+# every language there (a new one: `manage.py makemessages -l <code>` once), keeping the
+# translations (msgmerge): new strings arrive with an empty msgstr, changed ones as fuzzy;
+# translate them, then run this again (it also compiles). tests/test_translations.py fails until the fans' strings are done (README "Languages").
+MESSAGE_IGNORE := --ignore=.venv --ignore=staticfiles --ignore=tests --ignore=bench --ignore=node_modules
+messages: $(STAMP)
+	scripts/ensure_gettext.sh
+	$(PY) manage.py makemessages --all $(MESSAGE_IGNORE) --no-obsolete --add-location=file
+	$(PY) manage.py makemessages -d djangojs --all $(MESSAGE_IGNORE) --no-obsolete --add-location=file
+	$(PY) manage.py compilemessages --ignore=.venv -v0
+
 # Re-take the screenshots kept in docs/ (from the real-browser tests).
 screenshots: setup
-	WR_SAVE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/queueing/test_waiting_page.py tests/dashboard/test_dashboard_browser.py tests/dashboard/test_catalogue_browser.py
+	WR_SAVE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/queueing/test_waiting_page.py tests/queueing/test_languages_browser.py tests/dashboard/test_dashboard_browser.py tests/dashboard/test_catalogue_browser.py
 
 # The benchmark (docs/benchmarks.md); bench-quick is the under-two-minutes version for
 # checking hot-path changes before committing. Neither is run by CI.

@@ -32,6 +32,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # intcomma: the fans' figures grouped as their language groups thousands.
+    "django.contrib.humanize",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -256,9 +258,28 @@ SPECTACULAR_SETTINGS = {
 }
 
 LANGUAGE_CODE = "en"
-# Chosen per request from Accept-Language.
-LANGUAGES = [("en", "English"), ("de", "Deutsch")]
+# Chosen per request: the language switcher's cookie first, then Accept-Language. Each named in
+# itself, as the switcher shows them (Django's name_local, capitalised; README "Languages"). The
+# fans' pages are in all of them; the staff dashboard and admin in English and German only.
+LANGUAGES = [
+    ("en", "English"),
+    ("de", "Deutsch"),
+    ("fr", "Français"),
+    ("es", "Español"),
+    ("it", "Italiano"),
+    ("nl", "Nederlands"),
+    ("pl", "Polski"),
+    ("pt", "Português"),
+    ("ja", "日本語"),
+    ("ar", "العربيّة"),
+]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+# Where Django's number formats differ from the browser's (CLDR, Intl.NumberFormat), the
+# room's own win, so the page's numbers read the same before and after a live update.
+FORMAT_MODULE_PATH = ["config.formats"]
+LANGUAGE_COOKIE_HTTPONLY = True
+LANGUAGE_COOKIE_SAMESITE = "Lax"
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -276,6 +297,7 @@ WR_IDENTITY_COOKIE = "wr_id"
 WR_IDENTITY_COOKIE_MAX_AGE = env_int("WR_IDENTITY_COOKIE_MAX_AGE", 7 * 24 * 3600, minimum=60)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+LANGUAGE_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
 # HTTPS in production (secure by default when DEBUG is off; every value can be overridden).
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SSL_REDIRECT", not DEBUG)

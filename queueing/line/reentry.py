@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext_noop
 
 from events.models import Event
 from queueing.line.followups import admission_soon
@@ -34,11 +35,14 @@ from queueing.rules.errors import ReentryNotAllowed, TicketNotFound
 from queueing.rules.reentry import front_order_key, reentry_refusal
 from queueing.rules.tickets import TicketRef
 
-ANOTHER_PLACE = (
+# Marked for translation (the page says them in the fan's language); the API says them as is.
+ANOTHER_PLACE = gettext_noop(
     "You already hold another place in this line; go on with that one (leave it first to "
     "come back with this ticket)."
 )
-ADDRESS_FULL = "Too many places in this line are already held from your network address."
+ADDRESS_FULL = gettext_noop(
+    "Too many places in this line are already held from your network address."
+)
 
 
 def _entry(ref: TicketRef) -> QueueEntry:
@@ -75,7 +79,9 @@ def entry_reenter(*, ref: TicketRef, now: datetime) -> TicketView:
                 now=now,
             )
             if back is None:  # the conditions above, asked again by the UPDATE itself
-                raise ReentryNotAllowed("This ticket changed meanwhile; look at it again.")
+                raise ReentryNotAllowed(
+                    gettext_noop("This ticket changed meanwhile; look at it again.")
+                )
             audit_append_many(
                 event_id=event.id,
                 actor="fan",

@@ -10,6 +10,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import ClassVar
 
+from django.utils.translation import gettext_noop
+
 
 class ErrorCode(StrEnum):
     BAD_REQUEST = "bad_request"
@@ -62,7 +64,9 @@ class NotAuthorized(
 
 
 class TicketContention(
-    QueueError, code=ErrorCode.CONFLICT, detail="The ticket kept changing; please retry."
+    QueueError,
+    code=ErrorCode.CONFLICT,
+    detail=gettext_noop("The ticket kept changing; please retry."),
 ):
     """Nothing was done: the ticket changed under a join or leave every time it was tried."""
 
@@ -125,7 +129,7 @@ class RateLimited(
 class AddressLimited(
     RateLimited,
     code=ErrorCode.RATE_LIMITED,
-    detail="Too many places in this line are already held from your network address.",
+    detail=gettext_noop("Too many places in this line are already held from your network address."),
 ):
     """The client address already holds the on-sale's ``max_live_per_address`` live tickets;
     one of them ending makes room."""
@@ -148,6 +152,6 @@ class ProofOfWorkInvalid(
 class ReentryNotAllowed(
     QueueError,
     code=ErrorCode.REENTRY_NOT_ALLOWED,
-    detail="This ticket cannot go back in line.",
+    detail=gettext_noop("This ticket cannot go back in line."),
 ):
     """A ``reenter`` the rules refuse; ``detail`` says why (queueing/rules/reentry.py)."""

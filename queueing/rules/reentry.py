@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.utils.translation import gettext_noop
+
 from queueing.rules.states import LIVE, REENTERABLE, EntryStatus
 
 
@@ -28,27 +30,30 @@ class ReentryFacts:
 
 
 def reentry_refusal(facts: ReentryFacts, *, now: datetime) -> str | None:
-    """Why this entry may not go back in line now (a sentence for the fan); None: it may."""
+    """Why this entry may not go back in line now (a sentence for the fan, marked for
+    translation: the page says it in the fan's language); None: it may."""
     if facts.status == EntryStatus.COMPLETED:
-        return "This visit to the shop was completed; there is nothing to go back to."
+        return gettext_noop("This visit to the shop was completed; there is nothing to go back to.")
     if facts.status in LIVE:
-        return "This ticket is still in line or in the shop."
+        return gettext_noop("This ticket is still in line or in the shop.")
     if facts.status not in REENTERABLE or not facts.was_admitted:
-        return (
+        return gettext_noop(
             "Only a fan whose time in the shop ran out, or whose visit the shop ended, "
             "can go back in line; join the line again instead."
         )
     if facts.reentered_at is not None:
-        return "This ticket has already gone back in line once."
+        return gettext_noop("This ticket has already gone back in line once.")
     if facts.reentry_seconds <= 0:
-        return "This on-sale does not let fans go back in line; join the line again instead."
+        return gettext_noop(
+            "This on-sale does not let fans go back in line; join the line again instead."
+        )
     if facts.event_closed:
-        return "This on-sale has ended."
+        return gettext_noop("This on-sale has ended.")
     if facts.event_in_maintenance:
-        return "The waiting room is closed for maintenance; please try again later."
+        return gettext_noop("The waiting room is closed for maintenance; please try again later.")
     until = _window_end(facts)
     if until is None or now >= until:
-        return "The time to go back in line has passed; join the line again instead."
+        return gettext_noop("The time to go back in line has passed; join the line again instead.")
     return None
 
 

@@ -35,11 +35,9 @@ def js_strings() -> dict[str, str]:
     return {
         "unknown": gettext("We'll show an estimate as soon as the line starts moving."),
         "lessThanMinute": gettext("less than a minute"),
-        "minute": ngettext("about %(n)d minute", "about %(n)d minutes", 1),
-        "minutes": ngettext("about %(n)d minute", "about %(n)d minutes", 2),
+        # "about %(n)d minute(s)/hour(s)" are not here: they need the language's plural rule
+        # for any n, so waiting.js asks the script catalog (djangojs domain) for them.
         "minutesRange": gettext("about %(low)d–%(high)d minutes"),
-        "hour": ngettext("about %(n)d hour", "about %(n)d hours", 1),
-        "hours": ngettext("about %(n)d hour", "about %(n)d hours", 2),
         "hoursRange": gettext("about %(low)d–%(high)d hours"),
         "next": gettext("You're next!"),
         "inLine": gettext("You're in line."),

@@ -209,9 +209,11 @@ def test_no_tag_attribute_or_script_of_staff_reaches_any_page(make_event, state:
         for value in attrs.values():
             assert "javascript:" not in (value or "").lower(), (tag, attrs)
     scripts = [attrs for tag, attrs in tags_of(html) if tag == "script"]
-    # Only the room's own scripts (files from /static/, or its JSON config).
+    # Only the room's own scripts (files from /static/, its translation catalog, or its JSON
+    # config).
     assert all(
-        (a.get("src") or "").startswith("/static/") or a.get("type") == "application/json"
+        (a.get("src") or "").startswith(("/static/", "/i18n/catalog/"))
+        or a.get("type") == "application/json"
         for a in scripts
     ), scripts
     assert "<style" not in html and 'alert("intro")' not in html

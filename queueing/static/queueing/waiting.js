@@ -30,7 +30,25 @@
     });
   }
 
-  // Same wording as queueing/wait_text.py.
+  // Plurals with the page language's own rule: the catalog script the page loads first
+  // (queueing/web/i18n.py, locale/<lang>/djangojs.po) defines django.ngettext; without it
+  // (it failed to load) English's rule is the fallback.
+  function ngettext(singular, plural, n) {
+    if (window.django && window.django.ngettext) return window.django.ngettext(singular, plural, n);
+    return n === 1 ? singular : plural;
+  }
+
+  // Figures as the server writes them (Django's number formats for the page's language):
+  // grouped even with four digits, and always in Latin digits, as Django writes them, so a
+  // number does not change script with the first live update (Arabic's default is
+  // Arabic-Indic digits; README "Languages").
+  var numbers = null;
+  try {
+    numbers = new Intl.NumberFormat(document.documentElement.lang + "-u-nu-latn", { useGrouping: "always" });
+  } catch (e) { numbers = null; }
+  function number(n) { return numbers ? numbers.format(n) : String(n); }
+
+  // Same wording as queueing/rules/wait_text.py.
   function waitText(eta) {
     if (!eta) return S.unknown;
     var lo = Math.floor(eta.p10 / 60), hi = Math.ceil(eta.p90 / 60);
@@ -38,11 +56,11 @@
     if (hi >= 120) {
       var loH = Math.max(1, Math.round(eta.p10 / 3600));
       var hiH = Math.max(loH, Math.round(eta.p90 / 3600));
-      if (loH === hiH) return fmt(loH === 1 ? S.hour : S.hours, { n: loH });
+      if (loH === hiH) return fmt(ngettext("about %(n)d hour", "about %(n)d hours", loH), { n: loH });
       return fmt(S.hoursRange, { low: loH, high: hiH });
     }
     lo = Math.max(1, lo);
-    if (lo >= hi) return fmt(hi === 1 ? S.minute : S.minutes, { n: hi });
+    if (lo >= hi) return fmt(ngettext("about %(n)d minute", "about %(n)d minutes", hi), { n: hi });
     return fmt(S.minutesRange, { low: lo, high: hi });
   }
 
@@ -116,9 +134,9 @@
       if (view.state === "paused") text.textContent = S.paused;
       else if (view.position === 1) text.textContent = S.next;
       else text.textContent = S.inLine;
-      $("position").textContent = view.position;
+      $("position").textContent = number(view.position);
       $("wait").textContent = waitText(view.eta);
-      $("queue-length").textContent = view.queueLength;
+      $("queue-length").textContent = number(view.queueLength);
       if (!firstPosition || view.position > firstPosition) firstPosition = view.position;
       var progress = Math.max(0, Math.min(100, Math.floor(100 * (firstPosition - view.position) / firstPosition)));
       $("progress-bar").style.width = progress + "%";
