@@ -398,6 +398,8 @@ WR_TICKETS_ISSUE_SEALED = env_bool("WR_TICKETS_ISSUE_SEALED", True)
 # WebSockets. At most this many sockets stay open per ticket, across all web processes: the
 # newest wins, the oldest page is told it was opened elsewhere (close code 4409).
 WR_SOCKETS_PER_TICKET = env_int("WR_SOCKETS_PER_TICKET", 3, minimum=1)
+# How long a "Continue on your phone" link moves a place (queueing/line/place_links.py).
+WR_PLACE_LINK_SECONDS = env_int("WR_PLACE_LINK_SECONDS", 600, minimum=30)
 # At most this many sockets per client address (IPv6 per /64) in each web process; past it a
 # socket is closed with 4429 and its page polls instead (0 = no cap). Fans behind one NAT
 # share it: keep it generous.
@@ -414,3 +416,20 @@ WR_LOGIN_FAILURES_PER_ACCOUNT = env_int("WR_LOGIN_FAILURES_PER_ACCOUNT", 5, mini
 WR_LOGIN_FAILURES_PER_ADDRESS = env_int("WR_LOGIN_FAILURES_PER_ADDRESS", 20, minimum=0)
 WR_LOGIN_FAILURE_WINDOW_SECONDS = env_int("WR_LOGIN_FAILURE_WINDOW_SECONDS", 900, minimum=1)
 WR_LOGIN_LOCKOUT_SECONDS = env_int("WR_LOGIN_LOCKOUT_SECONDS", 900, minimum=1)
+
+# "It's your turn" mails (queueing/line/turn_mail.py), through Django's e-mail API. Without an
+# EMAIL_HOST they are written to the worker's output (the console backend), which is what the
+# demo wants; production points EMAIL_HOST at its SMTP relay.
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "waiting-room@localhost")

@@ -5,7 +5,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from config.health import healthz, readyz
 from config.metrics import metrics_view
-from queueing.web import api_fan, api_passes, demo_shop, gate, i18n, look, pages
+from queueing.web import api_fan, api_passes, demo_shop, gate, i18n, look, pages, place_pages
 
 api_v1 = [
     path("events/<str:slug>/join", api_fan.join, name="api-join"),
@@ -24,6 +24,9 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("e/<slug:slug>/", pages.waiting_page, name="waiting-page"),
     path("e/<slug:slug>/logo/<str:sha256>", look.event_logo, name="event-logo"),
+    path("e/<slug:slug>/move", place_pages.place_link_new, name="place-link-new"),
+    path("e/<slug:slug>/move/<str:token>", place_pages.place_link_open, name="place-link"),
+    path("e/<slug:slug>/mail", place_pages.turn_mail_form, name="turn-mail"),
     # The language switcher posts to i18n/setlang/ (Django's set_language).
     path("i18n/", include("django.conf.urls.i18n")),
     path("i18n/catalog/<str:lang>.js", i18n.script_catalog, name="script-catalog"),

@@ -57,6 +57,8 @@ class QueueEntry(models.Model):
     # (records/transitions.py).
     notify_email = models.EmailField(max_length=254, blank=True, db_default="")
     notified_at = models.DateTimeField(null=True, blank=True)
+    # The page's language when the address was left: the mail speaks it.
+    notify_language = models.CharField(max_length=8, blank=True, db_default="")
     # Which browser holds the place on the waiting page: empty until the place is moved to
     # another device (line/place_links.py); then only the page cookie carrying this key
     # shows the place, and the old device's page says the place moved.

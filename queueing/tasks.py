@@ -9,6 +9,7 @@ from django.utils import timezone
 from queueing import ticks
 from queueing.line import rebuild
 from queueing.line.admission import admission_run
+from queueing.line.turn_mail import turn_mail_send
 from queueing.live.ticks import broadcast_tick
 
 
@@ -44,6 +45,12 @@ def admission_for_event(event_id: int) -> None:
 def broadcast_for_event(event_id: int) -> None:
     """A tick for the event's pages at once: staff changed its message or mode."""
     broadcast_tick(event_id=event_id, now=timezone.now())
+
+
+@shared_task(ignore_result=True)
+def turn_mails_send(entry_ids: list[int]) -> int:
+    """'It's your turn' mails for fans just let in who left an address (sent at most once)."""
+    return turn_mail_send(entry_ids=entry_ids, now=timezone.now())
 
 
 @shared_task(ignore_result=True)

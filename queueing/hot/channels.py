@@ -51,6 +51,19 @@ def notify_admitted(entry_ids: Iterable[int]) -> None:
         logger.warning("could not notify %d admitted entries", len(ids), exc_info=True)
 
 
+def notify_moved(entry_id: int) -> None:
+    """The place moved to another browser: the pages still open on it stop."""
+    try:
+        async_to_sync(get_channel_layer().group_send)(
+            ticket_group(entry_id), {"type": "ticket.moved"}
+        )
+    except Exception:
+        # Those pages learn it when they reload (the cookie's holder no longer matches).
+        logger.warning(
+            "could not tell the pages of entry %s that it moved", entry_id, exc_info=True
+        )
+
+
 async def sockets_replaced(channels: Iterable[str]) -> None:
     """Tell these sockets (in whichever web process) that newer ones took their ticket."""
     layer = get_channel_layer()

@@ -29,6 +29,7 @@ from queueing.hot import heartbeats, stats
 from queueing.hot.channels import notify_admitted
 from queueing.hot.client import HotIndexUnavailable
 from queueing.line.index_sync import index_forget
+from queueing.line.turn_mail import turn_mail_ask
 from queueing.models import AdmissionState, AuditAction, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many
 from queueing.records.reentries import earlier_admissions_since
@@ -329,6 +330,8 @@ def _after_admission(
     if heal_index:
         # A previous run committed but never reached the hot index (its worker died).
         Event.objects.filter(pk=event.pk).update(hot_index_dirty=True)
+    # Mails need PostgreSQL and the broker, not the hot index: asked for whatever Redis says.
+    turn_mail_ask(m.id for m in admitted)
     moved = admitted + expired
     if not index_forget(event.pk, moved):
         return

@@ -12,6 +12,7 @@ from celery import current_app
 ADMISSION_FOR_EVENT = "queueing.tasks.admission_for_event"
 HOT_INDEX_REBUILD = "queueing.tasks.hot_index_rebuild"
 BROADCAST_FOR_EVENT = "queueing.tasks.broadcast_for_event"
+TURN_MAILS_SEND = "queueing.tasks.turn_mails_send"
 
 
 def admission_soon(event_id: int) -> None:
@@ -22,6 +23,11 @@ def admission_soon(event_id: int) -> None:
 def broadcast_soon(event_id: int) -> None:
     """Send the event's pages a tick now (staff changed what they show), not at the next beat."""
     current_app.send_task(BROADCAST_FOR_EVENT, args=(event_id,), expires=5)
+
+
+def turn_mail_soon(entry_ids: list[int]) -> None:
+    """Send these admitted fans the mail they asked for."""
+    current_app.send_task(TURN_MAILS_SEND, args=(entry_ids,))
 
 
 def rebuild_soon(event_id: int) -> None:

@@ -50,6 +50,29 @@ def entry_return_url(*, entry_id: int, event_id: int) -> str:
     return found or ""
 
 
+@dataclass(frozen=True)
+class PageFacts:
+    """What only the waiting page needs of an entry (never the hot status path)."""
+
+    holder_key: str  # which browser shows the place ("" until it was moved)
+    notify_email: str  # the address left for "it's your turn" ("" for none)
+    status: EntryStatus
+    event_id: int
+
+
+def entry_page_facts(entry_id: int) -> PageFacts | None:
+    row = (
+        QueueEntry.objects.filter(pk=entry_id)
+        .values_list("holder_key", "notify_email", "status", "event_id")
+        .first()
+    )
+    if row is None:
+        return None
+    return PageFacts(
+        holder_key=row[0], notify_email=row[1], status=EntryStatus(row[2]), event_id=row[3]
+    )
+
+
 def current_counts(layout: EventLayout) -> LineCounts:
     """The line's counts: from the hot index when it is complete, else from PostgreSQL."""
     return lines_counts([layout])[layout.event_id]

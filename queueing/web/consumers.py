@@ -38,6 +38,7 @@ from queueing.web.abuse import rate_key_for_ip, scope_client_ip
 CLOSE_BAD_TICKET = 4401
 CLOSE_TICKET_GONE = 4404
 CLOSE_REPLACED = 4409  # a newer page took this ticket's socket: the page stops
+CLOSE_MOVED = 4410  # the place moved to another browser: the page says so and stops
 CLOSE_TOO_MANY = 4429  # this address holds too many sockets: the page polls
 CLOSE_TRY_AGAIN = 1013  # the page polls, then reconnects
 CLOSE_TOO_BIG = 1009  # RFC 6455 "message too big"
@@ -201,6 +202,14 @@ class LineConsumer(AsyncWebsocketConsumer):
 
     async def ticket_admitted(self, message: dict[str, Any]) -> None:
         await self._send_personal(snapshot=False)
+
+    async def ticket_moved(self, message: dict[str, Any]) -> None:
+        """The place moved to another browser (queueing/line/place_links.py): say so, close."""
+        if self.left:
+            return
+        await self.send(text_data=json.dumps({"type": "moved"}))
+        self._leave()
+        await self.close(code=CLOSE_MOVED)
 
     async def ticket_replaced(self, message: dict[str, Any]) -> None:
         """A newer socket took this ticket (another tab or device): say why, then close."""

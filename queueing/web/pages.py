@@ -21,7 +21,7 @@ from config.api_errors import ApiError, api_error
 from config.middleware import content_security_policy
 from events.models import Event, EventMode
 from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
-from queueing.line.reads import entry_return_url
+from queueing.line.reads import PageFacts, entry_page_facts, entry_return_url
 from queueing.line.reentry import entry_reenter
 from queueing.line.status import ticket_poll
 from queueing.line.views import TicketView
@@ -43,25 +43,31 @@ _COOKIE_SALT = "waitingroom.page-ticket.v1"
 class PageTicket:
     ticket: str
     first_position: int | None  # where the fan stood when first placed (for the progress bar)
+    # The entry's holder key this browser was given when the place moved here ("" for the
+    # browser that joined): a place shows only where the key matches (line/place_links.py).
+    holder: str = ""
 
 
 def _cookie_name(event: Event) -> str:
     return f"wr_ticket_{event.pk}"
 
 
-def _read_cookie(request: HttpRequest, event: Event) -> PageTicket | None:
+def page_cookie_read(request: HttpRequest, event: Event) -> PageTicket | None:
     raw = request.get_signed_cookie(_cookie_name(event), default=None, salt=_COOKIE_SALT)
     if not raw:
         return None
-    ticket, _, first = raw.partition("|")
-    return PageTicket(ticket=ticket, first_position=int(first) if first.isdigit() else None)
+    ticket, _, rest = raw.partition("|")
+    first, _, holder = rest.partition("|")
+    return PageTicket(
+        ticket=ticket, first_position=int(first) if first.isdigit() else None, holder=holder
+    )
 
 
-def _write_cookie(response: HttpResponse, event: Event, page_ticket: PageTicket) -> None:
+def page_cookie_write(response: HttpResponse, event: Event, page_ticket: PageTicket) -> None:
     first = "" if page_ticket.first_position is None else str(page_ticket.first_position)
     response.set_signed_cookie(
         _cookie_name(event),
-        f"{page_ticket.ticket}|{first}",
+        f"{page_ticket.ticket}|{first}|{page_ticket.holder}",
         salt=_COOKIE_SALT,
         max_age=settings.WR_IDENTITY_COOKIE_MAX_AGE,
         httponly=True,
@@ -70,7 +76,7 @@ def _write_cookie(response: HttpResponse, event: Event, page_ticket: PageTicket)
     )
 
 
-def _event_or_404(slug: str) -> Event:
+def event_or_404(slug: str) -> Event:
     event = Event.objects.filter(slug=slug).first()
     if event is None:
         raise Http404("No such on-sale")
@@ -83,7 +89,7 @@ def _needs_join_form(event: Event) -> bool:
     return bool(event.pow_difficulty) or event.access_codes.exists()
 
 
-def _base_context(event: Event, now: datetime) -> dict[str, Any]:
+def page_base_context(event: Event, now: datetime) -> dict[str, Any]:
     return {
         "event": event,
         "state": event.state_at(now).value,
@@ -106,7 +112,7 @@ def _render_join_refused(
 ) -> HttpResponse:
     error = api_error(refusal)
     context = {
-        **_base_context(event, now),
+        **page_base_context(event, now),
         "error": error.code,
         "detail": error.detail,
         "return_url": return_url,
@@ -157,7 +163,7 @@ def _join(
     except (QueueError, ApiError) as error:
         return _render_join_refused(request, event, error, now, return_url)
     response = HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))
-    _write_cookie(
+    page_cookie_write(
         response, event, PageTicket(ticket=result.view.ticket, first_position=result.view.position)
     )
     identity_remember(response, identity)
@@ -177,17 +183,21 @@ def _render_ticket(
     view: TicketView,
     now: datetime,
     *,
+    facts: PageFacts | None = None,
     reentry_refused: str | None = None,
 ) -> HttpResponse:
     first = page_ticket.first_position or view.position
     context = {
-        **_base_context(event, now),
+        **page_base_context(event, now),
         "view": view,
         "status": view.status.value,
         # The shop session ended without completing: say so, and offer the way back in
         # line while the on-sale allows it (view.reentry_until).
         "session_cut_short": view.was_admitted and view.status in REENTERABLE,
         "reentry_refused": reentry_refused,
+        # The address left for the "it's your turn" mail (queueing/web/place_pages.py).
+        "notify_email": facts.notify_email if facts is not None else "",
+        "mail_invalid": request.GET.get("mail") == "invalid",
         "wait_text": wait_range_text(view.eta),
         "progress": _progress(first, view.position),
         "refresh_seconds": max(5, math.ceil(view.poll_after_seconds)),
@@ -212,7 +222,11 @@ def _render_ticket(
         request, "queueing/waiting.html", context, status=409 if reentry_refused else 200
     )
     if first != page_ticket.first_position:
-        _write_cookie(response, event, PageTicket(ticket=view.ticket, first_position=first))
+        page_cookie_write(
+            response,
+            event,
+            PageTicket(ticket=view.ticket, first_position=first, holder=page_ticket.holder),
+        )
     return response
 
 
@@ -222,7 +236,7 @@ def _render_join_form(request: HttpRequest, event: Event, now: datetime) -> Http
     once, so a fan still just arrives; without JavaScript there is a button. The page asked
     for with ``?return=<url>`` hands that URL on with the form."""
     context = {
-        **_base_context(event, now),
+        **page_base_context(event, now),
         "return_url": return_url_clean(request.GET.get("return")),
         "has_codes": event.access_codes.exists(),
         "autojoin": not _needs_join_form(event) and event.mode != EventMode.MAINTENANCE,
@@ -240,7 +254,7 @@ def _render_join_form(request: HttpRequest, event: Event, now: datetime) -> Http
 
 @require_http_methods(["GET", "HEAD", "POST"])
 def waiting_page(request: HttpRequest, slug: str) -> HttpResponse:
-    event = _event_or_404(slug)
+    event = event_or_404(slug)
     response = _waiting_page(request, event)
     # The page's forms (join, join again, go back in line) may end on the shop: a join
     # admitted at once answers with redirects to it, and the browser holds that whole chain
@@ -270,26 +284,49 @@ def _waiting_page(request: HttpRequest, event: Event) -> HttpResponse:
             return response
         code = request.POST.get("access_code", "").strip()[:64] or None
         return _join(request, event, code, now, return_url)
-    page_ticket, view = _page_view(request, event, now)
+    try:
+        page_ticket, view, facts = _page_view(request, event, now)
+    except PlaceMovedAway:
+        return _render_moved(request, event, now)
     if view is None or page_ticket is None:
         return _render_join_form(request, event, now)
     if view.status == EntryStatus.ADMITTED and view.issued_pass is not None:
         return HttpResponseRedirect(view.issued_pass.redirect_url)
-    return _render_ticket(request, event, page_ticket, view, now)
+    return _render_ticket(request, event, page_ticket, view, now, facts=facts)
 
 
 def _page_view(
     request: HttpRequest, event: Event, now: datetime
-) -> tuple[PageTicket | None, TicketView | None]:
-    """The ticket this browser holds for the on-sale, and what the fan is told about it."""
-    page_ticket = _read_cookie(request, event)
+) -> tuple[PageTicket | None, TicketView | None, PageFacts | None]:
+    """The ticket this browser holds for the on-sale, what the fan is told about it, and
+    what only the page needs of it."""
+    page_ticket = page_cookie_read(request, event)
     if page_ticket is None:
-        return None, None
+        return None, None, None
     try:
-        view = ticket_poll(ref=ticket_read(page_ticket.ticket), ticket=page_ticket.ticket, now=now)
+        ref = ticket_read(page_ticket.ticket)
+        # Before anything is told or handed over (a pass, to an admitted fan): is the place
+        # still shown in this browser, or did it move to another?
+        facts = entry_page_facts(ref.entry_id)
+        if not holds_place(page_ticket, facts):
+            raise PlaceMovedAway
+        view = ticket_poll(ref=ref, ticket=page_ticket.ticket, now=now)
     except (QueueError, ApiError):
-        return None, None  # a ticket from an old database: start afresh
-    return page_ticket, view
+        return None, None, None  # a ticket from an old database: start afresh
+    return page_ticket, view, facts
+
+
+class PlaceMovedAway(Exception):
+    """The place this browser showed was moved to another device."""
+
+
+def holds_place(page_ticket: PageTicket, facts: PageFacts | None) -> bool:
+    """Places never moved have no holder key, so every browser with the ticket shows them."""
+    return facts is None or not facts.holder_key or facts.holder_key == page_ticket.holder
+
+
+def _render_moved(request: HttpRequest, event: Event, now: datetime) -> HttpResponse:
+    return render(request, "queueing/moved.html", page_base_context(event, now))
 
 
 def _join_return_url(request: HttpRequest, event: Event) -> str:
@@ -298,7 +335,7 @@ def _join_return_url(request: HttpRequest, event: Event) -> str:
     given = return_url_clean(request.POST.get("return") or request.GET.get("return"))
     if given:
         return given
-    page_ticket = _read_cookie(request, event)
+    page_ticket = page_cookie_read(request, event)
     if page_ticket is None:
         return ""
     try:
@@ -312,17 +349,23 @@ def _reenter(request: HttpRequest, event: Event, now: datetime) -> HttpResponse:
     """The "Go back in line" button: the same re-entry as ``POST .../reenter``; then the page
     is a waiting page again (live updates and all)."""
     page = HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))
-    page_ticket = _read_cookie(request, event)
+    page_ticket = page_cookie_read(request, event)
     if page_ticket is None:
         return page
     try:
-        entry_reenter(ref=ticket_read(page_ticket.ticket), now=now)
+        ref = ticket_read(page_ticket.ticket)
+        if not holds_place(page_ticket, entry_page_facts(ref.entry_id)):
+            return _render_moved(request, event, now)
+        entry_reenter(ref=ref, now=now)
     except ReentryNotAllowed as refusal:
-        page_ticket, view = _page_view(request, event, now)
+        try:
+            page_ticket, view, facts = _page_view(request, event, now)
+        except PlaceMovedAway:
+            return _render_moved(request, event, now)
         if view is None or page_ticket is None:
             return page
         return _render_ticket(
-            request, event, page_ticket, view, now, reentry_refused=refusal.detail
+            request, event, page_ticket, view, now, facts=facts, reentry_refused=refusal.detail
         )
     except QueueError:
         return page  # a ticket from an old database: the page starts afresh

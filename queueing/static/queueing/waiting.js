@@ -223,13 +223,14 @@
   function socketOpen() { return socket !== null && socket.readyState === 1; }
 
   // What the page does when the server closes its socket (docs/api.md lists the codes). Pure.
-  //   reload:   the ticket is not valid here (4401) or is gone (4404)
+  //   reload:   the ticket is not valid here (4401) or is gone (4404), or the place moved to
+  //             another device (4410): the server's page says what happened
   //   stop:     a newer page took this ticket's socket (4409): say so, never reconnect, but
   //             keep polling: if that page dies, the polls still keep the place alive
   //   poll:     this address holds too many sockets (4429): poll, try a socket much later
   //   retry:    anything else (1013, a network drop): poll meanwhile, reconnect soon
   function afterClose(code) {
-    if (code === 4401 || code === 4404) return { action: "reload" };
+    if (code === 4401 || code === 4404 || code === 4410) return { action: "reload" };
     if (code === 4409) return { action: "stop" };
     if (code === 4429) return { action: "poll", reconnectAfter: [60, 120] };
     return { action: "retry", reconnectAfter: [5, 10] };

@@ -1,0 +1,144 @@
+"""The waiting page's ways to reach a fan elsewhere: "Continue on your phone" (a one-time link
+and its QR code), opening such a link on the other device, and the address for the "it's your
+turn" mail. All are forms of the page (POST with CSRF); opening a link never spends it, since
+link previews, scanners and mail clients open links by themselves."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import segno
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.safestring import mark_safe
+from django.utils.translation import get_language
+from django.views.decorators.http import require_http_methods, require_POST
+
+from events.models import Event
+from queueing.line.place_links import place_link_check, place_link_claim, place_link_create
+from queueing.line.reads import PageFacts, entry_page_facts
+from queueing.line.turn_mail import turn_mail_address_set
+from queueing.models import PlaceLink
+from queueing.rules.errors import QueueError
+from queueing.rules.place_links import LinkRefusal, PlaceLinkRefused
+from queueing.rules.states import QUEUED
+from queueing.rules.tickets import ticket_read
+from queueing.web.pages import (
+    PageTicket,
+    event_or_404,
+    holds_place,
+    page_base_context,
+    page_cookie_read,
+    page_cookie_write,
+)
+
+# Unknown links are "not found"; spent ones are "gone".
+_STATUS = {LinkRefusal.UNKNOWN: 404}
+
+
+def _held_entry(request: HttpRequest, event: Event) -> tuple[PageTicket, PageFacts] | None:
+    """The place this browser shows for the on-sale, while it is in line (else None)."""
+    page_ticket = page_cookie_read(request, event)
+    if page_ticket is None:
+        return None
+    try:
+        ref = ticket_read(page_ticket.ticket)
+    except QueueError:
+        return None
+    facts = entry_page_facts(ref.entry_id)
+    if facts is None or facts.event_id != event.pk or not holds_place(page_ticket, facts):
+        return None
+    return page_ticket, facts
+
+
+def _back_to_the_page(event: Event) -> HttpResponseRedirect:
+    return HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))
+
+
+@require_POST
+def place_link_new(request: HttpRequest, slug: str) -> HttpResponse:
+    """A link (and QR code) that moves this browser's place to the device that opens it."""
+    event = event_or_404(slug)
+    held = _held_entry(request, event)
+    if held is None or held[1].status not in QUEUED:
+        return _back_to_the_page(event)  # nothing (any more) to move from here
+    now = timezone.now()
+    expires_at = now + timedelta(seconds=settings.WR_PLACE_LINK_SECONDS)
+    page_ticket, _ = held
+    token = place_link_create(
+        entry_id=ticket_read(page_ticket.ticket).entry_id,
+        purpose=PlaceLink.Purpose.DEVICE,
+        now=now,
+        expires_at=expires_at,
+    )
+    url = request.build_absolute_uri(reverse("place-link", args=[event.slug, token]))
+    # segno draws the code from the URL alone: an SVG of paths, nothing of anyone's input.
+    qr = segno.make(url, error="m").svg_inline(scale=5, border=2, omitsize=True)
+    context = {
+        **page_base_context(event, now),
+        "link_url": url,
+        "qr_svg": mark_safe(qr),
+        "expires_at": expires_at,
+        "minutes": settings.WR_PLACE_LINK_SECONDS // 60,
+    }
+    response = render(request, "queueing/place_link.html", context)
+    response["Cache-Control"] = "no-store"  # the page holds a working link
+    return response
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def place_link_open(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    """GET: "Continue your place here?"; POST: move it here."""
+    event = event_or_404(slug)
+    now = timezone.now()
+    try:
+        if request.method != "POST":
+            place_link_check(token=token, event_id=event.pk, now=now)
+            response = render(
+                request, "queueing/place_link_open.html", page_base_context(event, now)
+            )
+            response["Cache-Control"] = "no-store"
+            response["Referrer-Policy"] = "no-referrer"  # the token is in this page's URL
+            return response
+        claimed = place_link_claim(token=token, event_id=event.pk, now=now)
+    except PlaceLinkRefused as refusal:
+        context = {**page_base_context(event, now), "refusal": refusal.reason.value}
+        return render(
+            request,
+            "queueing/place_link_open.html",
+            context,
+            status=_STATUS.get(refusal.reason, 410),
+        )
+    response = _back_to_the_page(event)
+    page_cookie_write(
+        response,
+        event,
+        PageTicket(ticket=claimed.ticket, first_position=None, holder=claimed.holder_key),
+    )
+    return response
+
+
+@require_POST
+def turn_mail_form(request: HttpRequest, slug: str) -> HttpResponse:
+    """Leave (or take back) the address to be mailed at when it's this fan's turn."""
+    event = event_or_404(slug)
+    held = _held_entry(request, event)
+    if held is None:
+        return _back_to_the_page(event)
+    page_ticket, _ = held
+    address = "" if request.POST.get("clear") else request.POST.get("email", "")[:254]
+    try:
+        turn_mail_address_set(
+            entry_id=ticket_read(page_ticket.ticket).entry_id,
+            address=address,
+            language=get_language() or settings.LANGUAGE_CODE,
+        )
+    except ValidationError:
+        return HttpResponseRedirect(
+            reverse("waiting-page", args=[event.slug]) + "?mail=invalid#turn-mail"
+        )
+    return HttpResponseRedirect(reverse("waiting-page", args=[event.slug]) + "#turn-mail")
