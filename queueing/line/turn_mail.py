@@ -89,7 +89,7 @@ def turn_mail_send(*, entry_ids: Iterable[int], now: datetime) -> int:
                     from_email=None,
                     recipient_list=[address],
                 )
-        except Exception:
+        except Exception:  # any SMTP failure: logged; the address is gone, so never twice
             logger.warning("the turn mail of entry %s could not be sent", entry_id, exc_info=True)
             continue
         sent += 1

@@ -59,11 +59,12 @@ def _back_to_the_page(event: Event) -> HttpResponseRedirect:
     return HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))
 
 
-@require_POST
+@require_http_methods(["GET", "HEAD", "POST"])
 def place_link_new(request: HttpRequest, slug: str) -> HttpResponse:
-    """A link (and QR code) that moves this browser's place to the device that opens it."""
+    """A link (and QR code) that moves this browser's place to the device that opens it.
+    A GET (the language switcher's way back, a reload) makes none: back to the place."""
     event = event_or_404(slug)
-    held = _held_entry(request, event)
+    held = _held_entry(request, event) if request.method == "POST" else None
     if held is None or held[1].status not in QUEUED:
         return _back_to_the_page(event)  # nothing (any more) to move from here
     now = timezone.now()
@@ -81,7 +82,7 @@ def place_link_new(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         **page_base_context(event, now),
         "link_url": url,
-        "qr_svg": mark_safe(qr),
+        "qr_svg": mark_safe(qr),  # drawn here by segno from our own URL (above)
         "expires_at": expires_at,
         "minutes": settings.WR_PLACE_LINK_SECONDS // 60,
     }
@@ -102,7 +103,10 @@ def place_link_open(request: HttpRequest, slug: str, token: str) -> HttpResponse
                 request, "queueing/place_link_open.html", page_base_context(event, now)
             )
             response["Cache-Control"] = "no-store"
-            response["Referrer-Policy"] = "no-referrer"  # the token is in this page's URL
+            # The token is in this page's URL: it may go as Referer to the room itself only
+            # (not "no-referrer", which makes browsers send the form's Origin as "null", which
+            # the CSRF check refuses).
+            response["Referrer-Policy"] = "same-origin"
             return response
         claimed = place_link_claim(token=token, event_id=event.pk, now=now)
     except PlaceLinkRefused as refusal:

@@ -52,7 +52,7 @@ def test_a_link_moves_the_place_once_and_the_first_browser_says_so(make_event) -
     phone = Client()
     confirm = phone.get(path)
     assert confirm.status_code == 200 and b'id="claim-place"' in confirm.content
-    assert confirm["Referrer-Policy"] == "no-referrer"
+    assert confirm["Referrer-Policy"] == "same-origin"
     assert PlaceLink.objects.get().used_at is None  # opening never spends a link
     claimed = phone.post(path)
     assert claimed.status_code == 302 and claimed["Location"] == "/e/move/"
