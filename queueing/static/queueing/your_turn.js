@@ -96,7 +96,7 @@
   // already theirs (the page fetched it), so hold the page, call them back, and go on as soon
   // as they look. Returns true when it took over the going.
   function arrive(url) {
-    if (cfg.chime !== false && chimeWanted()) chime();
+    if (chimeWanted()) chime();
     if (!document.hidden) return false;
     var title = S.yourTurnTitle + " – " + cfg.eventName;
     flashTitle(title);
