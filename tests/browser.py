@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, Page, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 ARGS = [
     "--headless",
     "--no-sandbox",
@@ -28,3 +31,12 @@ def chromium() -> Iterator[Browser]:
             yield browser
         finally:
             browser.close()
+
+
+def screenshot(page: Page, name: str, tmp_path: Path, *, kept: bool = False) -> Path:
+    """A screenshot for a person to look at. ``kept``: one of the README's pictures, written to
+    docs/ when the run is asked to re-take them (WR_SAVE_SCREENSHOTS=1, `make screenshots`)."""
+    folder = DOCS if kept and os.environ.get("WR_SAVE_SCREENSHOTS") else tmp_path
+    path = folder / name
+    page.screenshot(path=str(path), full_page=True)
+    return path

@@ -4,22 +4,13 @@ the place moved, and the used link does nothing more."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from tests.browser import chromium
+from tests.browser import chromium, screenshot
 from tests.http import request
-from tests.processes import ROOT, running_stack, wait_until
+from tests.processes import running_stack, wait_until
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
-
-
-def shot(page: Any, name: str, tmp_path: Path, *, kept: bool = False) -> None:
-    folder = ROOT / "docs" if kept and os.environ.get("WR_SAVE_SCREENSHOTS") else tmp_path
-    page.screenshot(path=str(folder / name), full_page=True)
 
 
 def test_a_place_moves_from_the_laptop_to_the_phone(make_event, tmp_path) -> None:
@@ -50,7 +41,7 @@ def test_a_place_moves_from_the_laptop_to_the_phone(make_event, tmp_path) -> Non
             maker.wait_for_selector("#place-link-qr svg")
             link = maker.inner_text("#place-link-url")
             assert link.startswith(f"{base}/e/phone/move/")
-            shot(maker, "continue-on-phone.png", tmp_path, kept=True)
+            screenshot(maker, "continue-on-phone.png", tmp_path, kept=True)
             maker.close()
 
             phone_context = browser.new_context(
@@ -59,7 +50,7 @@ def test_a_place_moves_from_the_laptop_to_the_phone(make_event, tmp_path) -> Non
             phone = phone_context.new_page()
             phone.goto(link)
             assert "Continue your place here?" in phone.inner_text("#status-text")
-            shot(phone, "continue-on-phone-confirm.png", tmp_path)
+            screenshot(phone, "continue-on-phone-confirm.png", tmp_path)
             phone.click("#claim-place")
             phone.wait_for_selector("#position")
             assert phone.inner_text("#position") == "2"  # the same place, not a new one
@@ -68,7 +59,7 @@ def test_a_place_moves_from_the_laptop_to_the_phone(make_event, tmp_path) -> Non
                 "document.body.innerText.includes('Your place moved to another device.')",
                 timeout=5_000,
             )
-            shot(laptop, "moved.png", tmp_path)
+            screenshot(laptop, "moved.png", tmp_path)
 
             again = phone_context.new_page()
             again.goto(link)

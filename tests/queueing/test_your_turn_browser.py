@@ -5,18 +5,15 @@ the notification they asked for, the chime only if they ticked it), then sent to
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
-from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
-from tests.browser import chromium
+from tests.browser import chromium, screenshot
 from tests.http import request
-from tests.processes import ROOT, running_stack, wait_until
+from tests.processes import running_stack, wait_until
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
@@ -52,12 +49,6 @@ window.AudioContext = function () {
   return context;
 };
 """
-
-
-def shot(page: Any, name: str, tmp_path: Path, *, kept: bool = False) -> None:
-    """``kept``: the README's picture (docs/), re-taken with WR_SAVE_SCREENSHOTS=1."""
-    folder = ROOT / "docs" if kept and os.environ.get("WR_SAVE_SCREENSHOTS") else tmp_path
-    page.screenshot(path=str(folder / name), full_page=True)
 
 
 def staff_token() -> str:
@@ -128,11 +119,11 @@ def test_a_message_reaches_live_and_polling_pages_and_goes_again(make_event, tmp
             assert live.locator("#staff-message-body b").count() == 0  # text, never markup
             assert live.get_attribute("#staff-message", "aria-live") == "polite"
             assert live.evaluate("window.notReloaded") is True
-            shot(live, "staff-message.png", tmp_path, kept=True)
+            screenshot(live, "staff-message.png", tmp_path, kept=True)
 
             polling.locator("#staff-message-text").wait_for(state="visible", timeout=20_000)
             assert "Presale sold out." in polling.inner_text("#staff-message-body")
-            shot(polling, "staff-message-phone.png", tmp_path)
+            screenshot(polling, "staff-message-phone.png", tmp_path)
 
             say(base, token, "word", "")
             live.locator("#staff-message-text").wait_for(state="hidden", timeout=5_000)
@@ -182,7 +173,7 @@ def test_a_fan_in_a_background_tab_is_called_back_when_let_in(make_event, tmp_pa
             assert keen.is_hidden("#notify-me")
             keen.check("#chime")  # the fan hears what they chose
             keen.wait_for_function("window.__tones === 2")
-            shot(keen, "your-turn-alerts.png", tmp_path)
+            screenshot(keen, "your-turn-alerts.png", tmp_path)
 
             # Both fans look at other tabs; the shop frees its place.
             for page in (keen, quiet):
@@ -207,7 +198,7 @@ def test_a_fan_in_a_background_tab_is_called_back_when_let_in(make_event, tmp_pa
             assert len(titles) == 2 and any(t.startswith("🔔 It's your turn!") for t in titles)
             href = keen.get_attribute("#go-to-shop", "href")
             assert href.startswith(SHOP) and "wr_pass=" in href
-            shot(keen, "your-turn.png", tmp_path, kept=True)
+            screenshot(keen, "your-turn.png", tmp_path, kept=True)
 
             # Back to the tab: on to the shop, with the pass.
             with keen.expect_navigation(url=f"{SHOP}**"):
