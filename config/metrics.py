@@ -23,6 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from config.health import readiness
 from events.models import Event
 from queueing.line.activity import events_with_fans
 from queueing.line.layouts import event_layout
@@ -114,6 +115,31 @@ class EventCollector(Collector):
 _REGISTRY.register(EventCollector())
 
 
+class ReadinessCollector(Collector):
+    """The mode ``/readyz`` reports, per dependency: 1 while it is out (the room is down
+    without PostgreSQL, degraded without Redis), 0 otherwise."""
+
+    def describe(self) -> Iterator[Any]:
+        yield self._family()
+
+    def _family(self) -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "waitingroom_dependency_out",
+            "1 while a dependency cannot be reached (impact: down or degraded).",
+            labels=["dependency", "impact"],
+        )
+
+    def collect(self) -> Iterator[Any]:
+        family = self._family()
+        state = readiness()
+        family.add_metric(["postgresql", "down"], 1 if "postgresql" in state.down else 0)
+        family.add_metric(["redis", "degraded"], 1 if "redis" in state.degraded else 0)
+        yield family
+
+
+_REGISTRY.register(ReadinessCollector())
+
+
 def _may_scrape(request: HttpRequest) -> bool:
     """A bearer token when WR_METRICS_TOKEN is set; otherwise loopback and private networks
     only (the figures name every on-sale, unannounced ones too)."""
@@ -139,4 +165,5 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         registry = CollectorRegistry()
         MultiProcessCollector(registry)
         registry.register(EventCollector())
+        registry.register(ReadinessCollector())
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

@@ -19,7 +19,10 @@ def test_healthz_is_up(db) -> None:
 
 
 def test_readyz_checks_postgresql_and_redis(db) -> None:
-    assert Client().get("/readyz").status_code == 200
+    ready = Client().get("/readyz")
+    assert ready.status_code == 200 and ready.content == b"ok"
+    metrics = Client().get("/metrics").content.decode()
+    assert 'waitingroom_dependency_out{dependency="redis",impact="degraded"} 0.0' in metrics
 
 
 @pytest.mark.parametrize(

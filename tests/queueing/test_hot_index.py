@@ -135,10 +135,15 @@ def test_joins_and_status_work_from_postgresql_while_redis_is_down(event, redis_
     assert event.hot_index_dirty  # the index missed writes: it will be rebuilt
 
 
-def test_readyz_reports_redis_down(db, redis_down) -> None:
+def test_readyz_says_degraded_not_down_while_redis_is_down(event, redis_down) -> None:
+    # A load balancer must keep the process: it still serves joins and status.
     response = Client().get("/readyz")
-    assert response.status_code == 503
-    assert "Retry-After" in response
+    assert response.status_code == 200
+    assert response.content == b"degraded: redis"
+    assert join(new_fan(), event.slug).status_code == 201
+    metrics = Client().get("/metrics").content.decode()
+    assert 'waitingroom_dependency_out{dependency="redis",impact="degraded"} 1.0' in metrics
+    assert 'waitingroom_dependency_out{dependency="postgresql",impact="down"} 0.0' in metrics
 
 
 def test_a_join_whose_fan_was_admitted_before_it_reached_redis_leaves_no_ghost(
