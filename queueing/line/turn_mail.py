@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -96,11 +97,11 @@ def turn_mail_send(*, entry_ids: Iterable[int], now: datetime) -> int:
     return sent
 
 
+@dataclass(frozen=True)
 class _Link:
-    def __init__(self, *, event_name: str, url: str, expires_at: datetime) -> None:
-        self.event_name = event_name
-        self.url = url
-        self.expires_at = expires_at
+    event_name: str
+    url: str
+    expires_at: datetime
 
 
 def _claim(entry_id: int, now: datetime) -> tuple[str, str, _Link] | None:

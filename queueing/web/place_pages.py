@@ -5,6 +5,7 @@ link previews, scanners and mail clients open links by themselves."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 import segno
@@ -40,8 +41,14 @@ from queueing.web.pages import (
 _STATUS = {LinkRefusal.UNKNOWN: 404}
 
 
-def _held_entry(request: HttpRequest, event: Event) -> tuple[PageTicket, PageFacts] | None:
-    """The place this browser shows for the on-sale, while it is in line (else None)."""
+@dataclass(frozen=True)
+class _HeldPlace:
+    entry_id: int
+    facts: PageFacts
+
+
+def _held_entry(request: HttpRequest, event: Event) -> _HeldPlace | None:
+    """The place this browser shows for the on-sale (else None)."""
     page_ticket = page_cookie_read(request, event)
     if page_ticket is None:
         return None
@@ -52,7 +59,7 @@ def _held_entry(request: HttpRequest, event: Event) -> tuple[PageTicket, PageFac
     facts = entry_page_facts(ref.entry_id)
     if facts is None or facts.event_id != event.pk or not holds_place(page_ticket, facts):
         return None
-    return page_ticket, facts
+    return _HeldPlace(entry_id=ref.entry_id, facts=facts)
 
 
 def _back_to_the_page(event: Event) -> HttpResponseRedirect:
@@ -65,13 +72,12 @@ def place_link_new(request: HttpRequest, slug: str) -> HttpResponse:
     A GET (the language switcher's way back, a reload) makes none: back to the place."""
     event = event_or_404(slug)
     held = _held_entry(request, event) if request.method == "POST" else None
-    if held is None or held[1].status not in QUEUED:
+    if held is None or held.facts.status not in QUEUED:
         return _back_to_the_page(event)  # nothing (any more) to move from here
     now = timezone.now()
     expires_at = now + timedelta(seconds=settings.WR_PLACE_LINK_SECONDS)
-    page_ticket, _ = held
     token = place_link_create(
-        entry_id=ticket_read(page_ticket.ticket).entry_id,
+        entry_id=held.entry_id,
         purpose=PlaceLink.Purpose.DEVICE,
         now=now,
         expires_at=expires_at,
@@ -133,11 +139,10 @@ def turn_mail_form(request: HttpRequest, slug: str) -> HttpResponse:
     held = _held_entry(request, event)
     if held is None:
         return _back_to_the_page(event)
-    page_ticket, _ = held
     address = "" if request.POST.get("clear") else request.POST.get("email", "")[:254]
     try:
         turn_mail_address_set(
-            entry_id=ticket_read(page_ticket.ticket).entry_id,
+            entry_id=held.entry_id,
             address=address,
             language=get_language() or settings.LANGUAGE_CODE,
         )
