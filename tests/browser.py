@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,3 +41,15 @@ def screenshot(page: Page, name: str, tmp_path: Path, *, kept: bool = False) -> 
     path = folder / name
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def wait_for_true(page: Page, expression: str, *, timeout: float = 10_000) -> None:
+    """Until ``expression`` is truthy in the page. Not ``page.wait_for_function``: once its
+    first check fails it polls by evaluating the string inside the page, which the pages'
+    Content-Security-Policy (no 'unsafe-eval') refuses: a flaky EvalError. ``evaluate`` goes
+    through the DevTools protocol, which the policy does not govern."""
+    deadline = time.monotonic() + timeout / 1000
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} ms waiting for {expression}")
+        time.sleep(0.05)

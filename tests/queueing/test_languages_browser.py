@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.humanize.templatetags.humanize import intcomma
 from django.utils import translation
 
-from tests.browser import chromium
+from tests.browser import chromium, wait_for_true
 from tests.http import request
 from tests.processes import ROOT, running_stack, wait_until
 
@@ -97,7 +97,8 @@ def test_arabic_is_laid_out_right_to_left_and_stays_arabic_live(make_event, tmp_
             first_place = int(page.inner_text("#position"))
             for ticket in others[:2]:
                 _let_in_and_finish(base, ticket, key)
-            page.wait_for_function(
+            wait_for_true(
+                page,
                 f"Number(document.getElementById('position').textContent) < {first_place}",
                 timeout=15_000,
             )
@@ -107,8 +108,8 @@ def test_arabic_is_laid_out_right_to_left_and_stays_arabic_live(make_event, tmp_
             wait = page.inner_text("#wait")
             assert "minute" not in wait and "estimate" not in wait
             # The progress bar fills from the right.
-            page.wait_for_function(
-                "document.getElementById('progress-bar').getBoundingClientRect().width > 10"
+            wait_for_true(
+                page, "document.getElementById('progress-bar').getBoundingClientRect().width > 10"
             )
             time.sleep(0.8)  # the bar's width transition
             bar, track = _box(page, "#progress-bar"), _box(page, ".progress")
@@ -183,8 +184,8 @@ def test_the_script_says_every_wait_as_the_server_does(make_event) -> None:
                 page = browser.new_page(locale=lang)
                 page.goto(f"{base}/e/plural/")
                 page.wait_for_selector("#position")
-                page.wait_for_function(
-                    "typeof django === 'object' && typeof django.ngettext === 'function'"
+                wait_for_true(
+                    page, "typeof django === 'object' && typeof django.ngettext === 'function'"
                 )
                 said = page.evaluate(
                     "([one, many]) => Array.from({length: 130}, (_, n) =>"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import chromium, screenshot
+from tests.browser import chromium, screenshot, wait_for_true
 from tests.http import request
 from tests.processes import running_stack, wait_until
 
@@ -55,7 +55,8 @@ def test_a_place_moves_from_the_laptop_to_the_phone(make_event, tmp_path) -> Non
             phone.wait_for_selector("#position")
             assert phone.inner_text("#position") == "2"  # the same place, not a new one
 
-            laptop.wait_for_function(
+            wait_for_true(
+                laptop,
                 "document.body.innerText.includes('Your place moved to another device.')",
                 timeout=5_000,
             )

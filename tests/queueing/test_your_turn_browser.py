@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
-from tests.browser import chromium, screenshot
+from tests.browser import chromium, screenshot, wait_for_true
 from tests.http import request
 from tests.processes import running_stack, wait_until
 
@@ -168,11 +168,11 @@ def test_a_fan_in_a_background_tab_is_called_back_when_let_in(make_event, tmp_pa
             assert keen.evaluate("window.__tones") == 0 and not keen.is_checked("#chime")
             keen_context.grant_permissions(["notifications"], origin=base)
             keen.click("#notify-me")
-            keen.wait_for_function("document.getElementById('notify-state').textContent !== ''")
+            wait_for_true(keen, "document.getElementById('notify-state').textContent !== ''")
             assert "notify you" in keen.inner_text("#notify-state")
             assert keen.is_hidden("#notify-me")
             keen.check("#chime")  # the fan hears what they chose
-            keen.wait_for_function("window.__tones === 2")
+            wait_for_true(keen, "window.__tones === 2")
             screenshot(keen, "your-turn-alerts.png", tmp_path)
 
             # Both fans look at other tabs; the shop frees its place.
