@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
 
-.PHONY: run test setup services lint screenshots messages bench bench-quick bench-units
+.PHONY: run test setup services lint screenshots messages bench bench-quick bench-units rehearse
 
 $(STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -72,6 +72,12 @@ bench: setup
 
 bench-quick: setup
 	$(PY) bench/run.py --quick
+
+# Synthetic fans through the real room, scenario by scenario (rehearsal/scenarios.py): how
+# well the wait quoted at join held. .run/rehearsal/results.json and report.html; about ten
+# minutes. `make rehearse ARGS="--scenario steady --scale 0.5"` for one, smaller.
+rehearse: setup
+	$(PY) rehearsal/run.py $(ARGS)
 
 # Per-operation costs for the capacity plan (docs/scaling.md): bench/unit_costs.json, about
 # four minutes; `$(PY) bench/capacity_plan.py` then turns them into machines.

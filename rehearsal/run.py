@@ -1,0 +1,127 @@
+"""`make rehearse`: the named scenarios against the real room, started here in its production
+configuration (gunicorn with uvicorn workers, Celery worker and beat) on a database and Redis
+database of its own, driven over loopback. Writes JSON and an HTML page with charts.
+
+    .venv/bin/python rehearsal/run.py [--scenario steady --scenario surge] [--scale 0.5]
+        [--base-url http://127.0.0.1:8000]   # a room already running, on this database
+
+With ``--base-url`` nothing is started: the room must use the database this process is set up
+with (DATABASE_URL), since the rehearsal creates its on-sales and reads the outcome there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DB_NAME = os.environ.get("WR_REHEARSAL_DATABASE", "waitingroom_rehearsal")
+REDIS_DB = int(os.environ.get("WR_REHEARSAL_REDIS_DB", "13"))
+
+
+def rehearsal_env() -> dict[str, str]:
+    from bench.run import ENV
+
+    return {
+        **ENV,
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{DB_NAME}",
+        "REDIS_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
+        "CHANNELS_REDIS_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
+        "WR_REDIS_PREFIX": "rehearsal",
+        "CHANNELS_PREFIX": "rehearsal:asgi",
+        "CELERY_TASK_DEFAULT_QUEUE": "rehearsal",
+    }
+
+
+async def rehearse_all(names: list[str], scale: float, base_url: str) -> list[dict[str, Any]]:
+    from rehearsal.rehearse import rehearse
+    from rehearsal.scenarios import SCENARIOS
+
+    results = []
+    for name in names:
+        scenario = SCENARIOS[name]
+        if scale != 1.0:
+            scenario = scenario.scaled(scale)
+        results.append(await rehearse(scenario, base_url=base_url))
+    return results
+
+
+def main() -> None:
+    from rehearsal.scenarios import SCENARIOS
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of the fans")
+    parser.add_argument("--base-url", help="a room already running (nothing is started)")
+    parser.add_argument("--out", type=Path, default=ROOT / ".run" / "rehearsal")
+    options = parser.parse_args()
+    names = options.scenario or list(SCENARIOS)
+
+    if not options.base_url:
+        from bench.run import fresh_database
+
+        os.environ.update(rehearsal_env())
+        fresh_database(DB_NAME, rehearsal_env())
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+    from rehearsal.report_html import render
+    from tests.processes import Stack
+
+    options.out.mkdir(parents=True, exist_ok=True)
+    stack = None
+    base_url = options.base_url
+    if not base_url:
+        logdir = options.out / "logs"
+        shutil.rmtree(logdir, ignore_errors=True)
+        logdir.mkdir()
+        stack = Stack({**os.environ, "PYTHONUNBUFFERED": "1"}, logdir)
+        base_url = stack.web_at_public_url(workers=2)
+        stack.worker(concurrency=4)
+        stack.beat()
+    try:
+        scenarios = asyncio.run(rehearse_all(names, options.scale, base_url))
+    finally:
+        if stack is not None:
+            stack.stop()
+    results = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "scale": options.scale,
+        "scenarios": scenarios,
+    }
+    (options.out / "results.json").write_text(json.dumps(results, indent=1))
+    (options.out / "report.html").write_text(render(results))
+    print(f"wrote {options.out / 'results.json'} and {options.out / 'report.html'}")
+    print(summary(scenarios))
+
+
+def summary(scenarios: list[dict[str, Any]]) -> str:
+    lines = [
+        f"{'scenario':10} {'coverage':>8} {'med err':>8} {'p90 err':>8} {'rises':>6} "
+        f"{'thru/s':>7} {'targets':>8}"
+    ]
+    for s in scenarios:
+        q = s["figures"]["quotes"]
+        t = s["figures"]["throughput"]
+        v = s["verdict"]
+        met = "met" if v["coverage_met"] and v["rises_met"] else "MISSED"
+        lines.append(
+            f"{s['name']:10} {q['coverage']!s:>8} {q['median_error_s']!s:>8} "
+            f"{q['p90_error_s']!s:>8} {q['rises_share']!s:>6} {t['admitted_per_s']!s:>7} "
+            f"{met:>8}"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
