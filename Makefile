@@ -69,6 +69,7 @@ screenshots: setup
 # checking hot-path changes before committing. Neither is run by CI.
 bench: setup
 	$(PY) bench/run.py
+	$(PY) rehearsal/run.py --benchmarks
 
 bench-quick: setup
 	$(PY) bench/run.py --quick

@@ -215,6 +215,15 @@ class AdmissionState(models.Model):
     # Admissions per second over the last few minutes, [[unix second, count], ...], for the
     # throughput behind wait estimates.
     recent_counts = models.JSONField(default=list)
+    # Per second of the same minutes, [[unix second, left the shop since the previous run,
+    # inside after the run], ...]: the time a fan spends in the shop, by Little's law
+    # (rules/eta.py). ``active_after`` is the last run's "inside after", None when the run did
+    # not count the shop (no capacity, passthrough).
+    recent_departures = models.JSONField(default=list)
+    # Admissions per second per tier over the same minutes, {"<tier id>": [[second, n], ...]}:
+    # what the tiers served first take of the pace (rules/eta.py, "Tiers").
+    recent_tier_counts = models.JSONField(default=dict)
+    active_after = models.IntegerField(null=True, blank=True)
     # True between an admission's commit and its removal from the hot index: if a worker
     # died in that window, the next run sees it and has the index rebuilt.
     index_pending = models.BooleanField(default=False)

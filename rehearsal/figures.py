@@ -4,6 +4,8 @@
   shown a range to their admission, fell inside that range (p10–p90).
 - **Error**: |real wait - quoted p50|, its median and 90th percentile; the median signed error
   says whether quotes run short (positive: fans waited longer than told).
+- **Width**: the median of (p90 - p10) / real wait, so that coverage bought with ranges too
+  wide to tell a fan anything shows.
 - **Rises**: the share of fans whose shown p50 ever went up by more than ``RISE_SHARE`` (20%)
   over the lowest p50 they had been shown before, beyond ``RISE_SLACK_SECONDS`` (the room
   moves in ticks of a second, so a 2 s estimate becoming 3 s is not a broken promise).
@@ -62,6 +64,7 @@ def quote_figures(fans: Sequence[FanOutcome]) -> dict[str, float | int | None]:
     inside = [f for f in judged if f.quote and f.quote[0] <= (f.waited or 0) <= f.quote[2]]
     errors = [abs((f.waited or 0) - f.quote[1]) for f in judged if f.quote]
     signed = [(f.waited or 0) - f.quote[1] for f in judged if f.quote]
+    widths = [(f.quote[2] - f.quote[0]) / max(1.0, f.waited or 0) for f in judged if f.quote]
     shown = [f for f in fans if len(f.shown_p50) > 1]
     return {
         "quoted_and_admitted": len(judged),
@@ -71,6 +74,9 @@ def quote_figures(fans: Sequence[FanOutcome]) -> dict[str, float | int | None]:
         "median_error_s": round(statistics.median(errors), 2) if errors else None,
         "p90_error_s": percentiles(errors, (90,)).get("p90") if errors else None,
         "median_signed_error_s": round(statistics.median(signed), 2) if signed else None,
+        # How wide the ranges were (p90 - p10 over the real wait): coverage bought with
+        # ranges too wide to tell a fan anything shows here.
+        "median_relative_width": round(statistics.median(widths), 2) if widths else None,
         "rises_share": round(sum(rose(f.shown_p50) for f in shown) / len(shown), 3)
         if shown
         else None,

@@ -63,6 +63,11 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the fans")
     parser.add_argument("--base-url", help="a room already running (nothing is started)")
     parser.add_argument("--out", type=Path, default=ROOT / ".run" / "rehearsal")
+    parser.add_argument(
+        "--benchmarks",
+        action="store_true",
+        help="also put the table in docs/benchmarks.md (make bench)",
+    )
     options = parser.parse_args()
     names = options.scenario or list(SCENARIOS)
 
@@ -103,6 +108,56 @@ def main() -> None:
     (options.out / "report.html").write_text(render(results))
     print(f"wrote {options.out / 'results.json'} and {options.out / 'report.html'}")
     print(summary(scenarios))
+    if options.benchmarks:
+        benchmarks_section_write(ROOT / "docs" / "benchmarks.md", results)
+
+
+BENCH_START = "<!-- rehearsals: written by rehearsal/run.py --benchmarks -->"
+BENCH_END = "<!-- end of rehearsals -->"
+
+
+def benchmarks_section(results: dict[str, Any]) -> str:
+    lines = [
+        BENCH_START,
+        "## Rehearsals (issue 17)",
+        "",
+        f"`make bench` on {results['date']} ran `rehearsal/run.py`: synthetic fans through the "
+        "real room (web, worker, beat) on loopback, each scenario on an on-sale of its own. "
+        "Coverage: admitted fans whose real wait fell inside the p10–p90 range they were "
+        "first shown (target ≥ 80%); rises: fans whose shown p50 went up by more than 20% "
+        "(target < 10% where staff did not cut the pace); throughput against the shop's pace "
+        "(capacity / mean checkout) or the configured rate, measured in the same run.",
+        "",
+        "| scenario | fans | coverage | median / p90 error | rises | admitted/s | against pace "
+        "| inversions | met |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in results["scenarios"]:
+        q, t, v = s["figures"]["quotes"], s["figures"]["throughput"], s["verdict"]
+        pace = t["shop_pace_per_s"] or t["configured_pace_per_s"]
+        ratio = round(t["admitted_per_s"] / pace, 2) if t["admitted_per_s"] and pace else None
+        rises = f"{q['rises_share']}" + ("" if v["rises_judged"] else " (staff cut)")
+        inversions = sum(tier["inversions"] for tier in s["figures"]["tiers"].values())
+        met = "yes" if v["coverage_met"] and v["rises_met"] else "no"
+        lines.append(
+            f"| {s['name']} | {s['figures']['fans']} | {q['coverage']} | "
+            f"{q['median_error_s']} / {q['p90_error_s']} s | {rises} | {t['admitted_per_s']} | "
+            f"{ratio} | {inversions} | {met} |"
+        )
+    lines += ["", BENCH_END]
+    return "\n".join(lines)
+
+
+def benchmarks_section_write(path: Path, results: dict[str, Any]) -> None:
+    text = path.read_text()
+    section = benchmarks_section(results)
+    if BENCH_START in text and BENCH_END in text:
+        before = text[: text.index(BENCH_START)]
+        after = text[text.index(BENCH_END) + len(BENCH_END) :]
+        text = before + section + after
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text)
 
 
 def summary(scenarios: list[dict[str, Any]]) -> str:

@@ -4,6 +4,7 @@ the dashboard, and the last tick (for snapshots of newly opened pages).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from django.conf import settings
@@ -16,28 +17,46 @@ from queueing.hot.client import (
     client,
     unavailable_on_redis_error,
 )
+from queueing.rules.eta import Throughput
 
 
 @unavailable_on_redis_error
-def write_throughput(event_id: int, *, lam: float, scv: float, measured: bool) -> None:
+def write_throughput(event_id: int, throughput: Throughput) -> None:
     client().hset(
         keys.stats(event_id),
-        mapping={"lam": repr(lam), "scv": repr(scv), "measured": int(measured)},
+        mapping={
+            "lam": repr(throughput.lam),
+            "scv": repr(throughput.scv),
+            "measured": int(throughput.measured),
+            "err": repr(throughput.rel_err),
+            "ranged": int(throughput.ranged),
+            "high": repr(throughput.lam_high),
+            "tiers": json.dumps(throughput.tier_lams),
+        },
     )
 
 
-def _throughput(raw: dict[bytes, bytes]) -> tuple[float, float, bool] | None:
+def _throughput(raw: dict[bytes, bytes]) -> Throughput | None:
     if not raw:
         return None
-    return float(raw[b"lam"]), float(raw[b"scv"]), raw[b"measured"] == b"1"
+    return Throughput(
+        lam=float(raw[b"lam"]),
+        scv=float(raw[b"scv"]),
+        measured=raw[b"measured"] == b"1",
+        # Written by an earlier release without them: read as before.
+        rel_err=float(raw.get(b"err", b"0")),
+        ranged=raw.get(b"ranged") == b"1",
+        lam_high=float(raw.get(b"high", b"0")),
+        tier_lams=tuple((int(t), float(lam)) for t, lam in json.loads(raw.get(b"tiers", b"[]"))),
+    )
 
 
 @unavailable_on_redis_error
-def read_throughput(event_id: int) -> tuple[float, float, bool] | None:
+def read_throughput(event_id: int) -> Throughput | None:
     return _throughput(client().hgetall(keys.stats(event_id)))
 
 
-async def read_throughput_async(event_id: int) -> tuple[float, float, bool] | None:
+async def read_throughput_async(event_id: int) -> Throughput | None:
     try:
         redis_client = await async_client_ready()
         return _throughput(await redis_client.hgetall(keys.stats(event_id)))

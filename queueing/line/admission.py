@@ -18,6 +18,7 @@ which takes the same lock.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -29,6 +30,7 @@ from queueing.hot import heartbeats, stats
 from queueing.hot.channels import notify_admitted
 from queueing.hot.client import HotIndexUnavailable
 from queueing.line.index_sync import index_forget
+from queueing.line.layouts import event_layout
 from queueing.line.turn_mail import turn_mail_ask
 from queueing.models import AdmissionState, AuditAction, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many
@@ -40,9 +42,10 @@ from queueing.rules.admission_plan import (
     TokenBucket,
     batch_size,
     bucket_refill,
+    service_groups,
     split_batch,
 )
-from queueing.rules.eta import WINDOW_SECONDS, configured_pace, measure_throughput
+from queueing.rules.eta import WINDOW_SECONDS, measure_throughput
 from queueing.rules.states import EntryStatus
 
 logger = logging.getLogger(__name__)
@@ -136,6 +139,7 @@ class AdmissionRoom:
 
     n: int
     bucket: TokenBucket
+    active: int | None = None  # fans in the shop, when the capacity was counted
 
 
 def admission_room(
@@ -152,7 +156,8 @@ def admission_room(
     admissions it allows are committed. ``within_capacity``/``paced`` False leave out that
     limit (passthrough; a manual admission is outside the pace)."""
     active = 0
-    if within_capacity and event.capacity:
+    counted = within_capacity and bool(event.capacity)
+    if counted:
         active = QueueEntry.objects.filter(event_id=event.pk, status=EntryStatus.ADMITTED).count()
     bucket = TokenBucket(state.tokens, state.refilled_at)
     in_window = 0
@@ -176,7 +181,7 @@ def admission_room(
         admitted_in_window=in_window,
         batch_limit=batch_limit,
     )
-    return AdmissionRoom(n=n, bucket=bucket)
+    return AdmissionRoom(n=n, bucket=bucket, active=active if counted else None)
 
 
 def admission_spend(
@@ -187,9 +192,11 @@ def admission_spend(
     now: datetime,
     admitted: int,
     spends_credit: bool = True,
+    by_tier: Mapping[int, int] | None = None,
 ) -> None:
     """The bookkeeping of ``admitted`` fans let in at ``now`` (the caller saves ``state``):
-    the pace's credit spent, and the count behind the measured throughput."""
+    the pace's credit spent, and the counts behind the measured throughput (``by_tier``: how
+    many of them from each tier, when known)."""
     # Without a rate there is no bucket to drain (no debt when a rate is set later); a
     # manual admission is outside the pace and leaves the bucket as it was.
     if not event.rate_per_minute:
@@ -198,6 +205,39 @@ def admission_spend(
         state.tokens = max(0.0, room.bucket.tokens - admitted)
     state.refilled_at = room.bucket.refilled_at
     state.recent_counts = _count_recent(state.recent_counts, now=now, admitted=admitted)
+    _count_departures(state, room, now=now, admitted=admitted)
+    if by_tier is not None:
+        state.recent_tier_counts = {
+            key: kept
+            for key in {*state.recent_tier_counts, *(str(t) for t in by_tier)}
+            if (
+                kept := _count_recent(
+                    state.recent_tier_counts.get(key, []),
+                    now=now,
+                    admitted=by_tier.get(int(key), 0),
+                )
+            )
+        }
+
+
+def _count_departures(
+    state: AdmissionState, room: AdmissionRoom, *, now: datetime, admitted: int
+) -> None:
+    """Who left the shop since the previous run (those inside then, less those inside now)
+    and who is inside after this one: the time in the shop behind a capacity-bound pace."""
+    if room.active is None:
+        state.active_after = None
+        return
+    second = int(now.timestamp())
+    left = max(0, state.active_after - room.active) if state.active_after is not None else 0
+    inside = room.active + admitted
+    kept = [entry for entry in state.recent_departures if entry[0] > second - WINDOW_SECONDS]
+    if kept and kept[-1][0] == second:
+        kept[-1] = [second, kept[-1][1] + left, inside]
+    else:
+        kept.append([second, left, inside])
+    state.recent_departures = kept
+    state.active_after = inside
 
 
 @dataclass(frozen=True)
@@ -308,8 +348,17 @@ def admission_run(
         )
         # Passthrough's admissions spend the credit too (down to none): back in queue or
         # safety net, the pace starts from an empty bucket.
+        by_tier: dict[int, int] = {}
+        for moved in admitted:
+            by_tier[moved.tier_id] = by_tier.get(moved.tier_id, 0) + 1
         admission_spend(
-            state, event, room, now=now, admitted=len(admitted), spends_credit=manual is None
+            state,
+            event,
+            room,
+            now=now,
+            admitted=len(admitted),
+            spends_credit=manual is None,
+            by_tier=by_tier,
         )
         state.last_run_at = now
         state.index_pending = bool(admitted or expired)
@@ -340,20 +389,22 @@ def _after_admission(
         AdmissionState.objects.filter(pk=event.pk, last_run_at=now).update(index_pending=False)
     # After the index no longer lists them, so a page asking at once hears "admitted".
     notify_admitted(m.id for m in admitted)
+    layout = event_layout(event.pk)
     throughput = measure_throughput(
-        [(second, count) for second, count in state.recent_counts],
+        state.recent_counts,
+        departures=state.recent_departures,
+        tier_admissions={int(k): v for k, v in state.recent_tier_counts.items()},
+        groups=[[t.id for t in group] for group in service_groups(layout.tiers)]
+        if layout is not None
+        else (),
         now=now,
-        prior_lam=configured_pace(
-            rate_per_minute=event.rate_per_minute,
-            capacity=event.capacity,
-            session_seconds=event.session_seconds,
-        ),
+        rate_per_minute=event.rate_per_minute,
+        capacity=event.capacity,
+        session_seconds=event.session_seconds,
     )
     if throughput is None:
         return
     try:
-        stats.write_throughput(
-            event.pk, lam=throughput.lam, scv=throughput.scv, measured=throughput.measured
-        )
+        stats.write_throughput(event.pk, throughput)
     except HotIndexUnavailable:
         pass  # estimates fall back to the configured pace until the next run

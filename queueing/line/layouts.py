@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from events.models import Event, Tier
-from queueing.rules.eta import configured_pace
+from queueing.rules.eta import configured_pace, settings_throughput
 from queueing.rules.layout import EventLayout, TierLayout
 
 _cache: dict[int, tuple[float, EventLayout | None]] = {}
@@ -47,6 +47,11 @@ def _build(event: dict[str, Any], tiers: list[Tier]) -> EventLayout:
             session_seconds=event["session_seconds"],
         ),
         tiers=tuple(TierLayout(id=t.id, priority=t.priority, share=t.share) for t in tiers),
+        settings_pace=settings_throughput(
+            rate_per_minute=event["rate_per_minute"],
+            capacity=event["capacity"],
+            session_seconds=event["session_seconds"],
+        ),
         message=event["message"],
     )
 

@@ -165,7 +165,7 @@ def event_public_view(event: Event, *, now: datetime) -> EventPublicView:
                 rank_in_tier=counts.tiers[index] if index < len(counts.tiers) else 0,
                 tier_counts=counts.tiers,
             )
-            eta_new = estimate_wait(position, current_throughput(layout))
+            eta_new = estimate_wait(position, current_throughput(layout), default.id)
     return EventPublicView(
         state=event.state_at(now),
         queue_length=counts.queue_length if counts else 0,

@@ -26,14 +26,9 @@ def _cached(layout: EventLayout) -> tuple[bool, Throughput | None]:
     return False, None
 
 
-def _remember(layout: EventLayout, measured: tuple[float, float, bool] | None) -> Throughput | None:
-    if measured is not None:
-        lam, scv, was_measured = measured
-        throughput: Throughput | None = Throughput(lam=lam, scv=scv, measured=was_measured)
-    elif layout.pace:
-        throughput = Throughput(lam=layout.pace, scv=1.0, measured=False)
-    else:
-        throughput = None
+def _remember(layout: EventLayout, measured: Throughput | None) -> Throughput | None:
+    # Nothing written yet (or Redis away): what the settings alone say (rules/eta.py).
+    throughput = measured if measured is not None else layout.settings_pace
     with _lock:
         _cache[layout.event_id] = (time.monotonic() + CACHE_SECONDS, throughput)
     return throughput

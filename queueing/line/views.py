@@ -79,7 +79,7 @@ def ticket_view(
     issued: IssuedPass | None = None,
 ) -> TicketView:
     """A fan's answer from what is known of their entry and the line."""
-    eta = None if position is None else estimate_wait(position, throughput)
+    eta = None if position is None else estimate_wait(position, throughput, tier_id)
     return TicketView(
         ticket=ticket,
         event_slug=layout.slug,

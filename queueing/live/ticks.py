@@ -69,8 +69,18 @@ def tick_payload(event: Event, layout: EventLayout, *, now: datetime) -> dict[st
             {"id": t.tier_id, "count": t.count, "checkpoints": [list(c) for c in t.checkpoints]}
             for t in line.tiers
         ],
+        # What the page needs to quote as the server does (rules/eta.py, waiting.js).
         "throughput": (
-            {"lam": throughput.lam, "scv": throughput.scv} if throughput is not None else None
+            {
+                "lam": throughput.lam,
+                "scv": throughput.scv,
+                "err": throughput.rel_err,
+                "ranged": throughput.ranged,
+                "high": throughput.lam_high,
+                "tiers": {str(t): lam for t, lam in throughput.tier_lams},
+            }
+            if throughput is not None
+            else None
         ),
     }
 

@@ -40,7 +40,7 @@ def join_quote(
     position = position_in_line(
         layout, tier_id=tier_id, rank_in_tier=tier_counts[index], tier_counts=tier_counts
     )
-    quote = estimate_wait(position, throughput)
+    quote = estimate_wait(position, throughput, tier_id)
     if max_wait_seconds and quote is not None and quote.p50 > max_wait_seconds:
         over = int(quote.p50 - max_wait_seconds)
         raise QueueFull(retry_after=max(1, min(MAX_RETRY_AFTER, over)))

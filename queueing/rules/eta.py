@@ -1,24 +1,64 @@
 """Wait estimates. Pure: no I/O, ``now`` passed in.
 
-Admissions are treated as a renewal process with rate ``lam`` (fans per second) and squared
-coefficient of variation ``scv`` of the gaps between admissions. The time until ``k`` more
-fans are admitted then has mean ``k / lam`` and variance ``k * scv / lam**2``; we quote its
-10th, 50th and 90th percentiles under a normal approximation. ``scv`` is estimated from
-per-second admission counts (their index of dispersion, which tends to the gap SCV for a
-renewal process); before enough samples exist, admissions are assumed Poisson (scv = 1) at
-the configured pace.
+**The pace.** What lets fans in is whichever limit binds:
+
+- the **rate** (``rate_per_minute``): the admission run's token bucket lets exactly that many
+  through, so the configured rate *is* the pace whenever it binds;
+- the **capacity**: a fan goes in when another leaves the shop, so the pace is
+  ``capacity / W``, with ``W`` the time a fan spends in the shop. The room measures ``W`` by
+  Little's law from what the admission runs see anyway: how many left since the previous run
+  (departures) and how many were inside (``W = mean inside / departures per second``). This
+  holds whether or not the shop is full, so a half-empty shop is not mistaken for a slow
+  one, and the burst that fills an empty shop at the start is not mistaken for the pace (an
+  estimate from admission counts is ~15-25% fast for minutes after a start);
+- neither: everyone goes in with the next batch; the measured admissions are the pace.
+
+The pace is the smaller of the two limits. The capacity's is measured over the last
+``PACE_WINDOW_SECONDS`` and, separately, the last ``SHORT_WINDOW_SECONDS``: when the two
+disagree by more than the short one's noise, the shop has changed (checkouts got slower) and
+the short one is used; their disagreement widens the range either way.
+
+**The range.** Admissions are a renewal process with rate ``lam`` and squared coefficient of
+variation ``scv`` of the gaps (from the per-second admission counts, their index of
+dispersion). The time until ``k`` more fans are admitted then has mean ``k / lam`` and
+variance ``k * scv / lam**2`` from the process, plus ``(k / lam * rel_err)**2`` because the
+pace itself is only known to a relative error ``rel_err`` (its sampling error, a floor for
+what the model leaves out, and the drift between the windows), plus a tick's worth of phase.
+The 10th, 50th and 90th percentiles are quoted under a normal approximation.
+
+**Tiers.** A fan's position counts everyone now ahead of them, but the tiers served before
+theirs (a fan club with strict priority) keep taking their part of the pace while the fan
+waits: a fan of a later tier is quoted at the pace less what the tiers before their group
+were admitted at over the last minute (``tier_lams``), never below ``MIN_TIER_SHARE`` of it.
+Tiers of one weighted group share by weight, which the position already counts.
+
+**Before anything is measured** (a capacity that may bind, fewer than
+``MIN_DEPARTURES`` departures seen), the room says less rather than something wrong: the
+range runs from what the rate would allow (or 0) to what the configured pace would take if
+every fan used their whole session (``configured_pace``), the p50 at that slow end. Fans
+see an estimate that can only improve.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 Z90 = 1.2815515655446004  # standard normal 90th percentile
-MIN_SAMPLES = 20
-WINDOW_SECONDS = 300
+MIN_SAMPLES = 20  # admissions before their variability is trusted
+MIN_DEPARTURES = 10  # departures before the time in the shop is trusted
+WINDOW_SECONDS = 300  # how long the runs keep their per-second counts
+PACE_WINDOW_SECONDS = 60
+SHORT_WINDOW_SECONDS = 15
+# What the model leaves out (fans ahead who leave, ticks, the shop's own variation over
+# minutes), as a relative error of the pace: measured by the rehearsals (docs/benchmarks.md).
+MODEL_ERROR = 0.10
+TICK_SD = 0.5  # seconds: admissions happen at ticks (or when a slot frees)
+# A tier behind others is never quoted less than this share of the pace (their demand is
+# measured, and may drop).
+MIN_TIER_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -26,6 +66,19 @@ class Throughput:
     lam: float  # admissions per second
     scv: float  # squared coefficient of variation of the gaps
     measured: bool
+    rel_err: float = 0.0  # relative uncertainty of ``lam``
+    # Only known to lie between ``lam`` (the slowest) and ``lam_high`` (0: no bound known).
+    ranged: bool = False
+    lam_high: float = 0.0
+    # Per tier where it differs from ``lam``: what is left of the pace once the tiers served
+    # before it took theirs, ((tier id, pace), ...).
+    tier_lams: tuple[tuple[int, float], ...] = ()
+
+    def pace_for(self, tier_id: int | None) -> float:
+        for tier, lam in self.tier_lams:
+            if tier == tier_id:
+                return lam
+        return self.lam
 
 
 @dataclass(frozen=True)
@@ -39,7 +92,8 @@ class Eta:
 
 
 def configured_pace(*, rate_per_minute: int, capacity: int, session_seconds: int) -> float | None:
-    """What the event is set to let through per second, before anything is measured."""
+    """The slowest the settings allow: every fan uses their whole session (a bound, not a
+    guess, while nothing is measured)."""
     if rate_per_minute:
         pace = rate_per_minute / 60.0
         if capacity:
@@ -50,35 +104,186 @@ def configured_pace(*, rate_per_minute: int, capacity: int, session_seconds: int
     return None
 
 
-def measure_throughput(
-    counts: Sequence[tuple[int, int]], *, now: datetime, prior_lam: float | None
-) -> Throughput | None:
-    """From admissions per second, ``(unix second, count)``, over the last WINDOW_SECONDS.
+def capacity_may_bind(*, rate_per_minute: int, capacity: int, session_seconds: int) -> bool:
+    """Whether the shop's capacity could ever be what holds fans back: not when the rate
+    cannot fill it even if every fan stayed for their whole session."""
+    if not capacity:
+        return False
+    return not rate_per_minute or capacity < rate_per_minute / 60.0 * session_seconds
 
-    The window starts at the first admission in it, so a sale that began a minute ago is
-    measured over that minute; seconds without admissions count as zeros.
-    """
-    end = int(now.timestamp())
-    recent = [(second, n) for second, n in counts if end - WINDOW_SECONDS < second <= end and n]
+
+@dataclass(frozen=True)
+class _Rate:
+    per_second: float
+    scv: float
+    events: int
+
+
+def _per_second(counts: Sequence[Sequence[int]], *, end: int, window: int) -> _Rate | None:
+    """Mean and index of dispersion of per-second counts ``(second, n, ...)`` over the last
+    ``window`` seconds, from the first second with an event (a sale that began a minute ago is
+    measured over that minute); seconds without events count as zeros."""
+    recent = [(c[0], c[1]) for c in counts if end - window < c[0] <= end and c[1]]
     total = sum(n for _, n in recent)
-    if total >= MIN_SAMPLES:
-        first = min(second for second, _ in recent)
-        span = max(1, end - first + 1)
-        bins = [0] * span
-        for second, n in recent:
-            bins[second - first] += n
-        mean = total / span
-        var = sum((b - mean) ** 2 for b in bins) / max(1, span - 1)
-        return Throughput(lam=mean, scv=max(0.05, var / mean), measured=True)
-    if prior_lam:
-        return Throughput(lam=prior_lam, scv=1.0, measured=False)
+    if not total:
+        return None
+    first = min(second for second, _ in recent)
+    span = max(1, end - first + 1)
+    bins = [0] * span
+    for second, n in recent:
+        bins[second - first] += n
+    mean = total / span
+    var = sum((b - mean) ** 2 for b in bins) / max(1, span - 1)
+    return _Rate(per_second=mean, scv=max(0.05, var / mean), events=total)
+
+
+def _mean_inside(departures: Sequence[Sequence[int]], *, end: int, window: int) -> float | None:
+    inside = [d[2] for d in departures if end - window < d[0] <= end and len(d) > 2]
+    return sum(inside) / len(inside) if inside else None
+
+
+@dataclass(frozen=True)
+class _ShopPace:
+    lam: float
+    rel_err: float
+
+
+def _shop_pace(departures: Sequence[Sequence[int]], *, capacity: int, end: int) -> _ShopPace | None:
+    """``capacity / W`` by Little's law over the long window, or the short one when the shop
+    has changed; None before ``MIN_DEPARTURES`` departures."""
+    paces = []
+    for window in (PACE_WINDOW_SECONDS, SHORT_WINDOW_SECONDS):
+        left = _per_second(departures, end=end, window=window)
+        inside = _mean_inside(departures, end=end, window=window)
+        if left is None or not inside:
+            paces.append(None)
+            continue
+        # W = inside / departure rate; never more than capacity inside.
+        paces.append((capacity * left.per_second / min(float(capacity), inside), left.events))
+    long, short = paces
+    if long is None or long[1] < MIN_DEPARTURES:
+        return None
+    drift = 0.0
+    lam, events = long
+    if short is not None and short[1] >= MIN_DEPARTURES // 2:
+        drift = abs(short[0] - long[0]) / long[0]
+        if drift > 2 / math.sqrt(short[1]):
+            lam, events = short
+    rel_err = math.sqrt(1 / events + MODEL_ERROR**2 + drift**2)
+    return _ShopPace(lam=lam, rel_err=rel_err)
+
+
+def settings_throughput(
+    *, rate_per_minute: int, capacity: int, session_seconds: int
+) -> Throughput | None:
+    """What the settings alone say, before anything is measured: the rate when the capacity
+    cannot bind (exact), otherwise the range from the rate (or 0) to the configured pace."""
+    rate = rate_per_minute / 60.0 if rate_per_minute else 0.0
+    if rate and not capacity_may_bind(
+        rate_per_minute=rate_per_minute, capacity=capacity, session_seconds=session_seconds
+    ):
+        return Throughput(lam=rate, scv=1.0, measured=False, rel_err=MODEL_ERROR)
+    prior = configured_pace(
+        rate_per_minute=rate_per_minute, capacity=capacity, session_seconds=session_seconds
+    )
+    if prior is None:
+        return None
+    return Throughput(lam=prior, scv=1.0, measured=False, ranged=True, lam_high=rate)
+
+
+def _with_tiers(
+    throughput: Throughput | None,
+    tier_admissions: Mapping[int, Sequence[Sequence[int]]],
+    groups: Sequence[Sequence[int]],
+    end: int,
+) -> Throughput | None:
+    if throughput is None or throughput.ranged or len(groups) < 2:
+        return throughput
+    tier_lams = []
+    ahead = 0.0
+    for group in groups:
+        if ahead > 0:
+            lam = max(throughput.lam * MIN_TIER_SHARE, throughput.lam - ahead)
+            tier_lams += [(tier_id, lam) for tier_id in group]
+        for tier_id in group:
+            rate = _per_second(
+                tier_admissions.get(tier_id, ()), end=end, window=PACE_WINDOW_SECONDS
+            )
+            ahead += rate.per_second if rate is not None else 0.0
+    return replace(throughput, tier_lams=tuple(tier_lams))
+
+
+def measure_throughput(
+    admissions: Sequence[Sequence[int]],
+    *,
+    departures: Sequence[Sequence[int]] = (),
+    tier_admissions: Mapping[int, Sequence[Sequence[int]]] | None = None,
+    groups: Sequence[Sequence[int]] = (),
+    now: datetime,
+    rate_per_minute: int,
+    capacity: int,
+    session_seconds: int,
+) -> Throughput | None:
+    """The pace from the admission runs' records: ``admissions`` as ``(unix second, count)``,
+    ``departures`` as ``(unix second, left since the previous run, inside after the run)``,
+    ``tier_admissions`` the admissions per tier id, and the tiers' service ``groups`` (ids,
+    in service order: each strict tier alone, a weighted group together)."""
+    end = int(now.timestamp())
+    throughput = _measure_pace(
+        admissions,
+        departures=departures,
+        end=end,
+        rate_per_minute=rate_per_minute,
+        capacity=capacity,
+        session_seconds=session_seconds,
+    )
+    return _with_tiers(throughput, tier_admissions or {}, groups, end)
+
+
+def _measure_pace(
+    admissions: Sequence[Sequence[int]],
+    *,
+    departures: Sequence[Sequence[int]],
+    end: int,
+    rate_per_minute: int,
+    capacity: int,
+    session_seconds: int,
+) -> Throughput | None:
+    admitted = _per_second(admissions, end=end, window=WINDOW_SECONDS)
+    scv = admitted.scv if admitted is not None and admitted.events >= MIN_SAMPLES else 1.0
+    rate = rate_per_minute / 60.0 if rate_per_minute else 0.0
+    if capacity_may_bind(
+        rate_per_minute=rate_per_minute, capacity=capacity, session_seconds=session_seconds
+    ):
+        shop = _shop_pace(departures, capacity=capacity, end=end)
+        if shop is None:
+            return settings_throughput(
+                rate_per_minute=rate_per_minute, capacity=capacity, session_seconds=session_seconds
+            )
+        if rate and rate < shop.lam:
+            return Throughput(lam=rate, scv=scv, measured=True, rel_err=MODEL_ERROR)
+        return Throughput(lam=shop.lam, scv=scv, measured=True, rel_err=shop.rel_err)
+    if rate:
+        return Throughput(lam=rate, scv=scv, measured=True, rel_err=MODEL_ERROR)
+    if admitted is not None and admitted.events >= MIN_SAMPLES:
+        rel_err = math.sqrt(1 / admitted.events + MODEL_ERROR**2)
+        return Throughput(lam=admitted.per_second, scv=scv, measured=True, rel_err=rel_err)
     return None
 
 
-def estimate_wait(position: int, throughput: Throughput | None) -> Eta | None:
-    """Seconds until a fan at ``position`` (1 = next) is admitted."""
+def estimate_wait(
+    position: int, throughput: Throughput | None, tier_id: int | None = None
+) -> Eta | None:
+    """Seconds until a fan of ``tier_id`` at ``position`` (1 = next) is admitted."""
     if throughput is None or throughput.lam <= 0 or position < 1:
         return None
-    mean = position / throughput.lam
-    sd = math.sqrt(position * throughput.scv) / throughput.lam
+    lam = throughput.pace_for(tier_id)
+    mean = position / lam
+    if throughput.ranged:
+        fastest = position / throughput.lam_high if throughput.lam_high > 0 else 0.0
+        slowest = mean + Z90 * math.sqrt(position * throughput.scv) / lam
+        return Eta(p10=min(fastest, mean), p50=mean, p90=slowest)
+    sd = math.sqrt(
+        position * throughput.scv / lam**2 + (mean * throughput.rel_err) ** 2 + TICK_SD**2
+    )
     return Eta(p10=max(0.0, mean - Z90 * sd), p50=mean, p90=mean + Z90 * sd)

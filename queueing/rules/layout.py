@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from queueing.rules.eta import Throughput
+
 
 @dataclass(frozen=True)
 class TierLayout:
@@ -21,6 +23,8 @@ class EventLayout:
     pace: float | None
     # In service order: (priority, id).
     tiers: tuple[TierLayout, ...]
+    # What the settings alone say of the pace, until the admission runs have measured it.
+    settings_pace: Throughput | None = None
     # Staff's word to the line ("" = none): polls carry it, read from this cached layout, so
     # a polling page learns of a new message within the cache's life and no query is made.
     message: str = ""

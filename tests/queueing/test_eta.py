@@ -2,7 +2,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from queueing.rules.eta import Throughput, configured_pace, estimate_wait, measure_throughput
+from queueing.rules.eta import (
+    TICK_SD,
+    Z90,
+    Throughput,
+    configured_pace,
+    estimate_wait,
+    measure_throughput,
+)
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 
@@ -11,7 +18,8 @@ def test_the_interval_is_centred_on_position_over_rate() -> None:
     eta = estimate_wait(60, Throughput(lam=1.0, scv=1.0, measured=True))
     assert eta.p50 == pytest.approx(60)
     assert eta.p10 < eta.p50 < eta.p90
-    assert eta.p90 - eta.p50 == pytest.approx(1.2816 * 60**0.5, rel=1e-3)
+    # The process's spread plus a tick's phase (rel_err 0: a pace known exactly).
+    assert eta.p90 - eta.p50 == pytest.approx(Z90 * (60 + TICK_SD**2) ** 0.5, rel=1e-6)
 
 
 def test_steadier_admission_gives_a_narrower_interval() -> None:
@@ -30,31 +38,120 @@ def second(offset: int) -> int:
     return int(NOW.timestamp()) - offset
 
 
-def test_before_enough_samples_the_configured_pace_is_assumed_poisson() -> None:
-    pace = configured_pace(rate_per_minute=120, capacity=0, session_seconds=600)
-    throughput = measure_throughput([(second(0), 3)], now=NOW, prior_lam=pace)
-    assert throughput == Throughput(lam=2.0, scv=1.0, measured=False)
+def measure(admissions=(), departures=(), *, rate=0, capacity=0, session=120):
+    return measure_throughput(
+        admissions,
+        departures=departures,
+        now=NOW,
+        rate_per_minute=rate,
+        capacity=capacity,
+        session_seconds=session,
+    )
 
 
-def test_a_capacity_bound_event_is_paced_by_sessions() -> None:
-    assert configured_pace(rate_per_minute=600, capacity=10, session_seconds=100) == 0.1
+def test_a_rate_the_capacity_cannot_hold_back_is_the_pace_from_the_start() -> None:
+    # 2 a second for 60 s sessions fill at most 120 of 500 places: the rate is exact.
+    throughput = measure(rate=120, capacity=500, session=60)
+    assert (throughput.lam, throughput.ranged) == (2.0, False)
+    eta = estimate_wait(10, throughput)
+    assert eta.p10 < 5.0 < eta.p90
 
 
-def test_measured_throughput_of_a_steady_stream() -> None:
-    counts = [(second(s), 1) for s in range(120)]  # one a second for two minutes
-    throughput = measure_throughput(counts, now=NOW, prior_lam=None)
+def test_a_capacity_bound_sale_quotes_a_range_until_checkouts_are_measured() -> None:
+    """Nothing measured: from what the rate would allow to every fan using their whole
+    session, never a narrow guess (the first fans were told 105-279 s and waited 5)."""
+    throughput = measure(rate=600, capacity=5, session=120)
+    assert throughput.ranged and not throughput.measured
+    eta = estimate_wait(7, throughput)
+    assert eta.p10 == pytest.approx(0.7)  # 7 at 10 a second
+    assert eta.p50 == pytest.approx(7 * 120 / 5)  # 7 whole sessions over 5 places
+    assert eta.p90 > eta.p50
+    without_rate = estimate_wait(7, measure(capacity=5, session=120))
+    assert without_rate.p10 == 0.0
+
+
+def test_a_capacity_is_the_pace_is_capacity_over_the_time_in_the_shop() -> None:
+    # A full shop of 5, two leaving every second: 2 s in the shop, 2.5 fans a second.
+    departures = [(second(s), 2, 5) for s in range(60)]
+    throughput = measure(departures=departures, capacity=5)
+    assert throughput.measured and not throughput.ranged
+    assert throughput.lam == pytest.approx(2.0, rel=0.05)
+
+
+def test_a_half_empty_shop_is_not_mistaken_for_a_slow_one() -> None:
+    # Only 2 of 10 places taken, one leaving a second: 2 s each, so 10 places make 5 a second.
+    departures = [(second(s), 1, 2) for s in range(60)]
+    assert measure(departures=departures, capacity=10).lam == pytest.approx(5.0, rel=0.05)
+
+
+def test_the_burst_that_fills_an_empty_shop_is_not_the_pace() -> None:
+    """Admissions at the start: 40 at once into an empty shop, then 2 a second; the pace
+    comes from departures, which the fill does not inflate."""
+    admissions = [(second(30), 40)] + [(second(s), 2) for s in range(30)]
+    departures = [(second(s), 2, 40) for s in range(28)]
+    assert measure(admissions, departures, capacity=40).lam == pytest.approx(2.0, rel=0.1)
+
+
+def test_a_shop_that_slows_down_is_followed_and_the_range_widens() -> None:
+    steady = [(second(s), 4, 8) for s in range(15, 60)]
+    slowed = [(second(s), 2, 8) for s in range(15)]
+    before = measure(departures=[(second(s), 4, 8) for s in range(60)], capacity=8)
+    after = measure(departures=steady + slowed, capacity=8)
+    assert after.lam == pytest.approx(2.0, rel=0.1)  # the last 15 s, not the minute
+    assert after.rel_err > before.rel_err
+
+
+def test_the_rate_is_the_pace_when_it_is_slower_than_the_shop() -> None:
+    departures = [(second(s), 2, 2) for s in range(60)]  # 1 s in the shop: 20/s for 20
+    assert measure(departures=departures, rate=180, capacity=20).lam == pytest.approx(3.0)
+
+
+def test_the_range_grows_with_the_uncertainty_of_the_pace() -> None:
+    sure = estimate_wait(100, Throughput(lam=2.0, scv=0.3, measured=True, rel_err=0.0))
+    unsure = estimate_wait(100, Throughput(lam=2.0, scv=0.3, measured=True, rel_err=0.2))
+    assert unsure.p50 == sure.p50
+    # Far back, the pace's error dominates: about ±1.28 × 20% of the mean.
+    assert unsure.p90 - unsure.p50 == pytest.approx(Z90 * 50 * 0.2, rel=0.1)
+
+
+def test_an_unlimited_sale_is_paced_by_what_was_admitted() -> None:
+    admissions = [(second(s), 1) for s in range(120)]  # one a second for two minutes
+    throughput = measure(admissions)
     assert throughput.measured
     assert throughput.lam == pytest.approx(1.0)
     assert throughput.scv < 0.2
 
 
 def test_measured_throughput_of_bursts_has_high_variability() -> None:
-    counts = [(second(s), 10) for s in range(0, 120, 10)]
-    throughput = measure_throughput(counts, now=NOW, prior_lam=None)
+    admissions = [(second(s), 10) for s in range(0, 120, 10)]
+    throughput = measure(admissions)
     assert throughput.lam == pytest.approx(1.0, rel=0.1)
     assert throughput.scv > 5
 
 
-def test_admissions_older_than_the_window_are_forgotten() -> None:
-    counts = [(second(1000 + s), 5) for s in range(100)]
-    assert measure_throughput(counts, now=NOW, prior_lam=None) is None
+def test_records_older_than_the_window_are_forgotten() -> None:
+    assert measure([(second(1000 + s), 5) for s in range(100)]) is None
+    old = [(second(1000 + s), 2, 5) for s in range(100)]
+    assert measure(departures=old, capacity=5, session=100).ranged
+
+
+def test_a_later_tier_is_quoted_what_the_tiers_before_it_leave() -> None:
+    """A fan club (strict, first) admitted at ~0.86 a second out of 3: a general fan at
+    position 30 waits 30 / 2.14 s, not 30 / 3 (the fan club keeps arriving ahead)."""
+    departures = [(second(s), 3, 6) for s in range(60)]  # 2 s in the shop: 3 a second
+    fan_club = [(second(s), 4) for s in range(0, 60, 5)]  # 48 in 56 s
+    left = 3.0 - 48 / 56
+    throughput = measure_throughput(
+        [],
+        departures=departures,
+        tier_admissions={1: fan_club},
+        groups=[[1], [2, 3]],
+        now=NOW,
+        rate_per_minute=0,
+        capacity=6,
+        session_seconds=120,
+    )
+    assert throughput.pace_for(1) == pytest.approx(3.0)
+    assert throughput.pace_for(2) == throughput.pace_for(3) == pytest.approx(left)
+    assert estimate_wait(30, throughput, 2).p50 == pytest.approx(30 / left)
+    assert estimate_wait(30, throughput, 1).p50 == pytest.approx(10.0)

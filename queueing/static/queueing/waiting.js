@@ -7,7 +7,8 @@
   // Under Node (tests/queueing/test_position_rule_js.py) only the pure rules are wanted; the
   // function declarations below are hoisted, so they can be handed over before any page code.
   if (typeof module !== "undefined" && module.exports) {
-    module.exports = { positionInLine: positionInLine, rankIn: rankIn, afterClose: afterClose };
+    module.exports = { positionInLine: positionInLine, rankIn: rankIn, afterClose: afterClose,
+      estimate: estimate };
     return;
   }
   var cfg = JSON.parse(document.getElementById("wr-config").textContent);
@@ -64,12 +65,21 @@
     return fmt(S.minutesRange, { low: lo, high: hi });
   }
 
-  // Same maths as queueing/eta.py: p10/p50/p90 for position k.
-  function estimate(position, throughput) {
+  // Same maths as queueing/rules/eta.py (estimate_wait): p10/p50/p90 for position k.
+  function estimate(position, throughput, tierId) {
+    // Inside: the early return above hands this over before any top-level var is set.
+    var Z90 = 1.2815515655446004, TICK_SD = 0.5;
     if (!throughput || !(throughput.lam > 0) || !position) return null;
-    var mean = position / throughput.lam;
-    var sd = Math.sqrt(position * throughput.scv) / throughput.lam;
-    return { p10: Math.max(0, mean - 1.2816 * sd), p50: mean, p90: mean + 1.2816 * sd };
+    var tierLam = throughput.tiers && throughput.tiers[String(tierId)];
+    var lam = tierLam || throughput.lam, scv = throughput.scv;
+    var mean = position / lam;
+    if (throughput.ranged) {
+      var fastest = throughput.high > 0 ? position / throughput.high : 0;
+      return { p10: Math.min(fastest, mean), p50: mean, p90: mean + Z90 * Math.sqrt(position * scv) / lam };
+    }
+    var err = (throughput.err || 0) * mean;
+    var sd = Math.sqrt(position * scv / (lam * lam) + err * err + TICK_SD * TICK_SD);
+    return { p10: Math.max(0, mean - Z90 * sd), p50: mean, p90: mean + Z90 * sd };
   }
 
   // Rank of our order key in a tier from its checkpoints; null if we are no longer in it.
@@ -217,7 +227,7 @@
     var position = positionFrom(tick);
     if (position === null) { check(false); return; }  // admitted, or moved: ask once
     render({ status: "waiting", position: position, queueLength: tick.queue_length,
-             eta: estimate(position, tick.throughput), state: tick.state });
+             eta: estimate(position, tick.throughput, me.tierId), state: tick.state });
   }
 
   function socketOpen() { return socket !== null && socket.readyState === 1; }
