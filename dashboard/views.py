@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.catalogue import REFRESH_SECONDS, catalogue
+from dashboard.preview import PreviewForm, preview, preview_initial
 from dashboard.stats import event_figures
 from events import services
 from events.catalogue import SEARCH_MAX_LENGTH
@@ -75,6 +76,25 @@ def event_page(request: HttpRequest, slug: str) -> HttpResponse:
             "figures": event_figures(event, now=timezone.now()),
             "modes": EventMode.choices,
         },
+    )
+
+
+@staff_member_required
+@require_GET
+def event_preview(request: HttpRequest, slug: str) -> HttpResponse:
+    """The line this on-sale's settings (or others to try) would make of an expected arrival
+    curve, simulated on the room's admission rules: nothing is saved."""
+    event = _event(slug)
+    # What is not asked (a first visit; the admin's button, which sends the unsaved settings
+    # only) is the on-sale's own settings and an example curve.
+    asked = {name: request.GET[name] for name in PreviewForm.base_fields if name in request.GET}
+    form = PreviewForm(preview_initial(event) | asked)
+    figures = preview(form) if form.is_valid() else None
+    return render(
+        request,
+        "dashboard/preview.html",
+        {"event": event, "form": form, "figures": figures},
+        status=200 if figures is not None else 400,
     )
 
 

@@ -1,10 +1,14 @@
 """Driving a rehearsal over loopback: fans who join and poll as the waiting page does, a shop
 that checks admitted fans out after drawn times and reports it, and staff's live controls.
 
-Every fan is its own identity (no cookie is kept, so each join is a newcomer). A fan polls
-when ``X-Poll-After-Seconds`` says, as the page's fallback does, and records every estimate
-it was shown; the shop starts a checkout when the fan has picked up the pass, draws its length
-from an exponential distribution, and reports the outcome with the on-sale's integration key.
+Every fan is its own identity (no cookie is kept, so each join is a newcomer). Like the
+waiting page, a fan holds the on-sale's WebSocket, which tells it at once when it is let in,
+and polls the ticket API when ``X-Poll-After-Seconds`` says, recording every estimate it was
+shown (the page computes the same figures from the ticks: ``waiting.js`` mirrors
+``rules/eta.py``). The shop starts a checkout when the fan has picked up the pass, draws its
+length from an exponential distribution, and reports the outcome with the on-sale's
+integration key. Without the socket, a fan far back would notice its turn only at its next
+poll, up to ten seconds later, and hold the shop's place meanwhile: not what pages do.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from websockets.asyncio.client import connect
+from websockets.exceptions import WebSocketException
 
 from rehearsal.scenarios import Scenario, StaffAction, TierPlan
 
@@ -137,6 +143,19 @@ class Rehearsal:
             await asyncio.sleep(min(5.0, retry))
         return response
 
+    async def _socket(self, ticket: str, admitted: asyncio.Event) -> None:
+        """The page's socket: only its ``admitted`` message matters here."""
+        base = str(self.client.base_url).rstrip("/")
+        url = f"{base.replace('http', 'ws', 1)}/ws/events/{self.slug}/?ticket={ticket}"
+        try:
+            async with connect(url, origin=base, max_size=None, open_timeout=30) as socket:
+                async for message in socket:
+                    if isinstance(message, str) and '"admitted"' in message[:40]:
+                        admitted.set()
+                        return
+        except (OSError, TimeoutError, WebSocketException):
+            return  # the fan goes on polling, as the page does
+
     async def fan(self, record: FanRecord, plan: TierPlan, leaves_after: float | None) -> None:
         body = {"access_code": plan.code} if plan.code else {}
         response = await self._request("POST", f"/api/v1/events/{self.slug}/join", json=body)
@@ -145,6 +164,21 @@ class Rehearsal:
             return
         data = response.json()
         record.ticket = data["ticket"]
+        admitted = asyncio.Event()
+        socket = asyncio.create_task(self._socket(record.ticket, admitted))
+        try:
+            await self._follow(record, response, data, leaves_after, admitted)
+        finally:
+            socket.cancel()
+
+    async def _follow(
+        self,
+        record: FanRecord,
+        response: httpx.Response,
+        data: dict[str, Any],
+        leaves_after: float | None,
+        admitted: asyncio.Event,
+    ) -> None:
         started = time.time()
         while True:
             now = time.time()
@@ -162,7 +196,8 @@ class Rehearsal:
                 return
             else:
                 return
-            wait = _poll_after(response)
+            # Told it is in (by the socket) a moment before this answer knew: ask again soon.
+            wait = 0.2 if admitted.is_set() else _poll_after(response)
             if leaves_after is not None and now + wait >= started + leaves_after:
                 await asyncio.sleep(max(0.0, started + leaves_after - now))
                 left = await self._request("DELETE", f"/api/v1/tickets/{record.ticket}")
@@ -172,7 +207,13 @@ class Rehearsal:
                     return
                 leaves_after = None  # admitted meanwhile: the next poll says so
                 continue
-            await asyncio.sleep(wait)
+            if admitted.is_set():
+                await asyncio.sleep(wait)
+            else:
+                try:
+                    await asyncio.wait_for(admitted.wait(), timeout=wait)
+                except TimeoutError:
+                    pass
             response = await self._request("GET", f"/api/v1/tickets/{record.ticket}")
             record.polls += 1
             if response.status_code != 200:
