@@ -49,6 +49,7 @@ class FanRecord:
     shown_p50: list[tuple[float, float]] = field(default_factory=list)
     admitted_seen_at: float | None = None
     left_at: float | None = None
+    checked_out_at: float | None = None  # when the shop reported the checkout done
     final_status: str | None = None
     polls: int = 0
 
@@ -192,7 +193,8 @@ class Rehearsal:
                     record.shown_p50.append((now, eta[1]))
             elif status == "admitted":
                 record.admitted_seen_at = now
-                await self._shop_visit(data["pass"])
+                if await self._shop_visit(data["pass"]):
+                    record.checked_out_at = time.time()
                 return
             else:
                 return
@@ -221,7 +223,7 @@ class Rehearsal:
                 return
             data = response.json()
 
-    async def _shop_visit(self, pass_token: str) -> None:
+    async def _shop_visit(self, pass_token: str) -> bool:
         await asyncio.sleep(self.shop.checkout_seconds())
         response = await self._request(
             "POST",
@@ -231,6 +233,8 @@ class Rehearsal:
         )
         if response.status_code == 204:
             self.shop.completed += 1
+            return True
+        return False
 
     def _spawn(self, prequeue: bool, arrived_at: float, tasks: list[asyncio.Task[None]]) -> None:
         plan = self._tier_for() if not prequeue else self.scenario.tiers[-1]

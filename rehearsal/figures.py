@@ -37,6 +37,7 @@ class FanOutcome:
     order_key: int | None
     shown_p50: Sequence[tuple[float, float]] = field(default_factory=tuple)
     left_at: float | None = None  # left the line without being admitted
+    checked_out_at: float | None = None
 
     @property
     def out_of_line_at(self) -> float | None:
@@ -139,3 +140,31 @@ def line_length_over_time(
         samples.append((round(moment - start, 1), waiting))
         moment += step
     return samples
+
+
+def realized(fans: Sequence[FanOutcome], *, line_started: float) -> dict[str, float | int | None]:
+    """What actually happened, in the preview's terms (``queueing/rules/forecast.py``): fans
+    in the pre-queue and after the start over how long, the share who gave up, the mean time
+    from admission to checkout, and the wait of the last fan to arrive who was let in."""
+    later = [f for f in fans if not f.prequeue]
+    stays = [
+        f.checked_out_at - f.admitted_at
+        for f in fans
+        if f.checked_out_at is not None and f.admitted_at is not None
+    ]
+    admitted = [f for f in fans if f.admitted_at is not None]
+    last = max(admitted, key=lambda f: f.arrived_at, default=None)
+    return {
+        "prequeue_fans": len(fans) - len(later),
+        "fans": len(later),
+        "arrivals_seconds": round(
+            max((f.arrived_at for f in later), default=line_started) - line_started, 2
+        ),
+        "gave_up_share": round(sum(1 for f in fans if f.left_at is not None) / len(fans), 3)
+        if fans
+        else 0.0,
+        "mean_shop_seconds": round(statistics.fmean(stays), 3) if stays else None,
+        "last_fan_wait_s": round((last.admitted_at or 0) - max(last.arrived_at, line_started), 2)
+        if last
+        else None,
+    }

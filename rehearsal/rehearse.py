@@ -35,6 +35,7 @@ def outcomes(records: list[FanRecord]) -> list[figures.FanOutcome]:
                 order_key=fact.order_key if fact else None,
                 shown_p50=tuple(record.shown_p50),
                 left_at=record.left_at if fact is None or fact.admitted_at is None else None,
+                checked_out_at=record.checked_out_at,
             )
         )
     return result
@@ -105,6 +106,7 @@ async def rehearse(
             | {"shop_pace_per_s": _shop_pace(scenario)},
             "tiers": figures.tier_figures(fans, started),
             "line": figures.line_length_over_time(fans, start=line_start, end=ended),
+            "realized": figures.realized(fans, line_started=started),
         },
         "staff": [(round(t - started, 1), what) for t, what in run.staff_log],
         "fans": [

@@ -30,7 +30,6 @@ def write_throughput(event_id: int, throughput: Throughput) -> None:
             "measured": int(throughput.measured),
             "err": repr(throughput.rel_err),
             "ranged": int(throughput.ranged),
-            "high": repr(throughput.lam_high),
             "tiers": json.dumps(throughput.tier_lams),
         },
     )
@@ -46,7 +45,6 @@ def _throughput(raw: dict[bytes, bytes]) -> Throughput | None:
         # Written by an earlier release without them: read as before.
         rel_err=float(raw.get(b"err", b"0")),
         ranged=raw.get(b"ranged") == b"1",
-        lam_high=float(raw.get(b"high", b"0")),
         tier_lams=tuple((int(t), float(lam)) for t, lam in json.loads(raw.get(b"tiers", b"[]"))),
     )
 

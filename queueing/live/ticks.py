@@ -76,7 +76,6 @@ def tick_payload(event: Event, layout: EventLayout, *, now: datetime) -> dict[st
                 "scv": throughput.scv,
                 "err": throughput.rel_err,
                 "ranged": throughput.ranged,
-                "high": throughput.lam_high,
                 "tiers": {str(t): lam for t, lam in throughput.tier_lams},
             }
             if throughput is not None

@@ -32,11 +32,11 @@ waits: a fan of a later tier is quoted at the pace less what the tiers before th
 were admitted at over the last minute (``tier_lams``), never below ``MIN_TIER_SHARE`` of it.
 Tiers of one weighted group share by weight, which the position already counts.
 
-**Before anything is measured** (a capacity that may bind, fewer than
-``MIN_DEPARTURES`` departures seen), the room says less rather than something wrong: the
-range runs from what the rate would allow (or 0) to what the configured pace would take if
-every fan used their whole session (``configured_pace``), the p50 at that slow end. Fans
-see an estimate that can only improve.
+**Before anything is measured** (a capacity that may bind, fewer than ``MIN_DEPARTURES``
+departures seen), the room says less rather than something wrong: no estimate ("measuring"),
+since the settings bound the pace only from below (every fan using their whole session),
+which for a shop whose checkouts take two seconds of a two-minute session is 50 times too
+slow. It takes a few seconds of a sale: ``MIN_DEPARTURES`` fans leaving the shop.
 """
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ class Throughput:
     scv: float  # squared coefficient of variation of the gaps
     measured: bool
     rel_err: float = 0.0  # relative uncertainty of ``lam``
-    # Only known to lie between ``lam`` (the slowest) and ``lam_high`` (0: no bound known).
+    # Not measured, and not known from the settings either: ``lam`` is only the slowest the
+    # settings allow (every fan using their whole session). No estimate is quoted from it.
     ranged: bool = False
-    lam_high: float = 0.0
     # Per tier where it differs from ``lam``: what is left of the pace once the tiers served
     # before it took theirs, ((tier id, pace), ...).
     tier_lams: tuple[tuple[int, float], ...] = ()
@@ -167,7 +167,8 @@ def _shop_pace(departures: Sequence[Sequence[int]], *, capacity: int, end: int) 
     lam, events = long
     if short is not None and short[1] >= MIN_DEPARTURES // 2:
         drift = abs(short[0] - long[0]) / long[0]
-        if drift > 2 / math.sqrt(short[1]):
+        # More than the short window's own noise (one standard error): the shop changed.
+        if drift > 1 / math.sqrt(short[1]):
             lam, events = short
     rel_err = math.sqrt(1 / events + MODEL_ERROR**2 + drift**2)
     return _ShopPace(lam=lam, rel_err=rel_err)
@@ -177,18 +178,18 @@ def settings_throughput(
     *, rate_per_minute: int, capacity: int, session_seconds: int
 ) -> Throughput | None:
     """What the settings alone say, before anything is measured: the rate when the capacity
-    cannot bind (exact), otherwise the range from the rate (or 0) to the configured pace."""
-    rate = rate_per_minute / 60.0 if rate_per_minute else 0.0
-    if rate and not capacity_may_bind(
+    cannot bind (exact); otherwise only a bound (``ranged``), the configured pace."""
+    if rate_per_minute and not capacity_may_bind(
         rate_per_minute=rate_per_minute, capacity=capacity, session_seconds=session_seconds
     ):
+        rate = rate_per_minute / 60.0
         return Throughput(lam=rate, scv=1.0, measured=False, rel_err=MODEL_ERROR)
     prior = configured_pace(
         rate_per_minute=rate_per_minute, capacity=capacity, session_seconds=session_seconds
     )
     if prior is None:
         return None
-    return Throughput(lam=prior, scv=1.0, measured=False, ranged=True, lam_high=rate)
+    return Throughput(lam=prior, scv=1.0, measured=False, ranged=True)
 
 
 def _with_tiers(
@@ -275,14 +276,10 @@ def estimate_wait(
     position: int, throughput: Throughput | None, tier_id: int | None = None
 ) -> Eta | None:
     """Seconds until a fan of ``tier_id`` at ``position`` (1 = next) is admitted."""
-    if throughput is None or throughput.lam <= 0 or position < 1:
+    if throughput is None or throughput.ranged or throughput.lam <= 0 or position < 1:
         return None
     lam = throughput.pace_for(tier_id)
     mean = position / lam
-    if throughput.ranged:
-        fastest = position / throughput.lam_high if throughput.lam_high > 0 else 0.0
-        slowest = mean + Z90 * math.sqrt(position * throughput.scv) / lam
-        return Eta(p10=min(fastest, mean), p50=mean, p90=slowest)
     sd = math.sqrt(
         position * throughput.scv / lam**2 + (mean * throughput.rel_err) ** 2 + TICK_SD**2
     )

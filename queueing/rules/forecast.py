@@ -17,7 +17,7 @@ The model, step by step (one step = one tick of the room, ``tick_seconds``):
   two cumulative curves at height i.
 
 A fluid of averages: real lines are lumpier (the rehearsals in ``rehearsal/`` drive the real
-room; ``tests/test_forecast_rehearsal.py`` holds the two within 20% on the last fan's wait).
+room; ``tests/test_rehearsal.py`` holds the two within 20% on the last fan's wait).
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def forecast(inputs: ForecastInputs) -> Forecast:
         times.append(second)
         arrived_curve.append(_arrived_by(inputs, second))
         admitted_curve.append(admitted_total)
-    fans = int(round(total))
+    fans = round(total)
 
     def wait_of(rank: float) -> float | None:
         came = _time_at(arrived_curve, times, rank)
@@ -189,9 +189,9 @@ def forecast(inputs: ForecastInputs) -> Forecast:
         kept.append(samples[-1])
     return Forecast(
         fans=fans,
-        admitted=int(round(admitted_total)),
+        admitted=round(admitted_total),
         samples=tuple(kept),
-        peak_line=int(round(max((s.in_line for s in samples), default=0.0))),
+        peak_line=round(max((s.in_line for s in samples), default=0.0)),
         first_wait=waits[0] if total >= 1 else None,
         median_wait=waits[1] if total >= 1 else None,
         p90_wait=waits[2] if total >= 1 else None,

@@ -29,7 +29,7 @@ def test_the_preview_runs_the_sales_own_settings_at_first(staff_client, make_eve
     event = make_event(slug="tour", capacity=0, rate_per_minute=6000, session_seconds=600)
     html = staff_client.get("/dashboard/events/tour/preview").content.decode()
     # 50,000 in 10 minutes at 100 a second: nobody waits long, the line is empty at 10 min.
-    assert figure(html, "fans") == "50000"
+    assert figure(html, "fans") == "50,000"
     assert figure(html, "first") in ("0 s", "1 s")  # the next tick
     assert figure(html, "empty").startswith("10 min")
     assert 'name="rate_per_minute" value="6000"' in html

@@ -3,6 +3,7 @@ from datetime import UTC, datetime
 import pytest
 
 from queueing.rules.eta import (
+    MIN_DEPARTURES,
     TICK_SD,
     Z90,
     Throughput,
@@ -57,17 +58,18 @@ def test_a_rate_the_capacity_cannot_hold_back_is_the_pace_from_the_start() -> No
     assert eta.p10 < 5.0 < eta.p90
 
 
-def test_a_capacity_bound_sale_quotes_a_range_until_checkouts_are_measured() -> None:
-    """Nothing measured: from what the rate would allow to every fan using their whole
-    session, never a narrow guess (the first fans were told 105-279 s and waited 5)."""
+def test_a_capacity_bound_sale_says_measuring_until_checkouts_are_measured() -> None:
+    """Nothing measured: no estimate, rather than the settings' bound (every fan using the
+    whole session: the first fans were told 105-279 s and waited 5)."""
     throughput = measure(rate=600, capacity=5, session=120)
     assert throughput.ranged and not throughput.measured
-    eta = estimate_wait(7, throughput)
-    assert eta.p10 == pytest.approx(0.7)  # 7 at 10 a second
-    assert eta.p50 == pytest.approx(7 * 120 / 5)  # 7 whole sessions over 5 places
-    assert eta.p90 > eta.p50
-    without_rate = estimate_wait(7, measure(capacity=5, session=120))
-    assert without_rate.p10 == 0.0
+    assert throughput.lam == pytest.approx(5 / 120)  # the catalogue's "configured" pace
+    assert estimate_wait(7, throughput) is None
+    assert estimate_wait(7, measure(capacity=5, session=120)) is None
+    few = [(second(s), 1, 5) for s in range(MIN_DEPARTURES - 1)]
+    assert estimate_wait(7, measure(departures=few, capacity=5)) is None
+    enough = [(second(s), 1, 5) for s in range(MIN_DEPARTURES)]
+    assert estimate_wait(7, measure(departures=enough, capacity=5)) is not None
 
 
 def test_a_capacity_is_the_pace_is_capacity_over_the_time_in_the_shop() -> None:

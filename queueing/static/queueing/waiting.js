@@ -69,14 +69,10 @@
   function estimate(position, throughput, tierId) {
     // Inside: the early return above hands this over before any top-level var is set.
     var Z90 = 1.2815515655446004, TICK_SD = 0.5;
-    if (!throughput || !(throughput.lam > 0) || !position) return null;
+    if (!throughput || throughput.ranged || !(throughput.lam > 0) || !position) return null;
     var tierLam = throughput.tiers && throughput.tiers[String(tierId)];
     var lam = tierLam || throughput.lam, scv = throughput.scv;
     var mean = position / lam;
-    if (throughput.ranged) {
-      var fastest = throughput.high > 0 ? position / throughput.high : 0;
-      return { p10: Math.min(fastest, mean), p50: mean, p90: mean + Z90 * Math.sqrt(position * scv) / lam };
-    }
     var err = (throughput.err || 0) * mean;
     var sd = Math.sqrt(position * scv / (lam * lam) + err * err + TICK_SD * TICK_SD);
     return { p10: Math.max(0, mean - Z90 * sd), p50: mean, p90: mean + Z90 * sd };
