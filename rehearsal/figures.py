@@ -73,7 +73,7 @@ def quote_figures(fans: Sequence[FanOutcome]) -> dict[str, float | int | None]:
         "below_p10": sum(1 for f in judged if f.quote and (f.waited or 0) < f.quote[0]),
         "above_p90": sum(1 for f in judged if f.quote and (f.waited or 0) > f.quote[2]),
         "median_error_s": round(statistics.median(errors), 2) if errors else None,
-        "p90_error_s": percentiles(errors, (90,)).get("p90") if errors else None,
+        "p90_error_s": round(percentiles(errors, (90,))["p90"], 2) if errors else None,
         "median_signed_error_s": round(statistics.median(signed), 2) if signed else None,
         # How wide the ranges were (p90 - p10 over the real wait): coverage bought with
         # ranges too wide to tell a fan anything shows here.

@@ -137,5 +137,10 @@ def render(results: dict[str, Any]) -> str:
 def _verdict(scenario: dict[str, Any]) -> str:
     verdict = scenario["verdict"]
     met = verdict["coverage_met"] and verdict["rises_met"]
-    words = "targets met" if met else "targets missed"
-    return f'<p class="{"met" if met else "missed"}">{words}: {html.escape(str(verdict))}</p>'
+    coverage = "coverage ≥ 80%" if verdict["coverage_met"] else "coverage under 80%"
+    if not verdict["rises_judged"]:
+        rises = "rises not judged (staff cut the pace)"
+    else:
+        rises = "rises under 10%" if verdict["rises_met"] else "rises 10% or more"
+    words = "Targets met" if met else "Targets missed"
+    return f'<p class="{"met" if met else "missed"}">{words}: {coverage}; {rises}.</p>'

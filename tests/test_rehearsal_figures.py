@@ -70,3 +70,26 @@ def test_line_length_counts_who_has_arrived_and_is_not_yet_out() -> None:
         1,
         0,
     )
+
+
+def test_the_page_draws_every_quoted_fan_and_says_the_verdict() -> None:
+    from rehearsal.report_html import render
+
+    fans = [fan((5, 10, 15), 12), fan((5, 10, 15), 20, arrived=1.0)]
+    scenario = {
+        "title": "Steady <small>",
+        "verdict": {"coverage_met": False, "rises_judged": True, "rises_met": True},
+        "figures": {
+            "quotes": quote_figures(fans),
+            "throughput": {"admitted_per_s": 2.0},
+            "tiers": tier_figures(fans, line_started=0.0),
+            "line": line_length_over_time(fans, start=0.0, end=20.0),
+        },
+        "fans": [{"quote": f.quote, "quoted_at": f.quoted_at, "waited": f.waited} for f in fans],
+    }
+    page = render({"date": "today", "scenarios": [scenario]})
+    assert "Steady &lt;small&gt;" in page  # escaped
+    assert page.count("<circle") == 2
+    assert 'fill="#15803d"' in page and 'fill="#b91c1c"' in page  # inside, outside
+    assert "Targets missed: coverage under 80%; rises under 10%." in page
+    assert "<polyline" in page

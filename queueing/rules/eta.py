@@ -137,9 +137,28 @@ def _per_second(counts: Sequence[Sequence[int]], *, end: int, window: int) -> _R
     return _Rate(per_second=mean, scv=max(0.05, var / mean), events=total)
 
 
-def _mean_inside(departures: Sequence[Sequence[int]], *, end: int, window: int) -> float | None:
-    inside = [d[2] for d in departures if end - window < d[0] <= end and len(d) > 2]
-    return sum(inside) / len(inside) if inside else None
+@dataclass(frozen=True)
+class _Shop:
+    left_per_second: float
+    left: int
+    mean_inside: float
+
+
+def _shop_over(departures: Sequence[Sequence[int]], *, now: float, window: int) -> _Shop | None:
+    """Departures a second and the mean count inside over the last ``window`` seconds, timed
+    from the first run recorded in it to ``now`` (not in whole seconds: a sale two seconds old
+    whose departures were counted over "seconds 1 to 3" would look half as fast). What the
+    first run recorded as left happened before it, so it is not counted."""
+    recent = sorted((d for d in departures if now - window <= d[0] <= now), key=lambda d: d[0])
+    if not recent:
+        return None
+    start = recent[0][0]
+    span = now - start
+    if span < 1.0:
+        return None
+    left = sum(d[1] for d in recent[1:])
+    inside = [d[2] for d in recent]
+    return _Shop(left_per_second=left / span, left=left, mean_inside=sum(inside) / len(inside))
 
 
 @dataclass(frozen=True)
@@ -148,18 +167,20 @@ class _ShopPace:
     rel_err: float
 
 
-def _shop_pace(departures: Sequence[Sequence[int]], *, capacity: int, end: int) -> _ShopPace | None:
+def _shop_pace(
+    departures: Sequence[Sequence[int]], *, capacity: int, now: float
+) -> _ShopPace | None:
     """``capacity / W`` by Little's law over the long window, or the short one when the shop
     has changed; None before ``MIN_DEPARTURES`` departures."""
-    paces = []
+    paces: list[tuple[float, int] | None] = []
     for window in (PACE_WINDOW_SECONDS, SHORT_WINDOW_SECONDS):
-        left = _per_second(departures, end=end, window=window)
-        inside = _mean_inside(departures, end=end, window=window)
-        if left is None or not inside:
+        shop = _shop_over(departures, now=now, window=window)
+        if shop is None or not shop.left or not shop.mean_inside:
             paces.append(None)
             continue
         # W = inside / departure rate; never more than capacity inside.
-        paces.append((capacity * left.per_second / min(float(capacity), inside), left.events))
+        pace = capacity * shop.left_per_second / min(float(capacity), shop.mean_inside)
+        paces.append((pace, shop.left))
     long, short = paces
     if long is None or long[1] < MIN_DEPARTURES:
         return None
@@ -167,9 +188,12 @@ def _shop_pace(departures: Sequence[Sequence[int]], *, capacity: int, end: int) 
     lam, events = long
     if short is not None and short[1] >= MIN_DEPARTURES // 2:
         drift = abs(short[0] - long[0]) / long[0]
-        # More than the short window's own noise (one standard error): the shop changed.
-        if drift > 1 / math.sqrt(short[1]):
-            lam, events = short
+        # Beyond the short window's own noise the shop has changed: from one standard error
+        # of it to two, lean from the minute to the last 15 s. A blend, not a switch, so that
+        # an estimate does not flip between the two with every departure.
+        lean = min(1.0, max(0.0, drift * math.sqrt(short[1]) - 1))
+        lam = lean * short[0] + (1 - lean) * long[0]
+        events = round(lean * short[1] + (1 - lean) * long[1])
     rel_err = math.sqrt(1 / events + MODEL_ERROR**2 + drift**2)
     return _ShopPace(lam=lam, rel_err=rel_err)
 
@@ -233,7 +257,7 @@ def measure_throughput(
     throughput = _measure_pace(
         admissions,
         departures=departures,
-        end=end,
+        now=now.timestamp(),
         rate_per_minute=rate_per_minute,
         capacity=capacity,
         session_seconds=session_seconds,
@@ -245,18 +269,18 @@ def _measure_pace(
     admissions: Sequence[Sequence[int]],
     *,
     departures: Sequence[Sequence[int]],
-    end: int,
+    now: float,
     rate_per_minute: int,
     capacity: int,
     session_seconds: int,
 ) -> Throughput | None:
-    admitted = _per_second(admissions, end=end, window=WINDOW_SECONDS)
+    admitted = _per_second(admissions, end=int(now), window=WINDOW_SECONDS)
     scv = admitted.scv if admitted is not None and admitted.events >= MIN_SAMPLES else 1.0
     rate = rate_per_minute / 60.0 if rate_per_minute else 0.0
     if capacity_may_bind(
         rate_per_minute=rate_per_minute, capacity=capacity, session_seconds=session_seconds
     ):
-        shop = _shop_pace(departures, capacity=capacity, end=end)
+        shop = _shop_pace(departures, capacity=capacity, now=now)
         if shop is None:
             return settings_throughput(
                 rate_per_minute=rate_per_minute, capacity=capacity, session_seconds=session_seconds

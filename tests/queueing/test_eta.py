@@ -66,9 +66,10 @@ def test_a_capacity_bound_sale_says_measuring_until_checkouts_are_measured() -> 
     assert throughput.lam == pytest.approx(5 / 120)  # the catalogue's "configured" pace
     assert estimate_wait(7, throughput) is None
     assert estimate_wait(7, measure(capacity=5, session=120)) is None
-    few = [(second(s), 1, 5) for s in range(MIN_DEPARTURES - 1)]
+    # The first run's departures happened before anything was timed: not counted.
+    few = [(second(s), 1, 5) for s in range(MIN_DEPARTURES)]
     assert estimate_wait(7, measure(departures=few, capacity=5)) is None
-    enough = [(second(s), 1, 5) for s in range(MIN_DEPARTURES)]
+    enough = [(second(s), 1, 5) for s in range(MIN_DEPARTURES + 1)]
     assert estimate_wait(7, measure(departures=enough, capacity=5)) is not None
 
 
@@ -157,3 +158,15 @@ def test_a_later_tier_is_quoted_what_the_tiers_before_it_leave() -> None:
     assert throughput.pace_for(2) == throughput.pace_for(3) == pytest.approx(left)
     assert estimate_wait(30, throughput, 2).p50 == pytest.approx(30 / left)
     assert estimate_wait(30, throughput, 1).p50 == pytest.approx(10.0)
+
+
+def test_a_young_sale_is_timed_to_the_moment_not_in_whole_seconds() -> None:
+    """Runs at 0 s (the fill) and 1 s, asked at 1.5 s: 12 left in 1.5 s is 8 a second, not 12
+    over "two seconds" (6 a second): early quotes were 1.9 times too long that way."""
+    start = int(NOW.timestamp()) - 1
+    departures = [(start, 0, 20), (start + 1, 12, 20)]
+    now = datetime.fromtimestamp(start + 1.5, tz=UTC)
+    throughput = measure_throughput(
+        [], departures=departures, now=now, rate_per_minute=0, capacity=20, session_seconds=600
+    )
+    assert throughput.lam == pytest.approx(8.0)
