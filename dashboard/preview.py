@@ -141,12 +141,8 @@ def preview_figures(result: Forecast) -> PreviewFigures:
         median_wait=_wait_text(result.median_wait, never),
         p90_wait=_wait_text(result.p90_wait, never),
         last_wait=_wait_text(result.last_wait, never),
-        empty_at=f"{duration_text(result.empty_at)} after the start"
-        if result.empty_at is not None
-        else never,
-        pace=f"{result.pace_per_minute:,.0f} a minute"
-        if result.pace_per_minute is not None
-        else "no limit",
+        empty_at=_wait_text(result.empty_at, never),
+        pace=f"{result.pace_per_minute:,.0f}" if result.pace_per_minute is not None else "no limit",
         chart=line_chart(result),
     )
 
@@ -175,7 +171,7 @@ def line_chart(result: Forecast) -> str:
         ]
     return axis_chart_svg(
         values,
-        kind="line",
+        kind="curve",
         label="Expected fans in line over time",
         summary=f"The line peaks at {result.peak_line:,} fans; "
         + (
