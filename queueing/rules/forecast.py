@@ -41,9 +41,12 @@ the room's tick (``queueing/ticks.py``: expiry, then admission):
 Left out: passthrough, safety-net and maintenance modes (the preview is of an on-sale in
 ``queue`` mode; in ``safety_net`` a fan who finds nobody ahead and room goes in at the join,
 less than a tick sooner); fans whose tab stopped answering (expired at the front instead of
-let in, the next run lets in another); the shop's own hiccups; randomness: a fluid of
-averages, where a real line is lumpier. The rehearsals in ``rehearsal/`` drive the real room
-with the same settings; the two are held to agree within 20% on the last fan's wait.
+let in, the next run lets in another); the shop's own hiccups; the tens of milliseconds a
+slot-freed run takes to start (with stays of a few seconds the real shop runs a few percent
+slower than ``capacity / stay``; with stays of minutes it does not show); randomness: a fluid
+of averages, where a real line is lumpier. The rehearsals in ``rehearsal/`` drive the real
+room with the same settings; the two are held to agree within 20% on the last fan's wait
+(six rehearsals of four kinds agreed within 8%: docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -236,14 +239,18 @@ class _Pace:
     bucket: TokenBucket
     window: deque[tuple[float, float]]
     in_window: float = 0.0
+    refilled_second: float | None = None
 
     def refill(self, second: float) -> None:
-        self.bucket = bucket_refill(
-            self.bucket,
-            rate_per_minute=self.rate_per_minute,
-            burst_seconds=self.burst_seconds,
-            now=_EPOCH + timedelta(seconds=second),
-        )
+        # Refilled at this very second already (by the runs between ticks): nothing to earn.
+        if self.refilled_second != second:
+            self.refilled_second = second
+            self.bucket = bucket_refill(
+                self.bucket,
+                rate_per_minute=self.rate_per_minute,
+                burst_seconds=self.burst_seconds,
+                now=_EPOCH + timedelta(seconds=second),
+            )
         while self.window and self.window[0][0] <= second - RATE_WINDOW_SECONDS:
             self.in_window -= self.window.popleft()[1]
 
