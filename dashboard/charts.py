@@ -103,13 +103,15 @@ def axis_chart_svg(
     css_class: str = "report-chart",
     width: int = AXIS_WIDTH,
 ) -> str:
-    """``values`` as bars (``kind="bars"``) or a stepped line (``"line"``), one slot each, with
-    a value axis (0, half, top), ``x_ticks`` (slot index, text) under the slots, and titles.
+    """``values`` as bars (``kind="bars"``), a stepped line (``"line"``), one slot each, or a
+    curve through them (``"curve"``: samples of something over time, the first at the left
+    edge and the last at the right), with a value axis (0, half, top), ``x_ticks`` (slot or
+    sample index, text) under them, and titles.
     ``summary`` is the chart said in words (its ``<desc>``), for screen readers. A narrower
     ``width`` keeps the text legible where the chart is shown small (histograms side by side)."""
     top = nice_top(max(values, default=0))
     plot_w, plot_h = width - LEFT - RIGHT, AXIS_HEIGHT - TOP - BOTTOM
-    slots = max(1, len(values))
+    slots = max(1, len(values) - (1 if kind == "curve" else 0))
     step = plot_w / slots
     base = TOP + plot_h
 
@@ -132,6 +134,12 @@ def axis_chart_svg(
                     f'width="{max(0.6, step - gap):.2f}" height="{base - y(value):.2f}" '
                     f'fill="{MUTED}"/>'
                 )
+    elif kind == "curve" and values:
+        points = [f"{LEFT + i * step:.2f},{y(value):.2f}" for i, value in enumerate(values)]
+        parts.append(
+            f'<polyline fill="none" stroke="{INK}" stroke-width="2" stroke-linejoin="round" '
+            f'points="{" ".join(points)}"/>'
+        )
     elif values:
         # A step for each slot: the value held through it.
         points = []

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.catalogue import REFRESH_SECONDS, catalogue
-from dashboard.preview import PreviewForm, preview, preview_initial
+from dashboard.preview import preview, preview_form
 from dashboard.stats import event_figures
 from events import services
 from events.catalogue import SEARCH_MAX_LENGTH
@@ -83,12 +83,14 @@ def event_page(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def event_preview(request: HttpRequest, slug: str) -> HttpResponse:
     """The line this on-sale's settings (or others to try) would make of an expected arrival
-    curve, simulated on the room's admission rules: nothing is saved."""
+    curve, simulated on the room's admission rules: it writes nothing. For staff who may see
+    the on-sale (``events.view_event``, or ``change_event``, which implies it)."""
+    if not (
+        request.user.has_perm("events.view_event") or request.user.has_perm("events.change_event")
+    ):
+        raise PermissionDenied("Previewing the line needs 'view event'.")
     event = _event(slug)
-    # What is not asked (a first visit; the admin's button, which sends the unsaved settings
-    # only) is the on-sale's own settings and an example curve.
-    asked = {name: request.GET[name] for name in PreviewForm.base_fields if name in request.GET}
-    form = PreviewForm(preview_initial(event) | asked)
+    form = preview_form(event, request.GET)
     figures = preview(form) if form.is_valid() else None
     return render(
         request,

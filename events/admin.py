@@ -66,7 +66,7 @@ class EventAdmin(admin.ModelAdmin):
     change_form_template = "admin/events/event/change_form.html"
 
     class Media:
-        js = ("events/look_admin.js",)
+        js = ("events/look_admin.js", "events/line_preview_admin.js")
 
     list_display = (
         "name",

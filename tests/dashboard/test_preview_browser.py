@@ -1,5 +1,9 @@
-"""The preview of an on-sale's line in a real browser: staff sign in, open it from the
-on-sale's page, try a faster rate, and see the figures and chart change (nothing saved)."""
+"""The preview of the line in a real browser: from the on-sale's dashboard page, trying
+other settings, a refused value, and the admin's "Preview the line" with unsaved settings.
+
+Against pytest-django's live server (this process, the test database): the preview is a
+plain Django page.
+"""
 
 from __future__ import annotations
 
@@ -7,39 +11,97 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from playwright.sync_api import Page
 
+from events.models import Event
 from tests.browser import chromium, screenshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_staff_preview_a_sale_and_try_a_faster_rate(live_server, make_event, tmp_path) -> None:
-    event = make_event(slug="arena", capacity=2000, rate_per_minute=3000, session_seconds=600)
-    get_user_model().objects.create_user("ann", password="a-long-pass-123", is_staff=True)
+def watch_errors(page: Page, errors: list[str]) -> None:
+    """Script errors (a CSP refusal included) and failed answers, but the preview's own 400
+    for a refused value, which is the page working."""
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on(
+        "console",
+        lambda m: (
+            errors.append(m.text)
+            if m.type == "error" and not m.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
+    page.on(
+        "response",
+        lambda r: (
+            errors.append(f"{r.status} {r.url}")
+            if r.status >= 400 and not (r.status == 400 and "/preview?" in r.url)
+            else None
+        ),
+    )
+
+
+def test_staff_preview_the_line_and_try_other_settings(
+    live_server, make_event, tmp_path: Path
+) -> None:
+    event = make_event(slug="summer-tour", capacity=2000, rate_per_minute=3000, session_seconds=600)
+    ann = get_user_model().objects.create_user("ann", password="a-long-pass-123", is_staff=True)
+    ann.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_event", "change_event"])
+    )
     base = live_server.url
+    errors: list[str] = []
     with chromium() as browser:
-        page = browser.new_page(viewport={"width": 1100, "height": 900})
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{base}/admin/login/?next=/dashboard/events/arena/")
+        context = browser.new_context(viewport={"width": 1200, "height": 900})
+        page = context.new_page()
+        watch_errors(page, errors)
+        page.goto(f"{base}/admin/login/?next=/dashboard/events/summer-tour/")
         page.fill("#id_username", "ann")
         page.fill("#id_password", "a-long-pass-123")
         page.click("input[type=submit]")
         page.click("#preview-link")
-        page.wait_for_selector("#preview-chart svg")
-        slow_last = page.inner_text("#fig-last")
-        assert page.input_value("#id_rate_per_minute") == "3000"
-        assert page.is_visible("#preview-chart svg")
+        page.wait_for_selector("#fig-last")
+        # The on-sale's own settings and the example: 50,000 in the first 10 minutes into a
+        # shop of 2,000 who stay five minutes on average (half the session).
+        assert page.input_value("#id_capacity") == "2000"
+        assert page.inner_text("#fig-fans") == "50,000"
+        assert page.get_attribute("#preview-chart svg", "aria-label") == (
+            "Expected fans in line over time"
+        )
+        first_last = page.inner_text("#fig-last")
+        assert "h" in first_last  # hours, at 463 a minute
 
-        page.fill("#id_rate_per_minute", "6000")
+        # A pre-queue, a trickle after, one in twenty giving up, and a bigger shop.
         page.fill("#id_capacity", "5000")
+        page.fill("#id_prequeue_fans", "8000")
+        page.fill("#id_tail_per_minute", "100")
+        page.fill("#id_abandon_percent", "5")
         page.click("#run-preview")
-        page.wait_for_selector("#preview-chart svg")
-        fast_last = page.inner_text("#fig-last")
-        assert fast_last != slow_last
-        assert "rate_per_minute=6000" in page.url
-        shot = screenshot(page, "preview.png", Path(tmp_path), kept=True)
-        assert shot.stat().st_size > 10_000
-        assert errors == []
-    event.refresh_from_db()
-    assert (event.capacity, event.rate_per_minute) == (2000, 3000)
+        page.wait_for_url("**/preview?*capacity=5000*")
+        assert page.inner_text("#fig-fans") == "55,100"
+        assert page.inner_text("#fig-last") != first_last
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1200
+        screenshot(page, "preview.png", tmp_path, kept=True)
+
+        # A value out of range: the form says so, nothing is simulated.
+        page.fill("#id_rate_per_minute", "-3")
+        page.click("#run-preview")
+        page.wait_for_selector(".message.error")
+        assert "greater than or equal to 0" in page.inner_text("#preview-form")
+        assert page.locator("#fig-last").count() == 0
+        screenshot(page, "preview-refused.png", tmp_path)
+
+        # The admin: unsaved settings go to the preview, in a new tab, and stay unsaved.
+        page.goto(f"{base}/admin/events/event/{event.pk}/change/")
+        page.fill("#id_capacity", "123")
+        with context.expect_page() as opened:
+            page.click("#line-preview-link")
+        preview = opened.value
+        watch_errors(preview, errors)
+        preview.wait_for_selector("#fig-last")
+        assert preview.input_value("#id_capacity") == "123"
+        assert preview.input_value("#id_rate_per_minute") == "3000"
+        assert "csrfmiddlewaretoken" not in preview.url
+    assert errors == []
+    assert Event.objects.get(pk=event.pk).capacity == 2000

@@ -77,8 +77,8 @@ def test_axis_tops_are_round_with_a_whole_half() -> None:
     ]
 
 
-@pytest.mark.parametrize("kind", ["bars", "line"])
-@pytest.mark.parametrize("values", [[], [0, 0], [3, 1_000_000, 7], list(range(120))])
+@pytest.mark.parametrize("kind", ["bars", "line", "curve"])
+@pytest.mark.parametrize("values", [[], [0], [0, 0], [3, 1_000_000, 7], list(range(120))])
 def test_charts_are_valid_svg_with_title_and_description(kind: str, values: list[int]) -> None:
     svg = axis_chart_svg(
         values,
@@ -95,3 +95,24 @@ def test_charts_are_valid_svg_with_title_and_description(kind: str, values: list
     assert root.find(f"{ns}desc").text == "A & B"
     if kind == "bars":
         assert len(root.findall(f"{ns}rect")) == sum(1 for v in values if v)
+
+
+def test_a_curve_runs_from_edge_to_edge_through_each_value() -> None:
+    """Samples over time (the preview's line): the first at the left edge, the last at the
+    right, and a tick's index is a sample's."""
+    svg = axis_chart_svg(
+        [0, 10, 5],
+        kind="curve",
+        label="Line",
+        summary="",
+        x_ticks=[(1, "mid")],
+        x_title="Time",
+        y_title="Fans",
+    )
+    ns = "{http://www.w3.org/2000/svg}"
+    root = ET.fromstring(svg)
+    points = root.find(f"{ns}polyline").get("points").split()
+    xs = [float(p.split(",")[0]) for p in points]
+    assert len(points) == 3 and xs[1] - xs[0] == pytest.approx(xs[2] - xs[1])
+    tick = next(t for t in root.findall(f"{ns}text") if t.text == "mid")
+    assert float(tick.get("x")) == pytest.approx(xs[1], abs=0.1)
