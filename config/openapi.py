@@ -53,15 +53,13 @@ TICKET_JOIN = {
 }
 TICKET_STATUS = {
     "type": "object",
-    "required": [*TICKET_JOIN["required"], "reentry_until", "message", "approximate"],
+    "required": [*TICKET_JOIN["required"], "reentry_until", "message"],
     "properties": {
         **TICKET_JOIN["properties"],
         "status": {"type": "string", "enum": STATUS},
         "reentry_until": {"type": ["string", "null"], "format": "date-time"},
         # Staff's word to the line (plain text), or null.
         "message": {"type": ["string", "null"]},
-        # Position and counts placed on a snapshot of the line (the hot index is away).
-        "approximate": {"type": "boolean"},
     },
 }
 EVENT_PUBLIC = {

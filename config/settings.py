@@ -330,9 +330,6 @@ LOGGING = {
     "loggers": {"django": {"handlers": ["console"], "level": "INFO", "propagate": False}},
 }
 
-# Without the hot index, each web process places polls on a snapshot of the line taken from
-# PostgreSQL at most this often (seconds; longer for long lines: queueing/line/line_snapshots.py).
-WR_LINE_SNAPSHOT_SECONDS = env_float("WR_LINE_SNAPSHOT_SECONDS", 1.0, minimum=0.0)
 # How long a process trusts its cached copy of an event's tier layout.
 WR_LAYOUT_CACHE_SECONDS = env_float("WR_LAYOUT_CACHE_SECONDS", 2.0, minimum=0.0)
 # The gate (GET /gate/{slug}/check): how long a web process trusts the session status it

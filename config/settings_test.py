@@ -18,7 +18,3 @@ PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.MD5PasswordHasher",
     "django.contrib.auth.hashers.PBKDF2PasswordHasher",
 ]
-
-# A snapshot per poll, so that tests see every change at once; tests/queueing/
-# test_line_snapshots.py sets the real interval.
-WR_LINE_SNAPSHOT_SECONDS = 0.0

@@ -40,7 +40,7 @@ from queueing.line.join_inputs import (
     live_per_address,
     tiers_for_access_codes,
 )
-from queueing.line.reads import exact_counts
+from queueing.line.reads import current_counts
 from queueing.line.rejections import wrong_codes_audit
 from queueing.line.status import entry_answer, entry_poll, layout_with_tier
 from queueing.line.throughput import current_throughput
@@ -317,7 +317,7 @@ def _admit_to_line(
         return list(newcomers)
     # Checked against the line as it is now: exact for one batch; concurrent batches racing
     # past a limit can overshoot it by at most their size.
-    counts = exact_counts(layout)
+    counts = current_counts(layout)
     throughput = current_throughput(layout)
     added_per_tier = [0] * len(layout.tiers)
     admitted = []
@@ -470,7 +470,7 @@ def _answer_newcomers(
                     key=once[1],
                 )
             else:
-                view = entry_answer(entry, now=now, layout=layout, placement=placement, exact=True)
+                view = entry_answer(entry, now=now, layout=layout, placement=placement)
         except (DatabaseError, HotIndexUnavailable):
             # Committed: the fan must get their ticket even if describing it failed; their
             # first status poll gives the position (or the pass).

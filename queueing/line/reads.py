@@ -16,7 +16,6 @@ from queueing.hot import line_index
 from queueing.hot.client import HotIndexUnavailable
 from queueing.hot.line_index import IndexState, LineCounts
 from queueing.line.layouts import event_layout
-from queueing.line.line_snapshots import line_snapshot
 from queueing.line.throughput import current_throughput
 from queueing.models import QueueEntry
 from queueing.rules.eta import Eta, estimate_wait
@@ -25,6 +24,20 @@ from queueing.rules.positions import position_in_line
 from queueing.rules.states import EntryStatus
 
 logger = logging.getLogger(__name__)
+
+
+def position_from_database(entry: QueueEntry, layout: EventLayout) -> int:
+    tiers_ahead = []
+    for tier in layout.tiers:
+        if tier.id == entry.tier_id:
+            break
+        tiers_ahead.append(tier.id)
+    ahead = QueueEntry.objects.filter(
+        Q(tier_id__in=tiers_ahead) | Q(tier_id=entry.tier_id, order_key__lt=entry.order_key),
+        event_id=entry.event_id,
+        status=EntryStatus.WAITING,
+    ).count()
+    return ahead + 1
 
 
 def entry_return_url(*, entry_id: int, event_id: int) -> str:
@@ -60,41 +73,9 @@ def entry_page_facts(entry_id: int) -> PageFacts | None:
     )
 
 
-def position_from_database(entry: QueueEntry, layout: EventLayout) -> int:
-    """A waiting fan's exact position, counted in PostgreSQL: O(position). For a join's
-    answer without the hot index (its fan must see where they joined); polls use the
-    snapshot (``current_counts``, ``line_snapshots.py``)."""
-    tiers_ahead = []
-    for tier in layout.tiers:
-        if tier.id == entry.tier_id:
-            break
-        tiers_ahead.append(tier.id)
-    ahead = QueueEntry.objects.filter(
-        Q(tier_id__in=tiers_ahead) | Q(tier_id=entry.tier_id, order_key__lt=entry.order_key),
-        event_id=entry.event_id,
-        status=EntryStatus.WAITING,
-    ).count()
-    return ahead + 1
-
-
-def exact_counts(layout: EventLayout) -> LineCounts:
-    """The line's counts: from the hot index when it is complete, else counted in PostgreSQL
-    (for joins, whose limits and answers are exact; polls use ``current_counts``)."""
-    return lines_counts([layout])[layout.event_id]
-
-
 def current_counts(layout: EventLayout) -> LineCounts:
-    """The line's counts: from the hot index when it is complete, else from this process's
-    snapshot of the line in PostgreSQL (``line_snapshots.py``: not a count per call)."""
-    hot = hot_counts(layout)
-    if hot is not None:
-        return hot
-    snapshot = line_snapshot(layout)
-    return LineCounts(
-        state=IndexState.MISSING,
-        prequeue=snapshot.prequeue,
-        tiers=tuple(tier.count for tier in snapshot.tiers),
-    )
+    """The line's counts: from the hot index when it is complete, else from PostgreSQL."""
+    return lines_counts([layout])[layout.event_id]
 
 
 def lines_counts(layouts: Sequence[EventLayout]) -> dict[int, LineCounts]:

@@ -20,8 +20,7 @@ from queueing.hot import line_index
 from queueing.hot.client import HotIndexUnavailable
 from queueing.hot.line_index import IndexState, LocateRequest, Placement, Where
 from queueing.line.layouts import event_layout, event_layout_async
-from queueing.line.line_snapshots import line_snapshot
-from queueing.line.reads import current_counts, exact_counts, position_from_database
+from queueing.line.reads import current_counts, position_from_database
 from queueing.line.rebuild import request_rebuild
 from queueing.line.reentry_facts import reentry_facts
 from queueing.line.sessions import entry_pass
@@ -30,7 +29,6 @@ from queueing.line.views import TicketView, hot_ticket_view, position_in_tier_qu
 from queueing.models import QueueEntry
 from queueing.rules.errors import TicketNotFound
 from queueing.rules.layout import EventLayout
-from queueing.rules.polling import degraded_poll_after
 from queueing.rules.reentry import reentry_until
 from queueing.rules.states import QUEUED, REENTERABLE, EntryStatus
 from queueing.rules.tickets import TicketRef, ticket_issue
@@ -47,16 +45,13 @@ def layout_with_tier(event_id: int, *tier_ids: int) -> EventLayout:
 
 
 def entry_describe(
-    entry: QueueEntry, *, layout: EventLayout, placement: Placement | None, exact: bool = False
+    entry: QueueEntry, *, layout: EventLayout, placement: Placement | None
 ) -> TicketView:
     """What the fan is told about an entry whose row is at hand, given where the hot index
-    has it (None: no answer). Reads only: the pass is not part of it (see ``entry_answer``).
-    Without the hot index, a poll is placed on the process's snapshot of the line; ``exact``
-    (a join's answer: the fan must see where they joined) counts in PostgreSQL instead."""
+    has it (None: no answer). Reads only: the pass is not part of it (see ``entry_answer``)."""
     status = EntryStatus(entry.status)
     position: int | None = None
     queue_length: int | None = None
-    approximate = False
     if status in QUEUED:
         if (
             placement is not None
@@ -65,18 +60,10 @@ def entry_describe(
         ):
             queue_length = placement.counts.queue_length
             position = position_in_tier_queue(layout, entry.tier_id, placement)
-        elif status == EntryStatus.WAITING and exact:
-            position = position_from_database(entry, layout)
-            queue_length = exact_counts(layout).queue_length
         elif status == EntryStatus.WAITING:
-            # The hot index cannot place the fan: this process's snapshot of the line does,
-            # in memory (line_snapshots.py), never a count of those ahead per poll.
-            snapshot = line_snapshot(layout)
-            position = snapshot.position(layout, tier_id=entry.tier_id, order_key=entry.order_key)
-            queue_length = snapshot.queue_length
-            approximate = True
+            position = position_from_database(entry, layout)
     if queue_length is None:
-        # From the hot index when it is whole; the snapshot in degraded mode.
+        # From the hot index when it is whole; PostgreSQL only in degraded mode.
         queue_length = current_counts(layout).queue_length
     view = ticket_view(
         ticket_issue(TicketRef(entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id)),
@@ -88,22 +75,11 @@ def entry_describe(
         tier_id=entry.tier_id,
         order_key=entry.order_key if status in QUEUED else None,
     )
-    if approximate:
-        view = replace(
-            view,
-            approximate=True,
-            poll_after_seconds=degraded_poll_after(view.poll_after_seconds),
-        )
     return replace(view, was_admitted=entry.admitted_at is not None)
 
 
 def entry_answer(
-    entry: QueueEntry,
-    *,
-    now: datetime,
-    layout: EventLayout,
-    placement: Placement | None,
-    exact: bool = False,
+    entry: QueueEntry, *, now: datetime, layout: EventLayout, placement: Placement | None
 ) -> TicketView:
     """``entry_describe``, plus what telling the fan sets off: an admitted fan is handed
     their pass, and a hot index found lost is sent for rebuilding."""
@@ -113,7 +89,7 @@ def entry_answer(
         and placement.counts.state is IndexState.MISSING
     ):
         request_rebuild(entry.event_id)
-    view = entry_describe(entry, layout=layout, placement=placement, exact=exact)
+    view = entry_describe(entry, layout=layout, placement=placement)
     if view.status == EntryStatus.ADMITTED:
         event = Event.objects.get(pk=entry.event_id)
         view = replace(view, issued_pass=entry_pass(entry, event=event, now=now))

@@ -46,8 +46,6 @@ class TicketView:
     was_admitted: bool = False
     # Staff's word to the line, or None (from the on-sale's cached layout).
     message: str | None = None
-    # Placed on a snapshot of the line (no hot index): position and counts are approximate.
-    approximate: bool = False
 
 
 def entry_view_unplaced(

@@ -22,9 +22,30 @@ from queueing.hot.line_index import IndexState
 from queueing.line.layouts import event_layout
 from queueing.line.throughput import current_throughput
 from queueing.rules.layout import EventLayout
-from queueing.rules.line_sketch import CHECKPOINT_RANKS
 
 logger = logging.getLogger(__name__)
+
+
+EXACT_FRONT = 32
+
+
+GROWTH = 1.15
+
+
+MAX_RANK = 10**9
+
+
+def checkpoint_ranks() -> list[int]:
+    """Every rank at the front (where fans watch closely), then ~15% apart."""
+    ranks = list(range(EXACT_FRONT))
+    rank = float(EXACT_FRONT)
+    while rank < MAX_RANK:
+        ranks.append(int(rank))
+        rank = max(rank * GROWTH, rank + 1)
+    return ranks
+
+
+CHECKPOINT_RANKS = checkpoint_ranks()
 
 
 def tick_payload(event: Event, layout: EventLayout, *, now: datetime) -> dict[str, Any] | None:

@@ -14,15 +14,3 @@ def poll_after_seconds(*, heartbeat_seconds: int, position: int | None) -> float
         return round(keep_alive, 1)
     nearness = max(MIN_POLL_SECONDS, position / 20)
     return round(min(keep_alive, nearness), 1)
-
-
-# While positions come from a snapshot (no hot index), polls are asked to come back this many
-# times later, up to MAX_POLL_SECONDS: fewer requests while the room runs on PostgreSQL alone.
-DEGRADED_POLL_FACTOR = 3.0
-
-
-def degraded_poll_after(seconds: float) -> float:
-    """``X-Poll-After-Seconds`` while the room serves positions without the hot index. Still
-    within the heartbeat window (a third of it, times three) and, after an outage, expiry
-    waits a whole window anyway (hot/heartbeat_clock.py)."""
-    return round(min(MAX_POLL_SECONDS, seconds * DEGRADED_POLL_FACTOR), 1)

@@ -165,7 +165,6 @@ def ticket_status_payload(view: TicketView) -> dict[str, Any]:
         "redirect_url": issued.redirect_url if issued else None,
         "reentry_until": _iso(view.reentry_until),
         "message": view.message,
-        "approximate": view.approximate,
     }
 
 
