@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from events.models import Event, EventState
-from queueing.hot import heartbeat_clock, tick_claims
+from queueing.hot import tick_claims
 from queueing.hot.client import HotIndexUnavailable
 from queueing.line.activity import events_with_work
 from queueing.line.admission import AdmissionOutcome, admission_run
@@ -46,7 +46,7 @@ def _event_tick(event: Event, *, now: datetime) -> AdmissionOutcome | None:
             line_start(event_id=event_id, now=now)
         else:
             line_admit_stragglers(event_id=event_id, now=now)
-    queued_expire_unseen(event_id=event_id, now=now, heartbeat_seconds=event.heartbeat_seconds)
+    queued_expire_unseen(event_id=event_id, now=now)
     index_heal_head(event_id=event_id)
     if state == EventState.OPEN:
         return admission_run(event_id=event_id, now=now)
@@ -76,10 +76,6 @@ def room_dispatch(
     *, now: datetime, send: Callable[[int, str], None], claim_seconds: float
 ) -> list[int]:
     """Send a tick to every on-sale with work and none outstanding; returns their ids."""
-    try:
-        heartbeat_clock.beat_mark(now.timestamp())
-    except HotIndexUnavailable:
-        pass  # heartbeats cannot be recorded either: the next beat that gets through says so
     event_ids = events_with_work(now)
     try:
         claims = tick_claims.ticks_claim(event_ids, ttl_seconds=claim_seconds)

@@ -107,15 +107,3 @@ def login_failures(scope: str, caller: str) -> str:
 def login_lock(scope: str, caller: str) -> str:
     """The unix time until which one caller's password logins are refused (a lockout)."""
     return f"{prefix()}:{{login:{scope}:{caller}}}:lock"
-
-
-def room_beat_seen() -> str:
-    """When the room's beat last reached Redis (unix seconds). One key for the whole room: the
-    hash tag ``{room}`` keeps it with ``heartbeats_since`` on Redis Cluster."""
-    return f"{prefix()}:{{room}}:beat-seen"
-
-
-def heartbeats_since() -> str:
-    """Since when heartbeats have been recorded without a gap (unix seconds): expiry waits
-    until fans have had a whole ``heartbeat_seconds`` after it (hot/heartbeat_clock.py)."""
-    return f"{prefix()}:{{room}}:hb-since"

@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from events.models import Event, EventMode, EventState, Tier
-from queueing.hot import heartbeat_clock, heartbeats, stats
+from queueing.hot import heartbeats, stats
 from queueing.hot.channels import notify_admitted
 from queueing.hot.client import HotIndexUnavailable
 from queueing.line.index_sync import index_forget
@@ -92,13 +92,10 @@ def _pick(event_id: int, tier_id: int, limit: int) -> list[int]:
     )
 
 
-def _overdue(event_id: int, ids: list[int], now: datetime, heartbeat_seconds: int) -> set[int]:
+def _overdue(event_id: int, ids: list[int], now: datetime) -> set[int]:
     """Candidates whose page has not been seen in time: they are expired, not admitted, so
-    an abandoned tab never takes a shop slot. Without Redis, everyone counts as seen; so does
-    everyone in the window after an outage (hot/heartbeat_clock.py)."""
+    an abandoned tab never takes a shop slot. Without Redis, everyone counts as seen."""
     try:
-        if heartbeat_clock.expiry_waits(now=now.timestamp(), heartbeat_seconds=heartbeat_seconds):
-            return set()
         deadlines = heartbeats.heartbeat_deadlines(event_id, ids)
     except HotIndexUnavailable:
         return set()
@@ -308,7 +305,7 @@ def admission_run(
                 if take
                 for entry_id in _pick(event_id, tier_id, take)
             ]
-            overdue = _overdue(event_id, candidates, now, event.heartbeat_seconds)
+            overdue = _overdue(event_id, candidates, now)
             expired = transition_many(
                 ids=[i for i in candidates if i in overdue],
                 to=EntryStatus.EXPIRED,

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 
 from events.models import Event
-from queueing.hot import epoch, heartbeat_clock, heartbeats
+from queueing.hot import epoch, heartbeats
 from queueing.hot.client import HotIndexUnavailable
 from queueing.hot.line_index import IndexState
 from queueing.line.index_sync import index_forget
@@ -47,12 +47,10 @@ def _expire(
     )
 
 
-def queued_expire_unseen(*, event_id: int, now: datetime, heartbeat_seconds: int) -> int:
+def queued_expire_unseen(*, event_id: int, now: datetime) -> int:
     try:
         if epoch.epoch_states([event_id])[event_id] is not IndexState.READY:
             return 0  # deadlines are being reloaded; a rebuild grants everyone a grace period
-        if heartbeat_clock.expiry_waits(now=now.timestamp(), heartbeat_seconds=heartbeat_seconds):
-            return 0  # after an outage: everyone gets a whole window to be seen again
         overdue = heartbeats.overdue_members(event_id, now=now.timestamp(), limit=BATCH)
     except HotIndexUnavailable:
         return 0
