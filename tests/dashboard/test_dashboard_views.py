@@ -51,8 +51,12 @@ def test_stats_give_the_live_figures_and_charts(staff, make_event) -> None:
     figures = staff.get(f"/dashboard/events/{event.slug}/stats").json()
     assert (figures["waiting"], figures["active"], figures["capacity"]) == (3, 0, 4)
     assert figures["arrivals_per_minute"] == 3
-    assert figures["wait_p50_s"] is not None
+    # Capacity-bound and nothing measured yet: no estimate rather than the settings' bound.
+    assert figures["wait_p50_s"] is None and figures["wait_text"] == "–"
     assert figures["charts"]["arrivals"].startswith("<svg")
+    paced = make_event(slug="paced", capacity=0, rate_per_minute=60)
+    fans_join(paced.slug, 3)
+    assert staff.get("/dashboard/events/paced/stats").json()["wait_p50_s"] is not None
     page = staff.get(f"/dashboard/events/{event.slug}/")
     assert page.status_code == 200 and b"Arrivals per minute" in page.content
 
