@@ -36,6 +36,17 @@ class HotIndexUnavailable(Exception):
     """Redis could not be reached or answered with an error."""
 
 
+class HotIndexBusy(HotIndexUnavailable):
+    """This process had no free connection to Redis (its pool was spent): Redis itself may
+    be answering others, so nothing is known to be lost."""
+
+
+def _unavailable(exc: BaseException) -> HotIndexUnavailable:
+    if isinstance(exc, redis.exceptions.MaxConnectionsError):
+        return HotIndexBusy(str(exc))
+    return HotIndexUnavailable(str(exc))
+
+
 def client() -> redis.Redis:
     return get_redis_connection("default")
 
@@ -146,7 +157,7 @@ async def run_script_async(name: str, *, keys: Sequence[str], args: Sequence[obj
                 raise
             return await lua(keys=keys, args=args, client=ready)
     except ASYNC_REDIS_FAILURES as exc:
-        raise HotIndexUnavailable(str(exc)) from exc
+        raise _unavailable(exc) from exc
 
 
 def run_script(name: str, *, keys: Sequence[str], args: Sequence[object]) -> Any:
@@ -160,7 +171,7 @@ def unavailable_on_redis_error(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         except redis.RedisError as exc:
-            raise HotIndexUnavailable(str(exc)) from exc
+            raise _unavailable(exc) from exc
 
     return wrapper
 

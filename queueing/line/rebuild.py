@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from datetime import datetime
 
 from django.conf import settings
@@ -13,7 +14,7 @@ from django.utils import timezone
 from events.models import Event, EventControl
 from queueing.hot import epoch
 from queueing.hot.client import HotIndexUnavailable
-from queueing.hot.epoch import IndexedEntry, RebuildSuperseded
+from queueing.hot.epoch import RebuildSuperseded
 from queueing.hot.line_index import IndexState
 from queueing.line.activity import events_with_fans
 from queueing.line.followups import rebuild_soon
@@ -46,33 +47,19 @@ def hot_index_rebuild(*, event_id: int, now: datetime | None = None) -> bool:
     # so does a failed rebuild (below); a killed one is noticed by its lapsed lock.
     Event.objects.filter(pk=event_id).update(hot_index_dirty=False)
     started = time.monotonic()
-    last_id = 0
     try:
-        while True:
-            rows = list(
-                QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED, id__gt=last_id)
-                .order_by("id")
-                .values_list("id", "tier_id", "status", "order_key")[: settings.WR_REBUILD_BATCH]
-            )
-            if not rows:
-                break
+        for lines in _queued_lines(event_id, chunk=settings.WR_REBUILD_BATCH):
             epoch.rebuild_load(
                 handle,
-                [
-                    IndexedEntry(
-                        member=entry_id,
-                        tier_id=None if status == EntryStatus.PREQUEUE else tier_id,
-                        order_key=order_key,
-                    )
-                    for entry_id, tier_id, status, order_key in rows
-                ],
+                lines,
                 # A grace period from now, not from the start: a long rebuild must not
-                # hand its last batches deadlines that have already passed.
+                # hand its last chunks deadlines that have already passed. From the
+                # moment Redis answers again, so heartbeats it could not record during an
+                # outage (line/heartbeat_gaps.py) are made good.
                 heartbeat_deadline=now.timestamp()
                 + (time.monotonic() - started)
                 + layout.heartbeat_seconds,
             )
-            last_id = rows[-1][0]
         promoted = epoch.rebuild_finish(handle)
     except (HotIndexUnavailable, RebuildSuperseded):
         promoted = False
@@ -86,6 +73,32 @@ def hot_index_rebuild(*, event_id: int, now: datetime | None = None) -> bool:
         return False
     logger.info("rebuilt hot index of event %s", event_id)
     return True
+
+
+def _queued_lines(event_id: int, *, chunk: int) -> Iterator[dict[int | None, list[int]]]:
+    """The event's entries in line, streamed from one query (a server-side cursor: one pass
+    however long the line, where pages of it would each scan anew), ``chunk`` at a time, by
+    where they go in the index (``epoch.RebuildLines``)."""
+    rows = (
+        QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED)
+        .values_list("id", "tier_id", "status", "order_key")
+        .iterator(chunk_size=chunk)
+    )
+    prequeue = EntryStatus.PREQUEUE.value
+    lines: dict[int | None, list[int]] = {}
+    held = 0
+    for entry_id, tier_id, status, order_key in rows:
+        target = None if status == prequeue else tier_id
+        pairs = lines.get(target)
+        if pairs is None:
+            pairs = lines[target] = []
+        pairs += (order_key, entry_id)
+        held += 1
+        if held == chunk:
+            yield lines
+            lines, held = {}, 0
+    if held:
+        yield lines
 
 
 def hot_index_maintain(*, now: datetime | None = None) -> list[int]:

@@ -26,7 +26,7 @@ from django.db import DatabaseError, close_old_connections
 
 from events.models import Event
 from queueing.hot import line_index
-from queueing.hot.client import HotIndexUnavailable
+from queueing.hot.client import HotIndexBusy, HotIndexUnavailable
 from queueing.hot.line_index import IndexState, LocateRequest, Placement, Where
 from queueing.line.entry_rows import entry_row
 from queueing.line.heartbeat_gaps import (
@@ -180,6 +180,8 @@ def _locate(layout: EventLayout, entry_id: int, tier_id: int, *, now: datetime) 
             tier_id=tier_id,
             heartbeat_deadline=now.timestamp() + layout.heartbeat_seconds,
         )
+    except HotIndexBusy:
+        return None  # this process's pool was spent: Redis itself may be fine
     except HotIndexUnavailable:
         heartbeats_unrecorded(layout.event_id)
         return None
@@ -205,6 +207,8 @@ async def hot_ticket_poll(ref: TicketRef, ticket: str) -> TicketView | None:
                 heartbeat_deadline=time.time() + layout.heartbeat_seconds,
             ),
         )
+    except HotIndexBusy:
+        return None  # the event loop's pool was spent: Django's way records the heartbeat
     except HotIndexUnavailable:
         _heartbeat_unrecorded_soon(ref.event_id)
         return await _degraded_poll(ref, ticket, layout)
