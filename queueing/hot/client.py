@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -138,11 +139,21 @@ def _slot_client(ready: aioredis.Redis | AsyncRedisCluster, key: str) -> aioredi
     return slot_clients.for_key(key)
 
 
+# Until when (time.monotonic()) the event loop's calls to a plain Redis fail at once: set for
+# WR_HOT_RETRY_SECONDS after it could not be reached. While Redis is away, every poll would
+# otherwise open a socket only to be refused (or wait out a timeout) before its degraded
+# answer. Not on a cluster, where one node's trouble is not the others'.
+_unreachable_until = 0.0
+
+
 async def run_script_async(name: str, *, keys: Sequence[str], args: Sequence[object]) -> Any:
     """``run_script`` from the event loop; raises HotIndexUnavailable. On a cluster the
     script goes straight to its slot's master, and through the cluster client only when that
     fails (a failover moved the slot, the master went away): the script must be safe to run
     twice, as every script sent this way is (finding a fan, registering a socket)."""
+    global _unreachable_until
+    if _unreachable_until and time.monotonic() < _unreachable_until:
+        raise HotIndexUnavailable("Redis could not be reached a moment ago")
     lua = async_script(name)
     try:
         ready = await async_client_ready()
@@ -157,7 +168,14 @@ async def run_script_async(name: str, *, keys: Sequence[str], args: Sequence[obj
                 raise
             return await lua(keys=keys, args=args, client=ready)
     except ASYNC_REDIS_FAILURES as exc:
-        raise _unavailable(exc) from exc
+        failure = _unavailable(exc)
+        if (
+            isinstance(exc, redis.ConnectionError | redis.TimeoutError)
+            and not isinstance(failure, HotIndexBusy)
+            and not settings.REDIS_CLUSTER
+        ):
+            _unreachable_until = time.monotonic() + settings.WR_HOT_RETRY_SECONDS
+        raise failure from exc
 
 
 def run_script(name: str, *, keys: Sequence[str], args: Sequence[object]) -> Any:

@@ -30,6 +30,7 @@ from queueing.hot.client import HotIndexBusy, HotIndexUnavailable
 from queueing.hot.line_index import IndexState, LocateRequest, Placement, Where
 from queueing.line.entry_rows import entry_row
 from queueing.line.heartbeat_gaps import (
+    heartbeats_recorded,
     heartbeats_unrecorded,
     heartbeats_unrecorded_due,
     heartbeats_unrecorded_flag,
@@ -174,7 +175,7 @@ def ticket_poll(*, ref: TicketRef, ticket: str, now: datetime) -> TicketView:
 
 def _locate(layout: EventLayout, entry_id: int, tier_id: int, *, now: datetime) -> Placement | None:
     try:
-        return line_index.locate(
+        placement = line_index.locate(
             layout,
             member=entry_id,
             tier_id=tier_id,
@@ -185,6 +186,8 @@ def _locate(layout: EventLayout, entry_id: int, tier_id: int, *, now: datetime) 
     except HotIndexUnavailable:
         heartbeats_unrecorded(layout.event_id)
         return None
+    heartbeats_recorded(layout.event_id)
+    return placement
 
 
 async def hot_ticket_poll(ref: TicketRef, ticket: str) -> TicketView | None:
@@ -212,6 +215,7 @@ async def hot_ticket_poll(ref: TicketRef, ticket: str) -> TicketView | None:
     except HotIndexUnavailable:
         _heartbeat_unrecorded_soon(ref.event_id)
         return await _degraded_poll(ref, ticket, layout)
+    heartbeats_recorded(ref.event_id)
     if placement.counts.state is IndexState.BUILDING:
         return await _degraded_poll(ref, ticket, layout)
     return hot_ticket_view(
