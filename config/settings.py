@@ -349,8 +349,9 @@ WR_DEGRADED_SNAPSHOT_SECONDS = env_float("WR_DEGRADED_SNAPSHOT_SECONDS", 1.0, mi
 # ... except in a line of at most this many waiting fans, where positions are counted in
 # PostgreSQL (exact, and cheap at that size).
 WR_DEGRADED_EXACT_LINE = env_int("WR_DEGRADED_EXACT_LINE", 1000, minimum=0)
-# After the hot index's Redis could not be reached, the lean status path does not try it again
-# for this long (its polls are answered degraded at once meanwhile).
+# After the hot index's (plain) Redis could not be reached, a process does not try it again
+# for this long: its polls are answered degraded and its ticks go on from PostgreSQL at once
+# meanwhile, rather than each waiting out a refused connection or a socket timeout.
 WR_HOT_RETRY_SECONDS = env_float("WR_HOT_RETRY_SECONDS", 0.5, minimum=0.0)
 # Retry-After (seconds) on 429 queue_full.
 WR_QUEUE_FULL_RETRY_AFTER = env_int("WR_QUEUE_FULL_RETRY_AFTER", 30, minimum=1)

@@ -42,10 +42,37 @@ class HotIndexBusy(HotIndexUnavailable):
     be answering others, so nothing is known to be lost."""
 
 
+# Until when (time.monotonic()) calls to a plain Redis fail at once: for WR_HOT_RETRY_SECONDS
+# after it could not be reached. While Redis is away, every poll would otherwise open a socket
+# only to be refused, or wait out the socket timeout (a stalled server, a cut network), before
+# its degraded answer, and every tick would wait that out at each of its calls. Not on a
+# cluster, where one node's trouble is not the others'.
+_unreachable_until = 0.0
+
+
+def _fail_fast() -> None:
+    if _unreachable_until and time.monotonic() < _unreachable_until:
+        raise HotIndexUnavailable("Redis could not be reached a moment ago")
+
+
 def _unavailable(exc: BaseException) -> HotIndexUnavailable:
+    """The error a Redis failure becomes; one that says Redis cannot be reached also makes
+    the next calls fail at once for a while."""
+    global _unreachable_until
     if isinstance(exc, redis.exceptions.MaxConnectionsError):
         return HotIndexBusy(str(exc))
+    if (
+        isinstance(exc, redis.ConnectionError | redis.TimeoutError | OSError)
+        and not settings.REDIS_CLUSTER
+    ):
+        _unreachable_until = time.monotonic() + settings.WR_HOT_RETRY_SECONDS
     return HotIndexUnavailable(str(exc))
+
+
+def reachability_reset() -> None:
+    """Forget that Redis could not be reached (tests that bring it back at once)."""
+    global _unreachable_until
+    _unreachable_until = 0.0
 
 
 def client() -> redis.Redis:
@@ -139,21 +166,12 @@ def _slot_client(ready: aioredis.Redis | AsyncRedisCluster, key: str) -> aioredi
     return slot_clients.for_key(key)
 
 
-# Until when (time.monotonic()) the event loop's calls to a plain Redis fail at once: set for
-# WR_HOT_RETRY_SECONDS after it could not be reached. While Redis is away, every poll would
-# otherwise open a socket only to be refused (or wait out a timeout) before its degraded
-# answer. Not on a cluster, where one node's trouble is not the others'.
-_unreachable_until = 0.0
-
-
 async def run_script_async(name: str, *, keys: Sequence[str], args: Sequence[object]) -> Any:
     """``run_script`` from the event loop; raises HotIndexUnavailable. On a cluster the
     script goes straight to its slot's master, and through the cluster client only when that
     fails (a failover moved the slot, the master went away): the script must be safe to run
     twice, as every script sent this way is (finding a fan, registering a socket)."""
-    global _unreachable_until
-    if _unreachable_until and time.monotonic() < _unreachable_until:
-        raise HotIndexUnavailable("Redis could not be reached a moment ago")
+    _fail_fast()
     lua = async_script(name)
     try:
         ready = await async_client_ready()
@@ -168,14 +186,7 @@ async def run_script_async(name: str, *, keys: Sequence[str], args: Sequence[obj
                 raise
             return await lua(keys=keys, args=args, client=ready)
     except ASYNC_REDIS_FAILURES as exc:
-        failure = _unavailable(exc)
-        if (
-            isinstance(exc, redis.ConnectionError | redis.TimeoutError)
-            and not isinstance(failure, HotIndexBusy)
-            and not settings.REDIS_CLUSTER
-        ):
-            _unreachable_until = time.monotonic() + settings.WR_HOT_RETRY_SECONDS
-        raise failure from exc
+        raise _unavailable(exc) from exc
 
 
 def run_script(name: str, *, keys: Sequence[str], args: Sequence[object]) -> Any:
@@ -186,6 +197,7 @@ def run_script(name: str, *, keys: Sequence[str], args: Sequence[object]) -> Any
 def unavailable_on_redis_error(func: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        _fail_fast()
         try:
             return func(*args, **kwargs)
         except redis.RedisError as exc:
