@@ -50,10 +50,10 @@ def heartbeats_recorded(event_id: int) -> None:
             _failing_since.pop(event_id, None)
 
 
-def heartbeats_unrecorded_due(event_id: int) -> bool:
-    """A heartbeat of the on-sale could not be recorded: whether this process should flag
-    the on-sale now (it then counts as flagged)."""
-    now = time.monotonic()
+def heartbeats_unrecorded_due(event_id: int, *, now: float | None = None) -> bool:
+    """A heartbeat of the on-sale could not be recorded at ``now`` (``time.monotonic()``):
+    whether this process should flag the on-sale now (it then counts as flagged)."""
+    now = time.monotonic() if now is None else now
     with _lock:
         if len(_failing_since) >= _REMEMBERED_MAX:
             _failing_since.clear()
