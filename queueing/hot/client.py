@@ -200,7 +200,9 @@ def unavailable_on_redis_error(func: Callable[P, R]) -> Callable[P, R]:
         _fail_fast()
         try:
             return func(*args, **kwargs)
-        except redis.RedisError as exc:
+        # A cluster client that cannot be made (no seed answers) fails with an error that is
+        # not a RedisError.
+        except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
             raise _unavailable(exc) from exc
 
     return wrapper

@@ -102,6 +102,8 @@ def test_a_join_without_redis_is_placed_behind_the_line_and_the_event_flagged(
     reachable = settings.CACHES
     caches = copy.deepcopy(reachable)
     caches["default"]["LOCATION"] = DEAD_REDIS
+    if "CLUSTER_SEEDS" in caches["default"]["OPTIONS"]:
+        caches["default"]["OPTIONS"]["CLUSTER_SEEDS"] = DEAD_REDIS
     settings.CACHES = caches  # the synchronous hot index: unreachable
     try:
         (ticket,) = fans_join(event.slug, 1)
