@@ -411,6 +411,11 @@ def main() -> None:
         help="only the gate row and the reference, this many rounds (to compare a change to "
         "the gate's check)",
     )
+    parser.add_argument(
+        "--outage-only",
+        action="store_true",
+        help="only the Redis outage row (a line of a million, Redis up, stopped, back)",
+    )
     parser.add_argument("--web-workers", type=int, default=2)
     # Offered a little above the target, by many paced clients (each sends every ~190 ms):
     # a hey worker whose answer is late skips a beat, so offering exactly 1,000/s from few
@@ -486,6 +491,30 @@ def main() -> None:
 
     if options.box_office_only:
         print(json.dumps(box_office_rows(), indent=2))
+        return
+
+    def outage_row() -> dict[str, Any]:
+        from bench import outage
+
+        event = new_event("outage", capacity=0, rate_per_minute=0, heartbeat_seconds=600)
+        event_pause(event=event, actor="bench", now=timezone.now())
+        Event.objects.filter(pk=event.pk).update(started_at=timezone.now())
+        print(
+            f"6. Redis outage: {big:,} waiting, status polls with Redis up then stopped", flush=True
+        )
+        return outage.run(
+            event=event,
+            fans=big,
+            env={**os.environ, **ENV, "PYTHONUNBUFFERED": "1"},
+            logdir=logdir,
+            seconds=poll_seconds,
+            web_workers=options.web_workers,
+            database=DB_NAME,
+            status_polls=status_polls,
+        )
+
+    if options.outage_only:
+        print(json.dumps(outage_row(), indent=2))
         return
     stack = Stack({**os.environ, **ENV, "PYTHONUNBUFFERED": "1"}, logdir)
     try:
@@ -649,11 +678,15 @@ def main() -> None:
         )
     finally:
         stack.stop()
-    # On a database of its own: the rows above leave big lines that would tick too.
+    # On databases of their own: the rows above leave big lines that would tick too.
     from django.db import connection
 
     connection.close()
     connection.close_pool()  # its idle connections would be cut under it by the drop
+    fresh_database()
+    results["outage"] = outage_row()
+    connection.close()
+    connection.close_pool()
     fresh_database()
     results["box_office"] = box_office_rows()
     (ROOT / "bench" / "results.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -744,6 +777,8 @@ def render(r: dict[str, Any]) -> str:
         and w["server_rss_mib_peak"] <= 1536
         and (w["last_socket_p99_ms"] or 10**9) <= 1000,
     )
+    if "outage" in r:
+        outage_render(r["outage"], row)
     box_office_render(r["box_office"], row)
     out.write(
         "\n"
@@ -751,6 +786,23 @@ def render(r: dict[str, Any]) -> str:
         f"{b['index_rebuild_s']} s. Raw figures: `bench/results.json`.\n"
     )
     return out.getvalue()
+
+
+def outage_render(o: dict[str, Any], row: Any) -> None:
+    up, down = o["normal"], o["redis_stopped"]
+    row(
+        f"Redis outage ({o['fans']:,} waiting; hot-index Redis stopped, broker and channel "
+        "layer elsewhere)",
+        f"status {down['requests_per_s']:.0f}/s ({down['ratio_to_normal']:.2f} × the "
+        f"{up['requests_per_s']:.0f}/s with Redis), p99 {down['p99_ms']:.0f} ms (with Redis "
+        f"{up['p99_ms']:.0f} ms), {down['errors']} errors; PostgreSQL "
+        f"{down['postgresql_cpu_pct']}% of a core (with Redis {up['postgresql_cpu_pct']}%); "
+        f"polls told {down['answer']['poll_after_s']:g} s (with Redis "
+        f"{up['answer']['poll_after_s']:g} s); index whole again {o['whole_again_s']} s after "
+        "Redis returned",
+        "≥ 0.5 × with Redis, p99 ≤ 200 ms, whole again ≤ 10 s",
+        down["ratio_to_normal"] >= 0.5 and down["p99_ms"] <= 200 and o["whole_again_s"] <= 10,
+    )
 
 
 def box_office_render(bo: dict[str, Any], row: Any) -> None:

@@ -40,7 +40,16 @@ PASS_FIELDS = {
 }
 TICKET_JOIN = {
     "type": "object",
-    "required": ["ticket", "event", "status", "position", "eta", "queue_length", *PASS_FIELDS],
+    "required": [
+        "ticket",
+        "event",
+        "status",
+        "position",
+        "eta",
+        "queue_length",
+        "approximate",
+        *PASS_FIELDS,
+    ],
     "properties": {
         "ticket": {"type": "string"},
         "event": {"type": "string"},
@@ -48,6 +57,9 @@ TICKET_JOIN = {
         "position": {"type": ["integer", "null"], "minimum": 1},
         "eta": ETA,
         "queue_length": {"type": "integer", "minimum": 0},
+        # True while the hot index cannot answer and the position was placed between two
+        # checkpoints of the line's snapshot rather than counted.
+        "approximate": {"type": "boolean"},
         **PASS_FIELDS,
     },
 }
@@ -130,7 +142,8 @@ SLUG = {"name": "slug", "in": "path", "required": True, "schema": {"type": "stri
 TICKET = {"name": "ticket", "in": "path", "required": True, "schema": {"type": "string"}}
 POLL = {
     "X-Poll-After-Seconds": {
-        "description": "Ask again at the latest after this many seconds.",
+        "description": "Ask again at the latest after this many seconds (longer while the "
+        "room answers without its hot index).",
         "schema": {"type": "number"},
     }
 }

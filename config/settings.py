@@ -342,6 +342,17 @@ WR_REBUILD_BATCH = env_int("WR_REBUILD_BATCH", 5000, minimum=100)
 WR_REBUILD_LOCK_SECONDS = env_int("WR_REBUILD_LOCK_SECONDS", 300, minimum=10)
 # A lost index found by a fan's poll is sent for rebuilding at most once per this many seconds.
 WR_REBUILD_REQUEST_SECONDS = env_int("WR_REBUILD_REQUEST_SECONDS", 5, minimum=1)
+# While the hot index cannot answer (Redis away, index missing or rebuilding), each process
+# reads a snapshot of an on-sale's line (per tier: count and checkpoints) at most once per
+# this many seconds, and places every poll from it (queueing/line/snapshots.py) ...
+WR_DEGRADED_SNAPSHOT_SECONDS = env_float("WR_DEGRADED_SNAPSHOT_SECONDS", 1.0, minimum=0.1)
+# ... except in a line of at most this many waiting fans, where positions are counted in
+# PostgreSQL (exact, and cheap at that size).
+WR_DEGRADED_EXACT_LINE = env_int("WR_DEGRADED_EXACT_LINE", 1000, minimum=0)
+# After the hot index's (plain) Redis could not be reached, a process does not try it again
+# for this long: its polls are answered degraded and its ticks go on from PostgreSQL at once
+# meanwhile, rather than each waiting out a refused connection or a socket timeout.
+WR_HOT_RETRY_SECONDS = env_float("WR_HOT_RETRY_SECONDS", 0.5, minimum=0.0)
 # Retry-After (seconds) on 429 queue_full.
 WR_QUEUE_FULL_RETRY_AFTER = env_int("WR_QUEUE_FULL_RETRY_AFTER", 30, minimum=1)
 # Most fans admitted by one admission run of one event.

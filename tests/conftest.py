@@ -11,7 +11,10 @@ from django_redis import get_redis_connection
 
 from events.models import Event
 from events.services import TierSpec, event_create
+from queueing.hot.client import reachability_reset
+from queueing.line.heartbeat_gaps import heartbeat_gaps_clear
 from queueing.line.layouts import layout_cache_clear
+from queueing.line.snapshots import snapshots_clear
 from queueing.line.throughput import throughput_cache_clear
 
 
@@ -22,9 +25,13 @@ def hot_prefix(settings: Any) -> Iterator[str]:
     settings.WR_REDIS_PREFIX = prefix
     layout_cache_clear()
     throughput_cache_clear()
+    snapshots_clear()
+    heartbeat_gaps_clear()
+    reachability_reset()
     yield prefix
     layout_cache_clear()
     throughput_cache_clear()
+    snapshots_clear()
     redis = get_redis_connection("default")
     keys = list(redis.scan_iter(match=f"{prefix}:*", count=1000))
     if keys:

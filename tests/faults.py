@@ -58,8 +58,19 @@ class RedisServer:
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a stopped one, too
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
+
+    def pause(self) -> None:
+        """Stall it (SIGSTOP), its data kept: clients connect but get no answer, as over a
+        cut network or from a server stuck in a fork."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
 
 
 class TcpProxy:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,6 +35,44 @@ LUA_DIR = Path(__file__).parent / "lua"
 
 class HotIndexUnavailable(Exception):
     """Redis could not be reached or answered with an error."""
+
+
+class HotIndexBusy(HotIndexUnavailable):
+    """This process had no free connection to Redis (its pool was spent): Redis itself may
+    be answering others, so nothing is known to be lost."""
+
+
+# Until when (time.monotonic()) calls to a plain Redis fail at once: for WR_HOT_RETRY_SECONDS
+# after it could not be reached. While Redis is away, every poll would otherwise open a socket
+# only to be refused, or wait out the socket timeout (a stalled server, a cut network), before
+# its degraded answer, and every tick would wait that out at each of its calls. Not on a
+# cluster, where one node's trouble is not the others'.
+_unreachable_until = 0.0
+
+
+def _fail_fast() -> None:
+    if _unreachable_until and time.monotonic() < _unreachable_until:
+        raise HotIndexUnavailable("Redis could not be reached a moment ago")
+
+
+def _unavailable(exc: BaseException) -> HotIndexUnavailable:
+    """The error a Redis failure becomes; one that says Redis cannot be reached also makes
+    the next calls fail at once for a while."""
+    global _unreachable_until
+    if isinstance(exc, redis.exceptions.MaxConnectionsError):
+        return HotIndexBusy(str(exc))
+    if (
+        isinstance(exc, redis.ConnectionError | redis.TimeoutError | OSError)
+        and not settings.REDIS_CLUSTER
+    ):
+        _unreachable_until = time.monotonic() + settings.WR_HOT_RETRY_SECONDS
+    return HotIndexUnavailable(str(exc))
+
+
+def reachability_reset() -> None:
+    """Forget that Redis could not be reached (tests that bring it back at once)."""
+    global _unreachable_until
+    _unreachable_until = 0.0
 
 
 def client() -> redis.Redis:
@@ -132,6 +171,7 @@ async def run_script_async(name: str, *, keys: Sequence[str], args: Sequence[obj
     script goes straight to its slot's master, and through the cluster client only when that
     fails (a failover moved the slot, the master went away): the script must be safe to run
     twice, as every script sent this way is (finding a fan, registering a socket)."""
+    _fail_fast()
     lua = async_script(name)
     try:
         ready = await async_client_ready()
@@ -146,7 +186,7 @@ async def run_script_async(name: str, *, keys: Sequence[str], args: Sequence[obj
                 raise
             return await lua(keys=keys, args=args, client=ready)
     except ASYNC_REDIS_FAILURES as exc:
-        raise HotIndexUnavailable(str(exc)) from exc
+        raise _unavailable(exc) from exc
 
 
 def run_script(name: str, *, keys: Sequence[str], args: Sequence[object]) -> Any:
@@ -157,10 +197,13 @@ def run_script(name: str, *, keys: Sequence[str], args: Sequence[object]) -> Any
 def unavailable_on_redis_error(func: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        _fail_fast()
         try:
             return func(*args, **kwargs)
-        except redis.RedisError as exc:
-            raise HotIndexUnavailable(str(exc)) from exc
+        # A cluster client that cannot be made (no seed answers) fails with an error that is
+        # not a RedisError.
+        except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
+            raise _unavailable(exc) from exc
 
     return wrapper
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import redis
@@ -106,35 +106,38 @@ class RebuildSuperseded(Exception):
     """The epoch changed during a rebuild (Redis flushed again, or another rebuild began)."""
 
 
-@unavailable_on_redis_error
-def rebuild_load(
-    handle: Rebuild, entries: Sequence[IndexedEntry], *, heartbeat_deadline: float
-) -> int:
-    event_id = handle.event_id
-    by_key: dict[str, list[int]] = {}
+# Where a rebuild puts entries, with each list flat as ZADD takes it: order key, entry id, ...
+RebuildLines = Mapping[int | None, Sequence[int]]  # a tier's id, or None for the pre-queue
+
+
+def rebuild_lines(entries: Iterable[IndexedEntry]) -> dict[int | None, list[int]]:
+    lines: dict[int | None, list[int]] = {}
     for entry in entries:
-        key = (
-            keys.prequeue(event_id)
-            if entry.tier_id is None
-            else keys.tier_queue(event_id, entry.tier_id)
-        )
-        by_key.setdefault(key, []).extend((entry.member, entry.order_key))
-    loaded = 0
-    for key, pairs in by_key.items():
-        result = run_script(
-            "rebuild_load",
-            keys=[
+        lines.setdefault(entry.tier_id, []).extend((entry.order_key, entry.member))
+    return lines
+
+
+@unavailable_on_redis_error
+def rebuild_load(handle: Rebuild, lines: RebuildLines, *, heartbeat_deadline: float) -> int:
+    """Load a chunk of entries, in one round trip whatever the number of tiers."""
+    event_id = handle.event_id
+    calls = [
+        (
+            [
                 keys.epoch(event_id),
                 keys.tombstones(event_id),
                 keys.heartbeats(event_id),
-                key,
+                keys.prequeue(event_id) if tier_id is None else keys.tier_queue(event_id, tier_id),
             ],
-            args=[handle.building_value, repr(heartbeat_deadline), *pairs],
+            [handle.building_value, repr(heartbeat_deadline), *pairs],
         )
-        if result < 0:
-            raise RebuildSuperseded(f"event {event_id}")
-        loaded += result
-    return loaded
+        for tier_id, pairs in lines.items()
+        if pairs
+    ]
+    results = run_script_many("rebuild_load", calls)
+    if any(result < 0 for result in results):
+        raise RebuildSuperseded(f"event {event_id}")
+    return sum(results)
 
 
 @unavailable_on_redis_error

@@ -92,9 +92,13 @@ def _pick(event_id: int, tier_id: int, limit: int) -> list[int]:
     )
 
 
-def _overdue(event_id: int, ids: list[int], now: datetime) -> set[int]:
+def _overdue(event: Event, ids: list[int], now: datetime) -> set[int]:
     """Candidates whose page has not been seen in time: they are expired, not admitted, so
-    an abandoned tab never takes a shop slot. Without Redis, everyone counts as seen."""
+    an abandoned tab never takes a shop slot. Without Redis, or while its index is flagged
+    stale (heartbeats it could not record among what it missed), everyone counts as seen."""
+    if event.hot_index_dirty:
+        return set()
+    event_id = event.pk
     try:
         deadlines = heartbeats.heartbeat_deadlines(event_id, ids)
     except HotIndexUnavailable:
@@ -305,7 +309,7 @@ def admission_run(
                 if take
                 for entry_id in _pick(event_id, tier_id, take)
             ]
-            overdue = _overdue(event_id, candidates, now)
+            overdue = _overdue(event, candidates, now)
             expired = transition_many(
                 ids=[i for i in candidates if i in overdue],
                 to=EntryStatus.EXPIRED,

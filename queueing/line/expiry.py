@@ -2,6 +2,8 @@
 
 - Waiting (and pre-queue) tickets whose page was not seen within ``heartbeat_seconds`` expire;
   the candidates come from the hot index's heartbeat deadlines, the decision from PostgreSQL.
+  Nobody expires while the index is being rebuilt or flagged stale: heartbeats it could not
+  record (a Redis outage) never expire a fan.
 - Admitted sessions expire when their pass does, or when the fan never came to collect the
   pass within the heartbeat window (an abandoned tab must not hold a shop slot).
 Both work in bounded batches.
@@ -48,6 +50,10 @@ def _expire(
 
 
 def queued_expire_unseen(*, event_id: int, now: datetime) -> int:
+    if Event.objects.filter(pk=event_id, hot_index_dirty=True).exists():
+        # The index missed writes, heartbeats among them (Redis was away: line/heartbeat_gaps.py):
+        # its deadlines are not to be trusted until the rebuild renews them all.
+        return 0
     try:
         if epoch.epoch_states([event_id])[event_id] is not IndexState.READY:
             return 0  # deadlines are being reloaded; a rebuild grants everyone a grace period

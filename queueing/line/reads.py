@@ -9,6 +9,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
 from django.db.models import Count, Q
 
 from events.models import Event, EventState, Tier
@@ -16,17 +17,19 @@ from queueing.hot import line_index
 from queueing.hot.client import HotIndexUnavailable
 from queueing.hot.line_index import IndexState, LineCounts
 from queueing.line.layouts import event_layout
+from queueing.line.snapshots import LineSnapshot, line_snapshot
 from queueing.line.throughput import current_throughput
 from queueing.models import QueueEntry
 from queueing.rules.eta import Eta, estimate_wait
 from queueing.rules.layout import EventLayout
-from queueing.rules.positions import position_in_line
+from queueing.rules.positions import SketchedPosition, position_in_line
 from queueing.rules.states import EntryStatus
 
 logger = logging.getLogger(__name__)
 
 
 def position_from_database(entry: QueueEntry, layout: EventLayout) -> int:
+    """The fan's position counted in PostgreSQL: O(position), for small lines only."""
     tiers_ahead = []
     for tier in layout.tiers:
         if tier.id == entry.tier_id:
@@ -74,8 +77,21 @@ def entry_page_facts(entry_id: int) -> PageFacts | None:
 
 
 def current_counts(layout: EventLayout) -> LineCounts:
-    """The line's counts: from the hot index when it is complete, else from PostgreSQL."""
-    return lines_counts([layout])[layout.event_id]
+    """The line's counts: from the hot index when it is complete, else from the line's
+    snapshot (at most ``WR_DEGRADED_SNAPSHOT_SECONDS`` old; line/snapshots.py)."""
+    hot = hot_counts(layout)
+    return hot if hot is not None else line_snapshot(layout).counts(layout)
+
+
+def degraded_position(
+    entry: QueueEntry, layout: EventLayout, snapshot: LineSnapshot
+) -> SketchedPosition:
+    """A waiting fan's position while the hot index cannot answer: counted in PostgreSQL
+    while the line is short (``WR_DEGRADED_EXACT_LINE``; cheap, and exact), else placed
+    from the line's snapshot in memory."""
+    if snapshot.waiting <= settings.WR_DEGRADED_EXACT_LINE:
+        return SketchedPosition(position=position_from_database(entry, layout), exact=True)
+    return snapshot.position(layout, tier_id=entry.tier_id, order_key=entry.order_key)
 
 
 def lines_counts(layouts: Sequence[EventLayout]) -> dict[int, LineCounts]:

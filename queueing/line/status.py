@@ -5,27 +5,50 @@ fan their pass (the first hand-over is recorded: it claims the slot), and asks f
 when the hot index turns out to be lost. The hot path answers from the hot index alone while
 the fan is in line there; the database is read only when it cannot answer (admitted, ended,
 or being rebuilt).
+
+While the hot index cannot answer for a fan in line (Redis away, the index missing or being
+rebuilt), the answer is degraded, never refused: the entry's row is read by its key and the
+fan placed from the line's snapshot in memory (line/snapshots.py), the answer saying when
+its position is approximate and asking the fan to come back later (``rules/polling.py``). A
+heartbeat Redis could not record flags the on-sale so that nobody expires for it
+(line/heartbeat_gaps.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import replace
 from datetime import datetime
 
-from django.db import DatabaseError
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections
 
 from events.models import Event
 from queueing.hot import line_index
-from queueing.hot.client import HotIndexUnavailable
+from queueing.hot.client import HotIndexBusy, HotIndexUnavailable
 from queueing.hot.line_index import IndexState, LocateRequest, Placement, Where
+from queueing.line.entry_rows import entry_row
+from queueing.line.heartbeat_gaps import (
+    heartbeats_recorded,
+    heartbeats_unrecorded,
+    heartbeats_unrecorded_due,
+    heartbeats_unrecorded_flag,
+)
 from queueing.line.layouts import event_layout, event_layout_async
-from queueing.line.reads import current_counts, position_from_database
+from queueing.line.reads import current_counts, degraded_position, position_from_database
 from queueing.line.rebuild import request_rebuild
 from queueing.line.reentry_facts import reentry_facts
 from queueing.line.sessions import entry_pass
+from queueing.line.snapshots import line_snapshot, line_snapshot_async
 from queueing.line.throughput import current_throughput, current_throughput_async
-from queueing.line.views import TicketView, hot_ticket_view, position_in_tier_queue, ticket_view
+from queueing.line.views import (
+    TicketView,
+    degraded_ticket_view,
+    hot_ticket_view,
+    position_in_tier_queue,
+    ticket_view,
+)
 from queueing.models import QueueEntry
 from queueing.rules.errors import TicketNotFound
 from queueing.rules.layout import EventLayout
@@ -50,23 +73,36 @@ def entry_describe(
     """What the fan is told about an entry whose row is at hand, given where the hot index
     has it (None: no answer). Reads only: the pass is not part of it (see ``entry_answer``)."""
     status = EntryStatus(entry.status)
+    ref = TicketRef(entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id)
+    if status in QUEUED and (placement is None or placement.counts.state is not IndexState.READY):
+        # Degraded: the line's counts and the position from its snapshot (line/snapshots.py).
+        snapshot = line_snapshot(layout)
+        view = degraded_ticket_view(
+            ref=ref,
+            ticket=ticket_issue(ref),
+            layout=layout,
+            status=status,
+            order_key=entry.order_key,
+            counts=snapshot.counts(layout),
+            placed=degraded_position(entry, layout, snapshot)
+            if status == EntryStatus.WAITING
+            else None,
+            throughput=current_throughput(layout),
+        )
+        return replace(view, was_admitted=entry.admitted_at is not None)
     position: int | None = None
     queue_length: int | None = None
-    if status in QUEUED:
-        if (
-            placement is not None
-            and placement.counts.state is IndexState.READY
-            and placement.where is not Where.NOWHERE
-        ):
-            queue_length = placement.counts.queue_length
+    if status in QUEUED and placement is not None:
+        queue_length = placement.counts.queue_length
+        if placement.where is not Where.NOWHERE:
             position = position_in_tier_queue(layout, entry.tier_id, placement)
         elif status == EntryStatus.WAITING:
+            # A whole index without this fan (a join racing its own add): counted once.
             position = position_from_database(entry, layout)
     if queue_length is None:
-        # From the hot index when it is whole; PostgreSQL only in degraded mode.
         queue_length = current_counts(layout).queue_length
     view = ticket_view(
-        ticket_issue(TicketRef(entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id)),
+        ticket_issue(ref),
         layout,
         status,
         position,
@@ -139,20 +175,26 @@ def ticket_poll(*, ref: TicketRef, ticket: str, now: datetime) -> TicketView:
 
 def _locate(layout: EventLayout, entry_id: int, tier_id: int, *, now: datetime) -> Placement | None:
     try:
-        return line_index.locate(
+        placement = line_index.locate(
             layout,
             member=entry_id,
             tier_id=tier_id,
             heartbeat_deadline=now.timestamp() + layout.heartbeat_seconds,
         )
+    except HotIndexBusy:
+        return None  # this process's pool was spent: Redis itself may be fine
     except HotIndexUnavailable:
+        heartbeats_unrecorded(layout.event_id)
         return None
+    heartbeats_recorded(layout.event_id)
+    return placement
 
 
 async def hot_ticket_poll(ref: TicketRef, ticket: str) -> TicketView | None:
-    """``ticket_poll`` from the event loop, for a fan the hot index alone can answer; None
-    otherwise (an admitted fan, an index being rebuilt, Redis or PostgreSQL unreachable):
-    callers then take the synchronous way, which reads the database."""
+    """``ticket_poll`` from the event loop, for a fan in line: from the hot index; while it
+    cannot answer (Redis away, the index being rebuilt), from the entry's row and the line's
+    snapshot. None otherwise (an admitted fan, a lost index, a short line, PostgreSQL
+    unreachable): callers then take the synchronous way."""
     try:
         layout = await event_layout_async(ref.event_id)
     except DatabaseError:
@@ -168,8 +210,14 @@ async def hot_ticket_poll(ref: TicketRef, ticket: str) -> TicketView | None:
                 heartbeat_deadline=time.time() + layout.heartbeat_seconds,
             ),
         )
+    except HotIndexBusy:
+        return None  # the event loop's pool was spent: Django's way records the heartbeat
     except HotIndexUnavailable:
-        return None
+        _heartbeat_unrecorded_soon(ref.event_id)
+        return await _degraded_poll(ref, ticket, layout)
+    heartbeats_recorded(ref.event_id)
+    if placement.counts.state is IndexState.BUILDING:
+        return await _degraded_poll(ref, ticket, layout)
     return hot_ticket_view(
         ref=ref,
         ticket=ticket,
@@ -177,3 +225,54 @@ async def hot_ticket_poll(ref: TicketRef, ticket: str) -> TicketView | None:
         placement=placement,
         throughput=await current_throughput_async(layout),
     )
+
+
+async def _degraded_poll(ref: TicketRef, ticket: str, layout: EventLayout) -> TicketView | None:
+    try:
+        row = await entry_row(ref.entry_id)
+        if (
+            row is None
+            or row.event_id != ref.event_id
+            or row.tier_id != ref.tier_id
+            or row.status not in QUEUED
+        ):
+            return None
+        snapshot = await line_snapshot_async(layout)
+    except DatabaseError:
+        return None
+    placed = None
+    if row.status == EntryStatus.WAITING:
+        if snapshot.waiting <= settings.WR_DEGRADED_EXACT_LINE:
+            return None  # counted exactly, in a thread (reads.degraded_position)
+        placed = snapshot.position(layout, tier_id=row.tier_id, order_key=row.order_key)
+    return degraded_ticket_view(
+        ref=ref,
+        ticket=ticket,
+        layout=layout,
+        status=row.status,
+        order_key=row.order_key,
+        counts=snapshot.counts(layout),
+        placed=placed,
+        throughput=await current_throughput_async(layout),
+    )
+
+
+# Flags being written from the event loop (kept so that they are not collected mid-way).
+_FLAGGING: set[asyncio.Future[None]] = set()
+
+
+def _heartbeat_unrecorded_soon(event_id: int) -> None:
+    """``heartbeats_unrecorded`` from the event loop: the flag written in a thread, the
+    poll not waiting for it."""
+    if heartbeats_unrecorded_due(event_id):
+        flagging = asyncio.ensure_future(asyncio.to_thread(_flag_in_thread, event_id))
+        _FLAGGING.add(flagging)
+        flagging.add_done_callback(_FLAGGING.discard)
+
+
+def _flag_in_thread(event_id: int) -> None:
+    close_old_connections()
+    try:
+        heartbeats_unrecorded_flag(event_id)
+    finally:
+        close_old_connections()

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from queueing.hot.line_index import IndexState, Placement, Where
+from queueing.hot.line_index import IndexState, LineCounts, Placement, Where
 from queueing.models import QueueEntry
 from queueing.rules.eta import Eta, Throughput, estimate_wait
 from queueing.rules.layout import EventLayout
 from queueing.rules.polling import poll_after_seconds
-from queueing.rules.positions import position_in_line
+from queueing.rules.positions import SketchedPosition, position_in_line
 from queueing.rules.states import EntryStatus
 from queueing.rules.tickets import TicketRef, ticket_issue
 
@@ -46,6 +46,9 @@ class TicketView:
     was_admitted: bool = False
     # Staff's word to the line, or None (from the on-sale's cached layout).
     message: str | None = None
+    # The position was placed between two checkpoints of a snapshot of the line (the hot
+    # index could not answer), not counted: it is near, not exact.
+    approximate: bool = False
 
 
 def entry_view_unplaced(
@@ -77,8 +80,11 @@ def ticket_view(
     tier_id: int,
     order_key: int | None,
     issued: IssuedPass | None = None,
+    degraded: bool = False,
+    approximate: bool = False,
 ) -> TicketView:
-    """A fan's answer from what is known of their entry and the line."""
+    """A fan's answer from what is known of their entry and the line; ``degraded``: known
+    without the hot index (the fan is asked to come back later)."""
     eta = None if position is None else estimate_wait(position, throughput, tier_id)
     return TicketView(
         ticket=ticket,
@@ -87,13 +93,14 @@ def ticket_view(
         position=position,
         queue_length=queue_length,
         poll_after_seconds=poll_after_seconds(
-            heartbeat_seconds=layout.heartbeat_seconds, position=position
+            heartbeat_seconds=layout.heartbeat_seconds, position=position, degraded=degraded
         ),
         eta=eta,
         issued_pass=issued,
         tier_id=tier_id,
         order_key=order_key,
         message=layout.message or None,
+        approximate=approximate,
     )
 
 
@@ -135,4 +142,33 @@ def hot_ticket_view(
         throughput=throughput,
         tier_id=ref.tier_id,
         order_key=placement.order_key,
+    )
+
+
+def degraded_ticket_view(
+    *,
+    ref: TicketRef,
+    ticket: str,
+    layout: EventLayout,
+    status: EntryStatus,
+    order_key: int,
+    counts: LineCounts,
+    placed: SketchedPosition | None,
+    throughput: Throughput | None,
+) -> TicketView:
+    """A fan in line (waiting or in the pre-queue) told where they stand without the hot
+    index: from the line's counts and, while waiting, the position placed from a snapshot
+    (or counted: ``placed.exact``). Pure, shared by the lean path and ``ticket_poll``."""
+    position = placed.position if placed is not None and status == EntryStatus.WAITING else None
+    return ticket_view(
+        ticket,
+        layout,
+        status,
+        position,
+        counts.queue_length,
+        throughput=throughput,
+        tier_id=ref.tier_id,
+        order_key=order_key,
+        degraded=True,
+        approximate=position is not None and placed is not None and not placed.exact,
     )

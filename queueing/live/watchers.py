@@ -13,6 +13,7 @@ from collections import Counter
 
 from queueing.hot import heartbeats
 from queueing.hot.client import HotIndexUnavailable
+from queueing.line.heartbeat_gaps import heartbeats_recorded, heartbeats_unrecorded
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +57,9 @@ class Watchers:
                 heartbeats.refresh_heartbeats(event_id, members, deadline=now + heartbeat_seconds)
             except HotIndexUnavailable:
                 logger.warning("could not refresh heartbeats of event %s", event_id)
+                heartbeats_unrecorded(event_id)
+            else:
+                heartbeats_recorded(event_id)
 
     async def _run(self) -> None:
         while self._entries:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from queueing.rules.admission_plan import service_groups
 from queueing.rules.layout import EventLayout
@@ -30,3 +33,62 @@ def position_in_line(
                 ahead += min(counts.get(other.id, 0), rank_in_tier * other.share // mine.share)
         break
     return ahead + 1
+
+
+def rank_from_checkpoints(checkpoints: Sequence[tuple[int, int]], order_key: int) -> int | None:
+    """The 0-based rank of ``order_key`` in a tier sketched by ascending ``(rank, order key)``
+    checkpoints (a tick's, or a snapshot's): exact on a checkpoint, interpolated between two,
+    None where the sketch cannot place it (before the first, past the last, or between two
+    neighbouring ranks: not in this tier's line as sketched). The waiting page's rule
+    (``rankIn`` in waiting.js), pinned to this one by tests/queueing/test_position_rule_js.py.
+    """
+    return _placed(checkpoints, order_key)[0]
+
+
+def _placed(checkpoints: Sequence[tuple[int, int]], order_key: int) -> tuple[int | None, int]:
+    """``rank_from_checkpoints``, and the index of the last checkpoint at or below the key
+    (-1: none)."""
+    lo = bisect.bisect_right(checkpoints, order_key, key=lambda c: c[1]) - 1
+    if lo < 0:
+        return None, lo
+    rank_lo, key_lo = checkpoints[lo]
+    if key_lo == order_key:
+        return rank_lo, lo
+    if lo == len(checkpoints) - 1:
+        return None, lo
+    rank_hi, key_hi = checkpoints[lo + 1]
+    if rank_hi - rank_lo == 1:
+        return None, lo
+    # Rounded as Math.round does: halves up.
+    fraction = (order_key - key_lo) / (key_hi - key_lo)
+    guess = math.floor(rank_lo + fraction * (rank_hi - rank_lo) + 0.5)
+    return min(rank_hi - 1, max(rank_lo + 1, guess)), lo
+
+
+@dataclass(frozen=True)
+class SketchedPosition:
+    position: int
+    exact: bool  # the fan's order key is a checkpoint's: its rank was counted, not guessed
+
+
+def position_from_sketch(
+    layout: EventLayout,
+    *,
+    tier_id: int,
+    order_key: int,
+    checkpoints: Sequence[tuple[int, int]],
+    tier_counts: Sequence[int],
+) -> SketchedPosition:
+    """A waiting fan's position placed from a sketch of the line (its tier's checkpoints,
+    every tier's count), as the waiting page places itself from a tick.
+
+    Where the sketch cannot place the fan, the nearest rank it allows is taken: just after
+    the checkpoint below its order key (behind everyone sketched, for a fan who joined after
+    the sketch was taken), or first when there is none."""
+    rank, below = _placed(checkpoints, order_key)
+    exact = rank is not None and checkpoints[below][1] == order_key
+    if rank is None:
+        # Past the last checkpoint (the tier's last fan), that rank + 1 is the tier's count.
+        rank = 0 if below < 0 else checkpoints[below][0] + 1
+    position = position_in_line(layout, tier_id=tier_id, rank_in_tier=rank, tier_counts=tier_counts)
+    return SketchedPosition(position=position, exact=exact)

@@ -44,6 +44,9 @@ def _ticket_payload(view: TicketView) -> dict[str, Any]:
         "position": view.position,
         "eta": view.eta.as_dict() if view.eta else None,
         "queue_length": view.queue_length,
+        # Placed between two checkpoints of the line's snapshot while the hot index could
+        # not answer: near, not exact (docs/api.md).
+        "approximate": view.approximate,
     }
 
 

@@ -6,8 +6,11 @@ measured limits in docs/architecture.md), so they are answered here, in front of
 same functions the Django views call:
 
 - ``GET /api/v1/tickets/{ticket}``: while the fan is in line in the hot index, the answer is
-  one async Lua call plus the pure view of ``queueing.line.views.hot_ticket_view``. Anything
-  else (a bad ticket, an admitted fan, an index being rebuilt, Redis down) goes to Django.
+  one async Lua call plus the pure view of ``queueing.line.views.hot_ticket_view``. While
+  Redis is away or the index is being rebuilt, a fan in a long line is answered here too:
+  the entry's row read in a batch with the other polls' and the fan placed from the line's
+  snapshot (``queueing.line.status.hot_ticket_poll``). Anything else (a bad ticket, an
+  admitted fan, a lost index, a short line) goes to Django.
 - ``POST /api/v1/events/{slug}/join``: each request becomes a Django request and is checked
   by ``api_fan.join_prepare``; the joins that arrive while one batch commits form the next
   batch (``api_fan.join_batch``, one transaction), committed in a thread of its own.
@@ -125,7 +128,8 @@ class HotPaths:
             return reply(internal_error_response(), secure=bool(secure))
 
     async def _status(self, ticket: str, *, secure: bool) -> Reply | None:
-        """Answer a fan in line from the hot index; None: leave it to Django."""
+        """Answer a fan in line (from the hot index, or degraded); None: leave it to
+        Django."""
         try:
             ref = ticket_read(ticket)
         except InvalidTicket:

@@ -73,7 +73,7 @@ def test_entries_that_leave_during_a_rebuild_are_not_loaded_back(event) -> None:
     late = join(new_fan(), event.slug).json()["ticket"]
     epoch.rebuild_load(
         handle,
-        [IndexedEntry(member=i, tier_id=t, order_key=k) for i, t, k in rows],
+        epoch.rebuild_lines(IndexedEntry(member=i, tier_id=t, order_key=k) for i, t, k in rows),
         heartbeat_deadline=timezone.now().timestamp() + 60,
     )
     assert epoch.rebuild_finish(handle)
@@ -90,7 +90,7 @@ def test_a_rebuild_is_abandoned_if_redis_is_flushed_again_meanwhile(event, redis
     with pytest.raises(epoch.RebuildSuperseded):
         epoch.rebuild_load(
             handle,
-            [IndexedEntry(member=1, tier_id=layout.tiers[0].id, order_key=1)],
+            epoch.rebuild_lines([IndexedEntry(member=1, tier_id=layout.tiers[0].id, order_key=1)]),
             heartbeat_deadline=0.0,
         )
     assert not epoch.rebuild_finish(handle)

@@ -16,6 +16,7 @@ from config.asgi import application
 from queueing.line import layouts
 from queueing.live.ticks import broadcast_tick
 from queueing.live.watchers import watchers
+from queueing.rules.positions import rank_from_checkpoints
 from queueing.rules.tickets import TicketRef, ticket_issue
 from queueing.ticks import event_tick
 from tests.queueing.helpers import entry_of, fans_join
@@ -27,18 +28,6 @@ ORIGIN = [(b"origin", b"http://testserver")]
 
 def socket(slug: str, ticket: str) -> WebsocketCommunicator:
     return WebsocketCommunicator(application, f"/ws/events/{slug}/?ticket={ticket}", ORIGIN)
-
-
-def rank_from_checkpoints(checkpoints: list[list[int]], order_key: int) -> int:
-    """What the page's script does: place its order key between two checkpoints."""
-    below = [rank for rank, key in checkpoints if key <= order_key]
-    above = [(rank, key) for rank, key in checkpoints if key > order_key]
-    lo_rank = max(below)
-    lo_key = dict((r, k) for r, k in checkpoints)[lo_rank]
-    if lo_key == order_key or not above:
-        return lo_rank
-    hi_rank, hi_key = min(above)
-    return round(lo_rank + (order_key - lo_key) / (hi_key - lo_key) * (hi_rank - lo_rank))
 
 
 def test_snapshot_on_connect_then_ticks(make_event) -> None:
@@ -64,7 +53,7 @@ def test_snapshot_on_connect_then_ticks(make_event) -> None:
         assert tick["type"] == "tick"
         (tier,) = tick["tiers"]
         assert tier["count"] == 5
-        rank = rank_from_checkpoints(tier["checkpoints"], snapshot["order_key"])
+        rank = rank_from_checkpoints([tuple(c) for c in tier["checkpoints"]], snapshot["order_key"])
         assert rank + 1 == 4
         await ws.disconnect()
 

@@ -15,7 +15,7 @@ import pytest
 
 from queueing.rules.admission_plan import service_groups
 from queueing.rules.layout import EventLayout, TierLayout
-from queueing.rules.positions import position_in_line
+from queueing.rules.positions import position_in_line, rank_from_checkpoints
 from tests.waiting_js import run_waiting_js
 
 # For each case: the tiers' counts by id, then the script's own rule.
@@ -175,3 +175,39 @@ def test_the_generated_lines_cover_every_mix():
         for kind, present in kinds(case).items():
             seen[kind] += bool(present)
     assert all(count >= 50 for count in seen.values()), seen
+
+
+# The page's place in its tier from a tick's checkpoints, against the rule the server places
+# a poll with from a snapshot of the line (rules/positions.py rank_from_checkpoints).
+RANKS = r"""
+if (typeof rules.rankIn !== "function") throw new Error("no rankIn exported");
+return input.map((c) => rules.rankIn(c.checkpoints, c.key));
+"""
+
+
+def sketches(seed=18, n=400):
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(n):
+        keys = sorted(rng.sample(range(1, 10**7), rng.randint(1, 300)))
+        ranks = sorted({0, len(keys) - 1, *rng.sample(range(len(keys)), min(len(keys), 40))})
+        checkpoints = [[r, keys[r]] for r in ranks]
+        probes = [rng.choice(keys), rng.randint(0, 10**7 + 5), keys[0] - 1, keys[-1] + 1]
+        cases += [{"checkpoints": checkpoints, "key": key} for key in probes]
+    cases.append({"checkpoints": [], "key": 5})
+    cases.append({"checkpoints": [[0, 0], [3, 6]], "key": 3})  # a half: rounded up
+    return cases
+
+
+def test_the_script_places_itself_between_checkpoints_as_the_server_does():
+    cases = sketches()
+    answers = run_waiting_js(RANKS, cases)
+    python = [
+        rank_from_checkpoints([tuple(c) for c in case["checkpoints"]], case["key"])
+        for case in cases
+    ]
+    disagreements = [
+        (case, js, py) for case, js, py in zip(cases, answers, python, strict=True) if js != py
+    ]
+    assert not disagreements, disagreements[:3]
+    assert sum(answer is None for answer in answers) > 100  # the cases it cannot place, too

@@ -31,3 +31,24 @@ def test_poll_interval_keeps_a_ticket_alive_and_shrinks_near_the_front() -> None
 def test_poll_interval_is_bounded() -> None:
     assert poll_after_seconds(heartbeat_seconds=3600, position=None) == MAX_POLL_SECONDS
     assert poll_after_seconds(heartbeat_seconds=10, position=None) >= MIN_POLL_SECONDS
+
+
+def test_a_degraded_answer_asks_to_come_back_three_times_later() -> None:
+    normal = poll_after_seconds(heartbeat_seconds=600, position=100)
+    assert normal == 5.0
+    assert poll_after_seconds(heartbeat_seconds=600, position=100, degraded=True) == 15.0
+
+
+def test_a_degraded_answer_never_waits_past_half_a_heartbeat_or_a_minute() -> None:
+    # Far fans of a short heartbeat: a third of it, grown to half of it, no more.
+    assert poll_after_seconds(heartbeat_seconds=10, position=5_000) == 3.3
+    assert poll_after_seconds(heartbeat_seconds=10, position=5_000, degraded=True) == 5.0
+    assert poll_after_seconds(heartbeat_seconds=60, position=None, degraded=True) == 30.0
+    assert poll_after_seconds(heartbeat_seconds=3600, position=10**6, degraded=True) == 60.0
+    for heartbeat in (10, 11, 30, 60, 90, 120, 600, 3600):
+        for position in (None, 1, 7, 50, 400, 10**6):
+            normal = poll_after_seconds(heartbeat_seconds=heartbeat, position=position)
+            degraded = poll_after_seconds(
+                heartbeat_seconds=heartbeat, position=position, degraded=True
+            )
+            assert normal <= degraded <= max(normal, min(60.0, heartbeat / 2))
