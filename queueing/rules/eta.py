@@ -23,7 +23,8 @@ variation ``scv`` of the gaps (from the per-second admission counts, their index
 dispersion). The time until ``k`` more fans are admitted then has mean ``k / lam`` and
 variance ``k * scv / lam**2`` from the process, plus ``(k / lam * rel_err)**2`` because the
 pace itself is only known to a relative error ``rel_err`` (its sampling error, a floor for
-what the model leaves out, and the drift between the windows), plus a tick's worth of phase.
+what the model leaves out, the drift between the windows, and more in the first minute of a
+sale, when the room is at its busiest), plus a tick's worth of phase.
 The 10th, 50th and 90th percentiles are quoted under a normal approximation.
 
 **Tiers.** A fan's position counts everyone now ahead of them, but the tiers served before
@@ -55,6 +56,11 @@ SHORT_WINDOW_SECONDS = 15
 # What the model leaves out (fans ahead who leave, ticks, the shop's own variation over
 # minutes), as a relative error of the pace: measured by the rehearsals (docs/benchmarks.md).
 MODEL_ERROR = 0.10
+# A pace measured over the first seconds of a sale is less sure than its sampling error says:
+# the room is busiest then (every page connecting, every fan asking), so the pace it shows then
+# is not yet the pace of the sale (the surge rehearsal: 14 a second for 30 s, then 19). Up to
+# this much more relative error, fading out over the first PACE_WINDOW_SECONDS measured.
+YOUNG_ERROR = 0.30
 TICK_SD = 0.5  # seconds: admissions happen at ticks (or when a slot frees)
 # A tier behind others is never quoted less than this share of the pace (their demand is
 # measured, and may drop).
@@ -142,6 +148,7 @@ class _Shop:
     left_per_second: float
     left: int
     mean_inside: float
+    span: float  # seconds measured
 
 
 def _shop_over(departures: Sequence[Sequence[int]], *, now: float, window: int) -> _Shop | None:
@@ -158,7 +165,9 @@ def _shop_over(departures: Sequence[Sequence[int]], *, now: float, window: int) 
         return None
     left = sum(d[1] for d in recent[1:])
     inside = [d[2] for d in recent]
-    return _Shop(left_per_second=left / span, left=left, mean_inside=sum(inside) / len(inside))
+    return _Shop(
+        left_per_second=left / span, left=left, mean_inside=sum(inside) / len(inside), span=span
+    )
 
 
 @dataclass(frozen=True)
@@ -173,6 +182,7 @@ def _shop_pace(
     """``capacity / W`` by Little's law over the long window, or the short one when the shop
     has changed; None before ``MIN_DEPARTURES`` departures."""
     paces: list[tuple[float, int] | None] = []
+    measured_for = 0.0
     for window in (PACE_WINDOW_SECONDS, SHORT_WINDOW_SECONDS):
         shop = _shop_over(departures, now=now, window=window)
         if shop is None or not shop.left or not shop.mean_inside:
@@ -181,6 +191,7 @@ def _shop_pace(
         # W = inside / departure rate; never more than capacity inside.
         pace = capacity * shop.left_per_second / min(float(capacity), shop.mean_inside)
         paces.append((pace, shop.left))
+        measured_for = max(measured_for, shop.span)
     long, short = paces
     if long is None or long[1] < MIN_DEPARTURES:
         return None
@@ -194,7 +205,8 @@ def _shop_pace(
         lean = min(1.0, max(0.0, drift * math.sqrt(short[1]) - 1))
         lam = lean * short[0] + (1 - lean) * long[0]
         events = round(lean * short[1] + (1 - lean) * long[1])
-    rel_err = math.sqrt(1 / events + MODEL_ERROR**2 + drift**2)
+    young = YOUNG_ERROR * max(0.0, 1 - measured_for / PACE_WINDOW_SECONDS)
+    rel_err = math.sqrt(1 / events + MODEL_ERROR**2 + drift**2 + young**2)
     return _ShopPace(lam=lam, rel_err=rel_err)
 
 

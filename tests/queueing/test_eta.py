@@ -170,3 +170,13 @@ def test_a_young_sale_is_timed_to_the_moment_not_in_whole_seconds() -> None:
         [], departures=departures, now=now, rate_per_minute=0, capacity=20, session_seconds=600
     )
     assert throughput.lam == pytest.approx(8.0)
+
+
+def test_a_pace_measured_in_the_first_seconds_of_a_sale_is_quoted_wider() -> None:
+    """The same departures a second, measured over 5 s or over a minute: the same pace, a
+    wider range while the sale is young (the room is busiest then)."""
+    young = measure(departures=[(second(s), 4, 8) for s in range(6)], capacity=8)
+    settled = measure(departures=[(second(s), 4, 8) for s in range(61)], capacity=8)
+    assert young.lam == pytest.approx(settled.lam, rel=0.01)
+    assert young.rel_err > settled.rel_err + 0.2
+    assert settled.rel_err < 0.15
