@@ -121,12 +121,13 @@ def benchmarks_section(results: dict[str, Any]) -> str:
         BENCH_START,
         "## Rehearsals (issue 17)",
         "",
-        f"`make bench` on {results['date']} ran `rehearsal/run.py`: synthetic fans through the "
-        "real room (web, worker, beat) on loopback, each scenario on an on-sale of its own. "
+        f"`rehearsal/run.py --benchmarks` (the last step of `make bench`) on {results['date']}: "
+        "synthetic fans through the real room (web, worker, beat) on loopback, each scenario on "
+        "an on-sale of its own, on this shared 2-CPU machine while nothing else ran. "
         "Coverage: admitted fans whose real wait fell inside the p10–p90 range they were "
         "first shown (target ≥ 80%); rises: fans whose shown p50 went up by more than 20% "
-        "(target < 10% where staff did not cut the pace); throughput against the shop's pace "
-        "(capacity / mean checkout) or the configured rate, measured in the same run.",
+        "(target < 10% where staff did not cut the pace); throughput against the pace that binds "
+        "at the start (the rate, or capacity / mean checkout), measured in the same run.",
         "",
         "| scenario | fans | coverage | median / p90 error | rises | admitted/s | against pace "
         "| inversions | met |",
@@ -134,7 +135,12 @@ def benchmarks_section(results: dict[str, Any]) -> str:
     ]
     for s in results["scenarios"]:
         q, t, v = s["figures"]["quotes"], s["figures"]["throughput"], s["verdict"]
-        pace = t["shop_pace_per_s"] or t["configured_pace_per_s"]
+        settings = s["settings"]
+        limits = [
+            settings["rate_per_minute"] / 60 if settings["rate_per_minute"] else None,
+            t["shop_pace_per_s"],
+        ]
+        pace = min((limit for limit in limits if limit), default=None)
         ratio = round(t["admitted_per_s"] / pace, 2) if t["admitted_per_s"] and pace else None
         rises = f"{q['rises_share']}" + ("" if v["rises_judged"] else " (staff cut)")
         inversions = sum(tier["inversions"] for tier in s["figures"]["tiers"].values())
@@ -144,6 +150,16 @@ def benchmarks_section(results: dict[str, Any]) -> str:
             f"{q['median_error_s']} / {q['p90_error_s']} s | {rises} | {t['admitted_per_s']} | "
             f"{ratio} | {inversions} | {met} |"
         )
+    quoted = [s["figures"]["quotes"] for s in results["scenarios"]]
+    judged = sum(q["quoted_and_admitted"] for q in quoted)
+    inside = sum(round(q["coverage"] * q["quoted_and_admitted"]) for q in quoted if q["coverage"])
+    if judged:
+        mean = sum(q["coverage"] or 0 for q in quoted) / len(quoted)
+        lines += [
+            "",
+            f"Across the scenarios: {inside / judged:.1%} of the {judged:,} quoted and admitted "
+            f"fans inside their range; {mean:.1%} on average over the scenarios.",
+        ]
     lines += ["", BENCH_END]
     return "\n".join(lines)
 
