@@ -30,6 +30,7 @@ from tests.brokers import AMQP_URL, amqp_queue_delete, amqp_require
 from tests.faults import RedisServer
 from tests.http import request
 from tests.processes import celery_queue, running_stack, wait_until
+from tests.queueing.helpers import tickets_in_line_order, waiting_entries
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
@@ -103,24 +104,8 @@ class Fans:
 
 def line_of(event, count: int) -> list[str]:
     tier = event.tiers.get()
-    now = timezone.now()
-    QueueEntry.objects.bulk_create(
-        QueueEntry(
-            event=event,
-            tier=tier,
-            identity=f"fan{i}",
-            status="waiting",
-            joined_at=now,
-            status_changed_at=now,
-        )
-        for i in range(count)
-    )
-    return [
-        ticket_issue(TicketRef(entry_id=entry_id, event_id=event.id, tier_id=tier.id))
-        for entry_id in QueueEntry.objects.filter(event=event)
-        .order_by("order_key")
-        .values_list("id", flat=True)
-    ]
+    waiting_entries(event, tier, count, prefix="fan")
+    return tickets_in_line_order(event, tier)
 
 
 def admitted(event) -> int:

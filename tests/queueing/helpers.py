@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 from django.test import Client
+from django.utils import timezone
 
 from queueing.models import QueueEntry
-from queueing.rules.tickets import ticket_read
+from queueing.rules.tickets import TicketRef, ticket_issue, ticket_read
 from tests.conftest import join, new_fan
 
 
@@ -21,3 +22,29 @@ def statuses(tickets: list[str]) -> list[str]:
 
 def poll(ticket: str) -> dict:
     return Client().get(f"/api/v1/tickets/{ticket}").json()
+
+
+def waiting_entries(event, tier, count: int, *, prefix: str = "fan") -> None:
+    """``count`` waiting fans of ``tier`` written straight to PostgreSQL (no join path, no
+    hot index: callers rebuild it when they need it)."""
+    now = timezone.now()
+    QueueEntry.objects.bulk_create(
+        QueueEntry(
+            event=event,
+            tier=tier,
+            identity=f"{prefix}{i}",
+            status="waiting",
+            joined_at=now,
+            status_changed_at=now,
+        )
+        for i in range(count)
+    )
+
+
+def tickets_in_line_order(event, tier) -> list[str]:
+    return [
+        ticket_issue(TicketRef(entry_id=entry_id, event_id=event.id, tier_id=tier.id))
+        for entry_id in QueueEntry.objects.filter(event=event)
+        .order_by("order_key")
+        .values_list("id", flat=True)
+    ]

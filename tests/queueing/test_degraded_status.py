@@ -22,9 +22,9 @@ from queueing.line.rebuild import hot_index_rebuild
 from queueing.line.status import hot_ticket_poll
 from queueing.models import QueueEntry
 from queueing.rules.polling import poll_after_seconds
-from queueing.rules.tickets import TicketRef, ticket_issue, ticket_read
+from queueing.rules.tickets import ticket_read
 from queueing.ticks import event_tick
-from tests.queueing.helpers import fans_join, statuses
+from tests.queueing.helpers import fans_join, statuses, tickets_in_line_order, waiting_entries
 
 pytestmark = pytest.mark.django_db
 
@@ -35,25 +35,9 @@ def line_of(event, count: int) -> list[str]:
     """``count`` waiting fans (written straight to PostgreSQL), their tickets in line order,
     and the index rebuilt with them."""
     tier = event.tiers.get()
-    now = timezone.now()
-    QueueEntry.objects.bulk_create(
-        QueueEntry(
-            event=event,
-            tier=tier,
-            identity=f"fan{i}",
-            status="waiting",
-            joined_at=now,
-            status_changed_at=now,
-        )
-        for i in range(count)
-    )
+    waiting_entries(event, tier, count, prefix="fan")
     assert hot_index_rebuild(event_id=event.id)
-    return [
-        ticket_issue(TicketRef(entry_id=entry_id, event_id=event.id, tier_id=tier.id))
-        for entry_id in QueueEntry.objects.filter(event=event)
-        .order_by("order_key")
-        .values_list("id", flat=True)
-    ]
+    return tickets_in_line_order(event, tier)
 
 
 def rebuilding(event) -> None:

@@ -20,23 +20,13 @@ from queueing.line.layouts import event_layout
 from queueing.line.snapshots import FRONT, bucket_bounds, line_snapshot, tier_from_buckets
 from queueing.models import QueueEntry
 from queueing.rules.positions import position_in_line
+from tests.queueing.helpers import waiting_entries
 
 pytestmark = pytest.mark.django_db
 
 
 def waiting_line(event, tier, count: int, *, prefix: str = "f") -> None:
-    now = timezone.now()
-    QueueEntry.objects.bulk_create(
-        QueueEntry(
-            event=event,
-            tier=tier,
-            identity=f"{prefix}{i}",
-            status="waiting",
-            joined_at=now,
-            status_changed_at=now,
-        )
-        for i in range(count)
-    )
+    waiting_entries(event, tier, count, prefix=prefix)
 
 
 def test_buckets_start_at_the_end_of_the_front_and_grow() -> None:
