@@ -7,7 +7,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from dashboard.charts import nice_top
+from dashboard.charts import axis_chart_svg, nice_top
 
 WIDTH, HEIGHT, LEFT, BOTTOM = 720, 220, 44, 22
 
@@ -69,19 +69,22 @@ def quotes_svg(fans: Sequence[dict[str, Any]]) -> str:
 
 
 def line_svg(samples: Sequence[Sequence[float]]) -> str:
+    """Fans in line over time: the dashboard's own chart (``dashboard/charts.py``)."""
     if not samples:
         return ""
-    top = nice_top(max(float(n) for _, n in samples) or 1.0)
-    end = max(float(t) for t, _ in samples) or 1.0
-    points = " ".join(
-        f"{LEFT + (WIDTH - LEFT - 4) * float(t) / end:.1f},{_y(float(n), top):.1f}"
-        for t, n in samples
-    )
-    return (
-        f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" '
-        'aria-label="Fans in line over time">'
-        + _axis(top, f"fans in line; 0–{end:g} s after the start →")
-        + f'<polyline points="{points}" fill="none" stroke="#1d4ed8" stroke-width="2"/></svg>'
+    ticks = [
+        (index, f"{float(samples[index][0]):g} s")
+        for index in range(0, len(samples), max(1, len(samples) // 4))
+    ]
+    peak = max(int(n) for _, n in samples)
+    return axis_chart_svg(
+        [float(n) for _, n in samples],
+        kind="line",
+        label="Fans in line over time",
+        summary=f"The line peaked at {peak} fans.",
+        x_ticks=ticks,
+        x_title="seconds after the start",
+        y_title="fans in line",
     )
 
 

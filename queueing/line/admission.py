@@ -18,6 +18,7 @@ which takes the same lock.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -45,7 +46,7 @@ from queueing.rules.admission_plan import (
     service_groups,
     split_batch,
 )
-from queueing.rules.eta import WINDOW_SECONDS, measure_throughput
+from queueing.rules.eta import PACE_WINDOW_SECONDS, WINDOW_SECONDS, measure_throughput
 from queueing.rules.states import EntryStatus
 
 logger = logging.getLogger(__name__)
@@ -107,9 +108,11 @@ def _overdue(event: Event, ids: list[int], now: datetime) -> set[int]:
     return {i for i, d in deadlines.items() if d is not None and d < cutoff}
 
 
-def _count_recent(counts: list[list[int]], *, now: datetime, admitted: int) -> list[list[int]]:
+def _count_recent(
+    counts: list[list[int]], *, now: datetime, admitted: int, window: int = WINDOW_SECONDS
+) -> list[list[int]]:
     second = int(now.timestamp())
-    kept = [pair for pair in counts if pair[0] > second - WINDOW_SECONDS]
+    kept = [pair for pair in counts if pair[0] > second - window]
     if admitted:
         if kept and kept[-1][0] == second:
             kept[-1][1] += admitted
@@ -211,17 +214,22 @@ def admission_spend(
     state.recent_counts = _count_recent(state.recent_counts, now=now, admitted=admitted)
     _count_departures(state, room, now=now, admitted=admitted)
     if by_tier is not None:
-        state.recent_tier_counts = {
-            key: kept
-            for key in {*state.recent_tier_counts, *(str(t) for t in by_tier)}
-            if (
-                kept := _count_recent(
-                    state.recent_tier_counts.get(key, []),
-                    now=now,
-                    admitted=by_tier.get(int(key), 0),
-                )
-            )
-        }
+        _count_tiers(state, by_tier, now=now)
+
+
+def _count_tiers(state: AdmissionState, by_tier: Mapping[int, int], *, now: datetime) -> None:
+    """Admissions per second per tier, kept as long as the pace reads them (a minute)."""
+    counts = {}
+    for key in {*state.recent_tier_counts, *(str(tier) for tier in by_tier)}:
+        kept = _count_recent(
+            state.recent_tier_counts.get(key, []),
+            now=now,
+            admitted=by_tier.get(int(key), 0),
+            window=PACE_WINDOW_SECONDS,
+        )
+        if kept:
+            counts[key] = kept
+    state.recent_tier_counts = counts
 
 
 def _count_departures(
@@ -235,7 +243,8 @@ def _count_departures(
     second = int(now.timestamp())
     left = max(0, state.active_after - room.active) if state.active_after is not None else 0
     inside = room.active + admitted
-    kept = [entry for entry in state.recent_departures if entry[0] > second - WINDOW_SECONDS]
+    # Only the last minute is read (rules/eta.py): the row the run saves stays small.
+    kept = [entry for entry in state.recent_departures if entry[0] > second - PACE_WINDOW_SECONDS]
     if kept and kept[-1][0] == second:
         kept[-1] = [second, kept[-1][1] + left, inside]
     else:
@@ -352,9 +361,7 @@ def admission_run(
         )
         # Passthrough's admissions spend the credit too (down to none): back in queue or
         # safety net, the pace starts from an empty bucket.
-        by_tier: dict[int, int] = {}
-        for moved in admitted:
-            by_tier[moved.tier_id] = by_tier.get(moved.tier_id, 0) + 1
+        by_tier = Counter(moved.tier_id for moved in admitted)
         admission_spend(
             state,
             event,
