@@ -46,7 +46,12 @@ from queueing.rules.admission_plan import (
     service_groups,
     split_batch,
 )
-from queueing.rules.eta import PACE_WINDOW_SECONDS, WINDOW_SECONDS, measure_throughput
+from queueing.rules.eta import (
+    PACE_WINDOW_SECONDS,
+    admissions_record,
+    departures_record,
+    measure_throughput,
+)
 from queueing.rules.states import EntryStatus
 
 logger = logging.getLogger(__name__)
@@ -106,19 +111,6 @@ def _overdue(event: Event, ids: list[int], now: datetime) -> set[int]:
         return set()
     cutoff = now.timestamp()
     return {i for i, d in deadlines.items() if d is not None and d < cutoff}
-
-
-def _count_recent(
-    counts: list[list[int]], *, now: datetime, admitted: int, window: int = WINDOW_SECONDS
-) -> list[list[int]]:
-    second = int(now.timestamp())
-    kept = [pair for pair in counts if pair[0] > second - window]
-    if admitted:
-        if kept and kept[-1][0] == second:
-            kept[-1][1] += admitted
-        else:
-            kept.append([second, admitted])
-    return kept
 
 
 def admission_open(event: Event, now: datetime) -> bool:
@@ -211,7 +203,9 @@ def admission_spend(
     elif spends_credit:
         state.tokens = max(0.0, room.bucket.tokens - admitted)
     state.refilled_at = room.bucket.refilled_at
-    state.recent_counts = _count_recent(state.recent_counts, now=now, admitted=admitted)
+    state.recent_counts = admissions_record(
+        state.recent_counts, second=int(now.timestamp()), admitted=admitted
+    )
     _count_departures(state, room, now=now, admitted=admitted)
     if by_tier is not None:
         _count_tiers(state, by_tier, now=now)
@@ -221,9 +215,9 @@ def _count_tiers(state: AdmissionState, by_tier: Mapping[int, int], *, now: date
     """Admissions per second per tier, kept as long as the pace reads them (a minute)."""
     counts = {}
     for key in {*state.recent_tier_counts, *(str(tier) for tier in by_tier)}:
-        kept = _count_recent(
+        kept = admissions_record(
             state.recent_tier_counts.get(key, []),
-            now=now,
+            second=int(now.timestamp()),
             admitted=by_tier.get(int(key), 0),
             window=PACE_WINDOW_SECONDS,
         )
@@ -243,13 +237,10 @@ def _count_departures(
     second = int(now.timestamp())
     left = max(0, state.active_after - room.active) if state.active_after is not None else 0
     inside = room.active + admitted
-    # Only the last minute is read (rules/eta.py): the row the run saves stays small.
-    kept = [entry for entry in state.recent_departures if entry[0] > second - PACE_WINDOW_SECONDS]
-    if kept and kept[-1][0] == second:
-        kept[-1] = [second, kept[-1][1] + left, inside]
-    else:
-        kept.append([second, left, inside])
-    state.recent_departures = kept
+    # Only the last minute is kept (what rules/eta.py reads): the row the run saves stays small.
+    state.recent_departures = departures_record(
+        state.recent_departures, second=second, left=left, inside=inside
+    )
     state.active_after = inside
 
 

@@ -14,9 +14,13 @@
 - neither: everyone goes in with the next batch; the measured admissions are the pace.
 
 The pace is the smaller of the two limits. The capacity's is measured over the last
-``PACE_WINDOW_SECONDS`` and, separately, the last ``SHORT_WINDOW_SECONDS``: when the two
-disagree by more than the short one's noise, the shop has changed (checkouts got slower) and
-the short one is used; their disagreement widens the range either way.
+``PACE_WINDOW_SECONDS``, or since the shop changed if it did within it (checkouts got slower:
+the runs are split where departures per fan inside differ most, and a difference beyond
+``CHANGE_Z`` standard errors is a change, measured from then on); and, separately, over the
+last ``SHORT_WINDOW_SECONDS``, leant on when it disagrees beyond its noise. Disagreement
+widens the range either way, and so does a change not yet sure, as far as its evidence goes.
+A halving shows beyond doubt only after some 10-15 s (at 3 departures a second): fans who
+join before that are quoted the old pace with a range that reaches toward the new one.
 
 **The range.** Admissions are a renewal process with rate ``lam`` and squared coefficient of
 variation ``scv`` of the gaps (from the per-second admission counts, their index of
@@ -46,6 +50,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from itertools import pairwise
 
 Z90 = 1.2815515655446004  # standard normal 90th percentile
 MIN_SAMPLES = 20  # admissions before their variability is trusted
@@ -53,6 +58,11 @@ MIN_DEPARTURES = 10  # departures before the time in the shop is trusted
 WINDOW_SECONDS = 300  # how long the runs keep their per-second counts
 PACE_WINDOW_SECONDS = 60
 SHORT_WINDOW_SECONDS = 15
+# Standard errors beyond which the departures after a split mean the shop changed: the split
+# is the likeliest of up to 60, and a steady shop's likeliest reaches 3 now and then
+# (rehearsal/standin.py, steady: 2.5 made 18% of fans see their estimate rise, 3.0 8%, 3.5 3%).
+CHANGE_Z = 3.5
+MIN_CHANGE_SECONDS = 3
 # What the model leaves out (fans ahead who leave, ticks, the shop's own variation over
 # minutes), as a relative error of the pace: measured by the rehearsals (docs/benchmarks.md).
 MODEL_ERROR = 0.10
@@ -65,6 +75,34 @@ TICK_SD = 0.5  # seconds: admissions happen at ticks (or when a slot frees)
 # A tier behind others is never quoted less than this share of the pace (their demand is
 # measured, and may drop).
 MIN_TIER_SHARE = 0.1
+
+
+def admissions_record(
+    counts: Sequence[Sequence[int]], *, second: int, admitted: int, window: int = WINDOW_SECONDS
+) -> list[list[int]]:
+    """The per-second admission counts ``(second, n)`` the pace is read from, with ``admitted``
+    more at ``second`` (unix), those older than ``window`` forgotten."""
+    kept = [[c[0], c[1]] for c in counts if c[0] > second - window]
+    if admitted:
+        if kept and kept[-1][0] == second:
+            kept[-1][1] += admitted
+        else:
+            kept.append([second, admitted])
+    return kept
+
+
+def departures_record(
+    runs: Sequence[Sequence[int]], *, second: int, left: int, inside: int
+) -> list[list[int]]:
+    """The admission runs' records ``(second, left since the previous run, inside after it)``
+    with this run's added (runs of one second share a record: its departures summed, the
+    last run's count inside), kept only for the minute the pace reads."""
+    kept = [list(r) for r in runs if r[0] > second - PACE_WINDOW_SECONDS]
+    if kept and kept[-1][0] == second:
+        kept[-1] = [second, kept[-1][1] + left, inside]
+    else:
+        kept.append([second, left, inside])
+    return kept
 
 
 @dataclass(frozen=True)
@@ -144,30 +182,76 @@ def _per_second(counts: Sequence[Sequence[int]], *, end: int, window: int) -> _R
 
 
 @dataclass(frozen=True)
-class _Shop:
-    left_per_second: float
+class _Stretch:
+    """The shop over a stretch of time: departures and the inside-seconds they came out of."""
+
     left: int
-    mean_inside: float
-    span: float  # seconds measured
+    exposure: float  # inside-seconds (each fan inside, capped at the capacity, for a second)
+    span: float  # seconds
+
+    @property
+    def per_inside_second(self) -> float:
+        return self.left / self.exposure if self.exposure > 0 else 0.0
 
 
-def _shop_over(departures: Sequence[Sequence[int]], *, now: float, window: int) -> _Shop | None:
-    """Departures a second and the mean count inside over the last ``window`` seconds, timed
-    from the first run recorded in it to ``now`` (not in whole seconds: a sale two seconds old
-    whose departures were counted over "seconds 1 to 3" would look half as fast). What the
-    first run recorded as left happened before it, so it is not counted."""
-    recent = sorted((d for d in departures if now - window <= d[0] <= now), key=lambda d: d[0])
-    if not recent:
+def _stretch(runs: Sequence[Sequence[float]], *, now: float, capacity: int) -> _Stretch | None:
+    """From the runs ``(second, left since the previous run, inside after it)`` in time order,
+    timed from the first to ``now`` (not in whole seconds: a sale two seconds old whose
+    departures were counted over "seconds 1 to 3" would look half as fast). What the first
+    run recorded as left happened before it, so it is not counted."""
+    if not runs or now - runs[0][0] < 1.0:
         return None
-    start = recent[0][0]
-    span = now - start
-    if span < 1.0:
+    left = sum(int(r[1]) for r in runs[1:])
+    exposure = 0.0
+    for run, following in zip(runs, [*(r[0] for r in runs[1:]), now], strict=True):
+        exposure += min(float(capacity), run[2]) * max(0.0, following - run[0])
+    return _Stretch(left=left, exposure=exposure, span=now - runs[0][0])
+
+
+@dataclass(frozen=True)
+class _Split:
+    at: int  # the index of the run from which on the shop may have changed
+    z: float  # how unlikely the departures after it are if it did not (standard errors)
+    rate: float  # departures per inside-second after it
+
+
+def _likeliest_change(runs: Sequence[Sequence[float]], *, capacity: int) -> _Split | None:
+    """The split of the runs where the shop most likely changed: the run from which on
+    departures came at a rate (per fan inside) that the runs before make least likely.
+
+    Each run's departures are set against the inside-seconds since the run before it (what
+    they came out of), and nothing after the last run is counted: who leaves after it is
+    only counted by the next one, so an open end would look like a shop that stopped.
+    Given all ``K`` departures, those from a split on are binomial with the share of the
+    inside-seconds from it on, if the shop did not change; a shop that halved its pace shows
+    as far fewer. Testing every split finds a change with no window length to choose, and
+    keeps finding the same split while the evidence grows, so that estimates do not flip.
+    The last ``MIN_CHANGE_SECONDS`` are never a split of their own: the runs' timing shifts
+    departures between neighbouring seconds."""
+    left = [int(run[1]) for run in runs[1:]]
+    exposure = [
+        min(float(capacity), before[2]) * (run[0] - before[0]) for before, run in pairwise(runs)
+    ]
+    total_left, total_exposure = sum(left), sum(exposure)
+    if total_left < 2 * MIN_DEPARTURES or total_exposure <= 0:
         return None
-    left = sum(d[1] for d in recent[1:])
-    inside = [d[2] for d in recent]
-    return _Shop(
-        left_per_second=left / span, left=left, mean_inside=sum(inside) / len(inside), span=span
-    )
+    best: _Split | None = None
+    after_left, after_exposure = 0, 0.0
+    for at in range(len(left) - 1, 0, -1):  # the split is before runs[at + 1]
+        after_left += left[at]
+        after_exposure += exposure[at]
+        if runs[-1][0] - runs[at][0] < MIN_CHANGE_SECONDS:
+            continue
+        if total_left - after_left < MIN_DEPARTURES:
+            break
+        share = after_exposure / total_exposure
+        sd = math.sqrt(total_left * share * (1 - share))
+        if sd <= 0:
+            continue
+        z = abs(after_left - total_left * share) / sd
+        if best is None or z > best.z:
+            best = _Split(at=at, z=z, rate=after_left / after_exposure if after_exposure else 0.0)
+    return best
 
 
 @dataclass(frozen=True)
@@ -177,35 +261,44 @@ class _ShopPace:
 
 
 def _shop_pace(
-    departures: Sequence[Sequence[int]], *, capacity: int, now: float
+    departures: Sequence[Sequence[float]], *, capacity: int, now: float
 ) -> _ShopPace | None:
-    """``capacity / W`` by Little's law over the long window, or the short one when the shop
-    has changed; None before ``MIN_DEPARTURES`` departures."""
-    paces: list[tuple[float, int] | None] = []
-    measured_for = 0.0
-    for window in (PACE_WINDOW_SECONDS, SHORT_WINDOW_SECONDS):
-        shop = _shop_over(departures, now=now, window=window)
-        if shop is None or not shop.left or not shop.mean_inside:
-            paces.append(None)
-            continue
-        # W = inside / departure rate; never more than capacity inside.
-        pace = capacity * shop.left_per_second / min(float(capacity), shop.mean_inside)
-        paces.append((pace, shop.left))
-        measured_for = max(measured_for, shop.span)
-    long, short = paces
-    if long is None or long[1] < MIN_DEPARTURES:
+    """``capacity / W`` by Little's law since the shop last changed (or over the last minute),
+    leaning to the last 15 s when they disagree; None before ``MIN_DEPARTURES`` departures."""
+    runs = sorted(
+        (d for d in departures if now - PACE_WINDOW_SECONDS <= d[0] <= now), key=lambda d: d[0]
+    )
+    measured = _stretch(runs, now=now, capacity=capacity)
+    if measured is None:
         return None
+    # The runs of this second so far have counted only part of its departures.
+    split = _likeliest_change([r for r in runs if r[0] < math.floor(now)], capacity=capacity)
+    changed = split is not None and split.z >= CHANGE_Z
+    since = runs[split.at :] if split is not None and changed else runs
+    long = _stretch(since, now=now, capacity=capacity)
+    least = MIN_DEPARTURES // 2 if changed else MIN_DEPARTURES
+    if long is None or long.left < least or not long.exposure:
+        return None
+    short = _stretch(
+        [r for r in since if r[0] >= now - SHORT_WINDOW_SECONDS], now=now, capacity=capacity
+    )
+    lam = capacity * long.per_inside_second
+    events = long.left
     drift = 0.0
-    lam, events = long
-    if short is not None and short[1] >= MIN_DEPARTURES // 2:
-        drift = abs(short[0] - long[0]) / long[0]
+    if short is not None and short.left >= MIN_DEPARTURES // 2 and short.span < long.span:
+        short_lam = capacity * short.per_inside_second
+        drift = abs(short_lam - lam) / lam
         # Beyond the short window's own noise the shop has changed: from one standard error
         # of it to two, lean from the minute to the last 15 s. A blend, not a switch, so that
         # an estimate does not flip between the two with every departure.
-        lean = min(1.0, max(0.0, drift * math.sqrt(short[1]) - 1))
-        lam = lean * short[0] + (1 - lean) * long[0]
-        events = round(lean * short[1] + (1 - lean) * long[1])
-    young = YOUNG_ERROR * max(0.0, 1 - measured_for / PACE_WINDOW_SECONDS)
+        lean = min(1.0, max(0.0, drift * math.sqrt(short.left) - 1))
+        lam = lean * short_lam + (1 - lean) * lam
+        events = round(lean * short.left + (1 - lean) * events)
+    if split is not None and not changed and split.rate:
+        # A change not yet sure: the range reaches toward it, as far as the evidence goes.
+        suspect = abs(split.rate / long.per_inside_second - 1)
+        drift = max(drift, suspect * split.z / CHANGE_Z)
+    young = YOUNG_ERROR * max(0.0, 1 - measured.span / PACE_WINDOW_SECONDS)
     rel_err = math.sqrt(1 / events + MODEL_ERROR**2 + drift**2 + young**2)
     return _ShopPace(lam=lam, rel_err=rel_err)
 

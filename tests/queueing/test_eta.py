@@ -1,9 +1,11 @@
+import random
 from datetime import UTC, datetime
 
 import pytest
 
 from queueing.rules.eta import (
     MIN_DEPARTURES,
+    MODEL_ERROR,
     TICK_SD,
     Z90,
     Throughput,
@@ -102,6 +104,49 @@ def test_a_shop_that_slows_down_is_followed_and_the_range_widens() -> None:
     after = measure(departures=steady + slowed, capacity=8)
     assert after.lam == pytest.approx(2.0, rel=0.1)  # the last 15 s, not the minute
     assert after.rel_err > before.rel_err
+
+
+def halved(seconds_ago: int) -> list[tuple[int, int, int]]:
+    """A full shop of 8 whose fans left 4 a second until ``seconds_ago``, 2 a second since."""
+    return [(second(s), 4 if s >= seconds_ago else 2, 8) for s in range(60)]
+
+
+def test_a_shop_that_changed_is_measured_from_the_change() -> None:
+    """Half a minute after the shop halved its pace: the pace since then, known as well as
+    half a minute of it is (not the minute's mix, nor a range widened by it)."""
+    throughput = measure(departures=halved(30), capacity=8)
+    assert throughput.lam == pytest.approx(2.0, rel=0.02)  # blending the windows: 2.19
+    # Its sampling error (60 departures) and the model's floor: blending the windows, 0.37.
+    assert throughput.rel_err == pytest.approx((1 / 60 + MODEL_ERROR**2) ** 0.5, rel=0.05)
+
+
+def test_a_change_not_yet_sure_widens_the_range_before_it_moves_the_pace() -> None:
+    """Four seconds into a halving the evidence is thin: the quote stays where it was (it
+    would go up and down with every departure otherwise) but its range reaches toward it."""
+    steady = measure(departures=[(second(s), 4, 8) for s in range(60)], capacity=8)
+    suspect = measure(departures=halved(4), capacity=8)
+    assert suspect.lam == pytest.approx(steady.lam, rel=0.05)
+    quoted, before = estimate_wait(60, suspect), estimate_wait(60, steady)
+    assert quoted.p50 == pytest.approx(before.p50, rel=0.05)
+    assert quoted.p90 > before.p90 + 2.0  # blending the windows alone: 19.6 s, now 22 s
+
+
+def test_a_steady_shop_is_not_taken_for_a_changed_one() -> None:
+    """Departures of a steady shop vary by chance (Poisson, 3 a second): the change test
+    must not restart the measurement on that, or quotes would jump."""
+    rng = random.Random(17)
+
+    def poisson(mean: float) -> int:
+        count, total = 0, rng.expovariate(1.0)
+        while total < mean:
+            count, total = count + 1, total + rng.expovariate(1.0)
+        return count
+
+    paces = []
+    for _ in range(40):
+        departures = [(second(s), poisson(3.0), 6) for s in range(60)]
+        paces.append(measure(departures=departures, capacity=6).lam)
+    assert sum(abs(lam / 3.0 - 1) > 0.2 for lam in paces) <= 1
 
 
 def test_the_rate_is_the_pace_when_it_is_slower_than_the_shop() -> None:
