@@ -15,7 +15,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
 
-from events.models import Event, Tier
+from events.models import Event, EventControl, Tier
 from queueing.rules.eta import configured_pace, settings_throughput
 from queueing.rules.layout import EventLayout, TierLayout
 
@@ -33,6 +33,7 @@ _EVENT_FIELDS = (
     "capacity",
     "session_seconds",
     "message",
+    "control",
 )
 
 
@@ -53,6 +54,7 @@ def _build(event: dict[str, Any], tiers: list[Tier]) -> EventLayout:
             session_seconds=event["session_seconds"],
         ),
         message=event["message"],
+        paused=event["control"] == EventControl.PAUSED,
     )
 
 

@@ -171,7 +171,8 @@ def event_public_view(event: Event, *, now: datetime) -> EventPublicView:
     layout = event_layout(event.id)
     counts = current_counts(layout) if layout else None
     eta_new = None
-    if layout is not None and counts is not None and layout.tiers:
+    state = event.state_at(now)
+    if state != EventState.PAUSED and layout is not None and counts is not None and layout.tiers:
         default = next((t for t in layout.tiers if t.id in _default_tier_ids(event.id)), None)
         if default is not None:
             index = layout.tier_index(default.id) or 0
@@ -183,7 +184,7 @@ def event_public_view(event: Event, *, now: datetime) -> EventPublicView:
             )
             eta_new = estimate_wait(position, current_throughput(layout), default.id)
     return EventPublicView(
-        state=event.state_at(now),
+        state=state,
         queue_length=counts.queue_length if counts else 0,
         active=active_count(event.id),
         eta_new=eta_new,

@@ -85,7 +85,11 @@ def ticket_view(
 ) -> TicketView:
     """A fan's answer from what is known of their entry and the line; ``degraded``: known
     without the hot index (the fan is asked to come back later)."""
-    eta = None if position is None else estimate_wait(position, throughput, tier_id)
+    # While staff hold the line nobody knows when it moves again: no wait rather than one
+    # that leaves the pause out.
+    eta = None
+    if position is not None and not layout.paused:
+        eta = estimate_wait(position, throughput, tier_id)
     return TicketView(
         ticket=ticket,
         event_slug=layout.slug,

@@ -28,6 +28,9 @@ class EventLayout:
     # Staff's word to the line ("" = none): polls carry it, read from this cached layout, so
     # a polling page learns of a new message within the cache's life and no query is made.
     message: str = ""
+    # Staff paused the on-sale: fans are told no wait (nobody knows when staff will resume),
+    # known to polls within the cache's life as the message is.
+    paused: bool = False
 
     def tier_index(self, tier_id: int) -> int | None:
         for index, tier in enumerate(self.tiers):

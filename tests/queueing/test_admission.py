@@ -1,6 +1,7 @@
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 
 from events.services import TierSpec, event_pause, event_resume
@@ -98,6 +99,23 @@ def test_pause_stops_admission_but_not_joins(make_event) -> None:
     event_resume(event=event, actor="staff:x", now=timezone.now())
     tick(event)
     assert statuses(late) == ["admitted"]
+
+
+def test_a_paused_line_quotes_no_wait_until_staff_resume(make_event, settings) -> None:
+    """Nobody knows when staff resume: a wait quoted during a pause leaves it out (the pause
+    rehearsal: fans who joined during a 10 s pause were told the pace as if nothing held it)."""
+    settings.WR_LAYOUT_CACHE_SECONDS = 0  # the layout as it is now, not as this process saw it
+    event = make_event(capacity=0, rate_per_minute=60)  # the rate is exact from the start
+    (ticket,) = fans_join(event.slug, 1)
+    fans_join(event.slug, 3)
+    assert poll(ticket)["eta"] is not None
+    event_pause(event=event, actor="staff:x", now=timezone.now())
+    late = fans_join(event.slug, 1)[0]
+    assert [poll(t)["eta"] for t in (ticket, late)] == [None, None]
+    assert Client().get(f"/api/v1/events/{event.slug}").json()["eta_new"] is None
+    event_resume(event=event, actor="staff:x", now=timezone.now())
+    assert poll(late)["eta"]["p50"] > 0
+    assert Client().get(f"/api/v1/events/{event.slug}").json()["eta_new"] is not None
 
 
 def test_a_fan_whose_page_went_away_is_expired_not_admitted(make_event, redis_client) -> None:

@@ -141,7 +141,8 @@
       else if (view.position === 1) text.textContent = S.next;
       else text.textContent = S.inLine;
       $("position").textContent = number(view.position);
-      $("wait").textContent = waitText(view.eta);
+      // Paused: nobody knows when staff resume, so no wait is shown (as the server says).
+      $("wait").textContent = waitText(view.state === "paused" ? null : view.eta);
       $("queue-length").textContent = number(view.queueLength);
       if (!firstPosition || view.position > firstPosition) firstPosition = view.position;
       var progress = Math.max(0, Math.min(100, Math.floor(100 * (firstPosition - view.position) / firstPosition)));
