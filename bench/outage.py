@@ -123,28 +123,24 @@ def run(
         result["first_build_s"] = round(time.monotonic() - started, 1)
         groups = {"web": stack.procs["web"].pid}
         with connection.cursor() as cursor:
-            with CpuWindow(groups, cursor, database) as normal_cpu:
-                normal = status_polls(base, tickets, seconds=seconds)
-            result["normal"] = {
-                **normal,
-                "postgresql_cpu_pct": round(
-                    100 * normal_cpu.spent["postgresql"] / normal_cpu.seconds
-                ),
-                "answer": _one_answer(base, sample),
-            }
+
+            def polled() -> dict[str, Any]:
+                """Status polls for ``seconds``, PostgreSQL's share of a core meanwhile, and
+                one fan's answer after."""
+                with CpuWindow(groups, cursor, database) as cpu:
+                    polls = status_polls(base, tickets, seconds=seconds)
+                return {
+                    **polls,
+                    "postgresql_cpu_pct": round(100 * cpu.spent["postgresql"] / cpu.seconds),
+                    "answer": _one_answer(base, sample),
+                }
+
+            result["normal"] = polled()
             hot.kill()
             stopped_at = time.monotonic()
-            with CpuWindow(groups, cursor, database) as degraded_cpu:
-                degraded = status_polls(base, tickets, seconds=seconds)
-            result["redis_stopped"] = {
-                **degraded,
-                "postgresql_cpu_pct": round(
-                    100 * degraded_cpu.spent["postgresql"] / degraded_cpu.seconds
-                ),
-                "answer": _one_answer(base, sample),
-            }
+            result["redis_stopped"] = polled()
         result["redis_stopped"]["ratio_to_normal"] = round(
-            degraded["requests_per_s"] / normal["requests_per_s"], 3
+            result["redis_stopped"]["requests_per_s"] / result["normal"]["requests_per_s"], 3
         )
         result["outage_s"] = round(time.monotonic() - stopped_at, 1)
         hot.start()  # empty, as after a crash without persistence

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, Response, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -53,3 +53,26 @@ def wait_for_true(page: Page, expression: str, *, timeout: float = 10_000) -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} ms waiting for {expression}")
         time.sleep(0.05)
+
+
+def watch_errors(
+    page: Page, errors: list[str], *, expected: Callable[[Response], bool] = lambda r: False
+) -> None:
+    """Collect the page's script errors (a CSP refusal included) and its answers >= 400 but
+    the ``expected`` ones. The console's own "Failed to load resource" lines are left out:
+    the answer behind each is judged here."""
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on(
+        "console",
+        lambda m: (
+            errors.append(m.text)
+            if m.type == "error" and not m.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
+    page.on(
+        "response",
+        lambda r: (
+            errors.append(f"{r.status} {r.url}") if r.status >= 400 and not expected(r) else None
+        ),
+    )

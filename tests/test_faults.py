@@ -22,6 +22,7 @@ from queueing.rules.shuffle import shuffled_order
 from tests.faults import RedisServer, TcpProxy, kill_process_group
 from tests.http import request
 from tests.processes import running_stack, wait_until
+from tests.queueing.helpers import waiting_entries
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
@@ -122,20 +123,8 @@ def _advisory_lock_held(event_id: int) -> bool:
 
 def test_a_worker_killed_mid_admission_admits_nobody_twice_and_loses_nobody(make_event) -> None:
     event = make_event(slug="kill", capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
-    tier = event.tiers.get()
-    now = timezone.now()
     total, batch = 30_000, 10_000
-    QueueEntry.objects.bulk_create(
-        QueueEntry(
-            event=event,
-            tier=tier,
-            identity=f"k{i}",
-            status="waiting",
-            joined_at=now,
-            status_changed_at=now,
-        )
-        for i in range(total)
-    )
+    waiting_entries(event, event.tiers.get(), total, prefix="k")
     assert hot_index_rebuild(event_id=event.id)
     with running_stack(WR_ADMISSION_BATCH=str(batch)) as stack:
         worker = stack.worker(concurrency=1)

@@ -14,7 +14,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from tests.browser import chromium
+from tests.browser import chromium, watch_errors
 from tests.dashboard.report_history import realistic_history
 from tests.processes import ROOT
 
@@ -43,25 +43,8 @@ def test_an_auditor_reads_prints_and_downloads_the_report(
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 1200, "height": 900})
         errors: list[str] = []
-        # Script errors (a CSP refusal included), and any answer >= 400 but the admin login's
-        # favicon.ico, which the room does not serve.
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on(
-            "console",
-            lambda m: (
-                errors.append(m.text)
-                if m.type == "error" and not m.text.startswith("Failed to load resource")
-                else None
-            ),
-        )
-        page.on(
-            "response",
-            lambda r: (
-                errors.append(f"{r.status} {r.url}")
-                if r.status >= 400 and not r.url.endswith("/favicon.ico")
-                else None
-            ),
-        )
+        # The admin login asks for favicon.ico, which the room does not serve.
+        watch_errors(page, errors, expected=lambda r: r.url.endswith("/favicon.ico"))
         page.goto(f"{base}/admin/login/?next=/dashboard/events/summer-tour/")
         page.fill("#id_username", "ann")
         page.fill("#id_password", "a-long-pass-123")

@@ -19,7 +19,7 @@ from queueing.live.watchers import watchers
 from queueing.rules.positions import rank_from_checkpoints
 from queueing.rules.tickets import TicketRef, ticket_issue
 from queueing.ticks import event_tick
-from tests.queueing.helpers import entry_of, fans_join
+from tests.queueing.helpers import entry_of, fans_join, waiting_entries
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -185,24 +185,11 @@ def _channel_messages_during_one_tick(event, settings) -> tuple[int, int]:
 @pytest.mark.django_db(transaction=False)
 def test_messages_per_tick_stay_constant_from_10_to_10000_fans(make_event, settings) -> None:
     from queueing.line.rebuild import hot_index_rebuild
-    from queueing.models import QueueEntry
 
     small = make_event(slug="small", heartbeat_seconds=3600)
     fans_join(small.slug, 10)
     big = make_event(slug="big", heartbeat_seconds=3600)
-    tier = big.tiers.get()
-    now = timezone.now()
-    QueueEntry.objects.bulk_create(
-        QueueEntry(
-            event=big,
-            tier=tier,
-            identity=f"bulk-{i}",
-            status="waiting",
-            joined_at=now,
-            status_changed_at=now,
-        )
-        for i in range(10_000)
-    )
+    waiting_entries(big, big.tiers.get(), 10_000, prefix="bulk-")
     assert hot_index_rebuild(event_id=big.id)
     small_count, small_size = _channel_messages_during_one_tick(small, settings)
     big_count, big_size = _channel_messages_during_one_tick(big, settings)
