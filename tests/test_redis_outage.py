@@ -30,7 +30,7 @@ from tests.brokers import AMQP_URL, amqp_queue_delete, amqp_require
 from tests.faults import RedisServer
 from tests.http import request
 from tests.processes import celery_queue, running_stack, wait_until
-from tests.queueing.helpers import tickets_in_line_order, waiting_entries
+from tests.queueing.helpers import admission_halted, tickets_in_line_order, waiting_entries
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
@@ -176,6 +176,9 @@ def test_a_redis_outage_expires_nobody_and_positions_are_exact_after_it(
                     # Admission kept its pace from PostgreSQL (60 a minute, RabbitMQ's ticks).
                     assert let_in >= OUTAGE * 0.6
 
+            # Held (the fans still polling, so that no heartbeat lapses meanwhile), so that
+            # nobody is let in, and the line moves up, while the positions are read below.
+            admission_halted(event)
             fans.stopping.set()
             polling.join(timeout=10)
             assert not fans.failures, fans.failures[:3]

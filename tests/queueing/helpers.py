@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import time
+
 from django.test import Client
 from django.utils import timezone
 
+from events.services import event_pause
 from queueing.models import QueueEntry
 from queueing.rules.tickets import TicketRef, ticket_issue, ticket_read
 from tests.conftest import join, new_fan
@@ -48,3 +51,19 @@ def tickets_in_line_order(event, tier) -> list[str]:
         .order_by("order_key")
         .values_list("id", flat=True)
     ]
+
+
+def admission_halted(event, *, settle_seconds: float = 1.5, timeout: float = 15) -> None:
+    """Pause the on-sale and wait until nobody more is let in (an admission run that read
+    the on-sale before the pause may still finish): positions then hold still, so a test
+    can read them all and expect an exact line."""
+    event_pause(event=event, actor="test", now=timezone.now())
+    deadline = time.monotonic() + timeout
+    admitted = QueueEntry.objects.filter(event=event, status="admitted").count()
+    while time.monotonic() < deadline:
+        time.sleep(settle_seconds)
+        now_admitted = QueueEntry.objects.filter(event=event, status="admitted").count()
+        if now_admitted == admitted:
+            return
+        admitted = now_admitted
+    raise AssertionError(f"admission went on for {timeout}s after the pause")
