@@ -48,7 +48,9 @@ def _event_tick(event: Event, *, now: datetime) -> AdmissionOutcome | None:
             line_admit_stragglers(event_id=event_id, now=now)
     queued_expire_unseen(event_id=event_id, now=now)
     index_heal_head(event_id=event_id)
-    if state == EventState.OPEN:
+    if state in (EventState.OPEN, EventState.PAUSED):
+        # Paused, the run lets nobody in but keeps counting who leaves the shop, which the
+        # pace after the pause is measured from (line/admission.py).
         return admission_run(event_id=event_id, now=now)
     return None
 

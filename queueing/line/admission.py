@@ -206,7 +206,7 @@ def admission_spend(
     state.recent_counts = admissions_record(
         state.recent_counts, second=int(now.timestamp()), admitted=admitted
     )
-    _count_departures(state, room, now=now, admitted=admitted)
+    _count_departures(state, active=room.active, now=now, admitted=admitted)
     if by_tier is not None:
         _count_tiers(state, by_tier, now=now)
 
@@ -227,21 +227,33 @@ def _count_tiers(state: AdmissionState, by_tier: Mapping[int, int], *, now: date
 
 
 def _count_departures(
-    state: AdmissionState, room: AdmissionRoom, *, now: datetime, admitted: int
+    state: AdmissionState, *, active: int | None, now: datetime, admitted: int
 ) -> None:
     """Who left the shop since the previous run (those inside then, less those inside now)
     and who is inside after this one: the time in the shop behind a capacity-bound pace."""
-    if room.active is None:
+    if active is None:
         state.active_after = None
         return
     second = int(now.timestamp())
-    left = max(0, state.active_after - room.active) if state.active_after is not None else 0
-    inside = room.active + admitted
+    left = max(0, state.active_after - active) if state.active_after is not None else 0
+    inside = active + admitted
     # Only the last minute is kept (what rules/eta.py reads): the row the run saves stays small.
     state.recent_departures = departures_record(
         state.recent_departures, second=second, left=left, inside=inside
     )
     state.active_after = inside
+
+
+def _shop_watch(event: Event, state: AdmissionState, *, now: datetime) -> None:
+    """While staff hold the line the shop keeps checking fans out: its departures are
+    recorded as an admitting run's are. Otherwise the first run after the pause would count
+    everyone who left during it against the inside-seconds of a shop that stayed as full
+    as before it, a shop that seemed to slow down, and quote the line far too long."""
+    if not event.capacity or state.active_after is None:
+        return
+    active = QueueEntry.objects.filter(event_id=event.pk, status=EntryStatus.ADMITTED).count()
+    _count_departures(state, active=active, now=now, admitted=0)
+    state.save(update_fields=["recent_departures", "active_after"])
 
 
 @dataclass(frozen=True)
@@ -272,13 +284,12 @@ def admission_run(
         if event.mode == EventMode.MAINTENANCE:
             # Staff's "admit N now" too: the shop behind is down for maintenance.
             return AdmissionOutcome(skipped="maintenance")
+        held = event.state_at(now) == EventState.PAUSED and event.started_at is not None
         # Staff may also let fans in by hand while the on-sale is paused.
-        paused_by_hand = (
-            manual is not None
-            and event.state_at(now) == EventState.PAUSED
-            and event.started_at is not None
-        )
+        paused_by_hand = manual is not None and held
         if not (admission_open(event, now) or paused_by_hand):
+            if held:
+                _shop_watch(event, state, now=now)
             return AdmissionOutcome(skipped="not_open")
         # Passthrough lets the line in as fast as the batches go: those who waited when staff
         # switched go in within a few ticks, as newcomers do at once.

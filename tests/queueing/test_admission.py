@@ -5,7 +5,7 @@ from django.test import Client
 from django.utils import timezone
 
 from events.services import TierSpec, event_pause, event_resume
-from queueing.hot import keys
+from queueing.hot import keys, stats
 from queueing.line.admission import admission_run
 from queueing.models import AuditRecord, QueueEntry
 from queueing.rules.states import EntryStatus
@@ -94,7 +94,7 @@ def test_pause_stops_admission_but_not_joins(make_event) -> None:
     fans_join(event.slug, 2)
     event_pause(event=event, actor="staff:x", now=timezone.now())
     late = fans_join(event.slug, 1)
-    assert tick(event) is None
+    assert tick(event).admitted == ()
     assert QueueEntry.objects.filter(status="admitted").count() == 0
     event_resume(event=event, actor="staff:x", now=timezone.now())
     tick(event)
@@ -116,6 +116,36 @@ def test_a_paused_line_quotes_no_wait_until_staff_resume(make_event, settings) -
     event_resume(event=event, actor="staff:x", now=timezone.now())
     assert poll(late)["eta"]["p50"] > 0
     assert Client().get(f"/api/v1/events/{event.slug}").json()["eta_new"] is not None
+
+
+def test_a_pause_does_not_read_as_a_shop_that_slowed_down(make_event) -> None:
+    """The shop checks fans out while staff hold the line: those departures are counted as
+    they happen, not all at the first run after the pause against a shop as full as before
+    it (the pause rehearsal: fans quoted right after it were told about three times their
+    wait)."""
+    event = make_event(capacity=4, rate_per_minute=0, heartbeat_seconds=3600)
+    fans_join(event.slug, 60)
+    start = timezone.now()
+    admitted_at: dict[int, int] = {}
+
+    def second(s: int) -> None:
+        # Every checkout takes 2 s: the shop's pace is 4 / 2 s = 2 fans a second.
+        done = [entry_id for entry_id, at in admitted_at.items() if at == s - 2]
+        QueueEntry.objects.filter(pk__in=done).update(
+            status="completed", ended_at=start + timedelta(seconds=s)
+        )
+        for moved in tick(event, start + timedelta(seconds=s)).admitted:
+            admitted_at[moved.id] = s
+
+    for s in range(30):
+        second(s)
+    event_pause(event=event, actor="staff:x", now=start + timedelta(seconds=30))
+    for s in range(30, 40):
+        second(s)
+    event_resume(event=event, actor="staff:x", now=start + timedelta(seconds=40))
+    for s in range(40, 43):
+        second(s)
+    assert stats.read_throughput(event.id).lam == pytest.approx(2.0, rel=0.25)
 
 
 def test_a_fan_whose_page_went_away_is_expired_not_admitted(make_event, redis_client) -> None:
