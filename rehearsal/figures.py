@@ -67,6 +67,7 @@ def quote_figures(fans: Sequence[FanOutcome]) -> dict[str, float | int | None]:
     signed = [(f.waited or 0) - f.quote[1] for f in judged if f.quote]
     widths = [(f.quote[2] - f.quote[0]) / max(1.0, f.waited or 0) for f in judged if f.quote]
     shown = [f for f in fans if len(f.shown_p50) > 1]
+    rises = sum(rose(f.shown_p50) for f in shown)
     return {
         "quoted_and_admitted": len(judged),
         "coverage": round(len(inside) / len(judged), 3) if judged else None,
@@ -78,9 +79,11 @@ def quote_figures(fans: Sequence[FanOutcome]) -> dict[str, float | int | None]:
         # How wide the ranges were (p90 - p10 over the real wait): coverage bought with
         # ranges too wide to tell a fan anything shows here.
         "median_relative_width": round(statistics.median(widths), 2) if widths else None,
-        "rises_share": round(sum(rose(f.shown_p50) for f in shown) / len(shown), 3)
-        if shown
-        else None,
+        # Fans shown more than one p50 (a rise needs two), and those whose p50 rose: counts
+        # as well as the share, so that scenarios can be pooled.
+        "shown_twice": len(shown),
+        "rises": rises,
+        "rises_share": round(rises / len(shown), 3) if shown else None,
     }
 
 

@@ -160,6 +160,17 @@ def benchmarks_section(results: dict[str, Any]) -> str:
             f"Across the scenarios: {inside / judged:.1%} of the {judged:,} quoted and admitted "
             f"fans inside their range; {mean:.1%} on average over the scenarios.",
         ]
+    # Rises where they are judged (staff did not cut the pace), pooled as coverage is.
+    rises_judged = [
+        s["figures"]["quotes"] for s in results["scenarios"] if s["verdict"]["rises_judged"]
+    ]
+    shown = sum(q["shown_twice"] for q in rises_judged)
+    if shown:
+        rose = sum(q["rises"] for q in rises_judged)
+        lines += [
+            f"Rises where staff did not cut the pace: {rose:,} of the {shown:,} fans shown more "
+            f"than one estimate ({rose / shown:.1%}).",
+        ]
     lines += ["", BENCH_END]
     return "\n".join(lines)
 

@@ -93,3 +93,34 @@ def test_the_page_draws_every_quoted_fan_and_says_the_verdict() -> None:
     assert 'fill="#15803d"' in page and 'fill="#b91c1c"' in page  # inside, outside
     assert "Targets missed: coverage under 80%; rises under 10%." in page
     assert "<polyline" in page
+
+
+def test_rises_are_pooled_over_the_scenarios_where_they_are_judged() -> None:
+    from rehearsal.run import benchmarks_section
+
+    def scenario(name: str, shown: list[list[tuple[float, float]]], judged: bool) -> dict:
+        fans = [fan((5, 10, 15), 12, shown=s) for s in shown]
+        return {
+            "name": name,
+            "settings": {"rate_per_minute": 0},
+            "verdict": {"coverage_met": True, "rises_judged": judged, "rises_met": True},
+            "figures": {
+                "fans": len(fans),
+                "quotes": quote_figures(fans),
+                "throughput": {"admitted_per_s": 2.0, "shop_pace_per_s": 2.0},
+                "tiers": tier_figures(fans, line_started=0.0),
+            },
+        }
+
+    rising, steady = [(0, 10), (1, 30)], [(0, 10), (1, 9)]
+    results = {
+        "date": "today",
+        "scenarios": [
+            scenario("steady", [steady, steady, rising], judged=True),
+            scenario("slowdown", [rising, steady, [(0, 10)]], judged=True),  # one shown once
+            scenario("changes", [rising, rising], judged=False),  # staff cut the pace
+        ],
+    }
+    section = benchmarks_section(results)
+    assert "Rises where staff did not cut the pace: 2 of the 5 fans" in section
+    assert "(40.0%)" in section
