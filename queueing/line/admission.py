@@ -141,6 +141,11 @@ class AdmissionRoom:
     active: int | None = None  # fans in the shop, when the capacity was counted
 
 
+def _inside(event_id: int) -> int:
+    """Fans in the shop now: admitted, their session not yet ended."""
+    return QueueEntry.objects.filter(event_id=event_id, status=EntryStatus.ADMITTED).count()
+
+
 def admission_room(
     event: Event,
     state: AdmissionState,
@@ -157,7 +162,7 @@ def admission_room(
     active = 0
     counted = within_capacity and bool(event.capacity)
     if counted:
-        active = QueueEntry.objects.filter(event_id=event.pk, status=EntryStatus.ADMITTED).count()
+        active = _inside(event.pk)
     bucket = TokenBucket(state.tokens, state.refilled_at)
     in_window = 0
     if event.rate_per_minute:
@@ -251,8 +256,7 @@ def _shop_watch(event: Event, state: AdmissionState, *, now: datetime) -> None:
     as before it, a shop that seemed to slow down, and quote the line far too long."""
     if not event.capacity or state.active_after is None:
         return
-    active = QueueEntry.objects.filter(event_id=event.pk, status=EntryStatus.ADMITTED).count()
-    _count_departures(state, active=active, now=now, admitted=0)
+    _count_departures(state, active=_inside(event.pk), now=now, admitted=0)
     state.save(update_fields=["recent_departures", "active_after"])
 
 

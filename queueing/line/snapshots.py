@@ -30,7 +30,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, connection, transaction
+from django.db import (
+    OperationalError,
+    close_old_connections,
+    connection,
+    transaction,
+)
 from django.db.backends.utils import CursorWrapper
 
 from queueing.hot.line_index import IndexState, LineCounts
@@ -129,7 +134,8 @@ def _tier_take(cursor: CursorWrapper, event_id: int, tier_id: int) -> TierSnapsh
         f"SELECT max(order_key) FROM queueing_queueentry WHERE {_WAITING}",
         [event_id, tier_id, _W],
     )
-    last = int(cursor.fetchone()[0])
+    # Read committed: the tier may have emptied since the probe above (NULL then).
+    last = int(cursor.fetchone()[0] or front[-1])
     bounds = bucket_bounds(first=front[0], front_end=front[FRONT], last=last)
     # A range scan of the index per bucket (each an index-only count): grouping the whole
     # tier by bucket instead sorts or hashes every row, four times the cost at a million.
@@ -243,7 +249,8 @@ _snapshots = Snapshots()
 def line_snapshot(layout: EventLayout) -> LineSnapshot:
     """The on-sale's snapshot: the kept one while fresh, or while another thread reads the
     next; read here otherwise (at most one read at a time per on-sale and process). Raises
-    DatabaseError when it must be read and cannot be."""
+    DatabaseError (OperationalError when another read hangs) when it must be read and
+    cannot be."""
     event_id = layout.event_id
     kept, fresh = _snapshots.kept(event_id)
     if fresh and kept is not None:
@@ -260,7 +267,8 @@ def line_snapshot(layout: EventLayout) -> LineSnapshot:
     # The other read failed (or hangs): this thread reads once its claim is free.
     if _snapshots.claim(event_id) is None:
         return _snapshots.read(layout)
-    raise DatabaseError(f"no snapshot of the line of event {event_id} could be read")
+    # Unavailable, as PostgreSQL unreachable is (a 503 to the fan), not a bug (a 500).
+    raise OperationalError(f"no snapshot of the line of event {event_id} could be read")
 
 
 def snapshots_clear() -> None:

@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -162,3 +162,20 @@ def test_a_snapshot_is_a_few_queries_whatever_the_size_of_the_line(make_event) -
     statements = [q["sql"] for q in queries.captured_queries]
     # SET LOCAL, the front, the last, the buckets, the pre-queue (and the savepoint's own).
     assert sum("queueing_queueentry" in sql for sql in statements) == 4
+
+
+def test_a_read_that_hangs_elsewhere_makes_the_line_unavailable_not_a_bug(
+    make_event, monkeypatch
+) -> None:
+    """Another thread's read of the snapshot holds its claim past the wait: the poll is
+    answered 503 (the middleware's OperationalError), not 500."""
+    event = make_event()
+    layout = event_layout(event.id)
+    monkeypatch.setattr(snapshots, "WAIT_SECONDS", 0.01)
+    snapshots.snapshots_clear()
+    assert snapshots._snapshots.claim(event.id) is None  # a read under way that never ends
+    try:
+        with pytest.raises(OperationalError):
+            line_snapshot(layout)
+    finally:
+        snapshots._snapshots._release(event.id)
