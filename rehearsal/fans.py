@@ -1,14 +1,20 @@
-"""Driving a rehearsal over loopback: fans who join and poll as the waiting page does, a shop
-that checks admitted fans out after drawn times and reports it, and staff's live controls.
+"""Driving a rehearsal over loopback: fans who wait as the waiting page does, a shop that
+checks admitted fans out after drawn times and reports it, and staff's live controls.
 
 Every fan is its own identity (no cookie is kept, so each join is a newcomer). Like the
-waiting page, a fan holds the on-sale's WebSocket, which tells it at once when it is let in,
-and polls the ticket API when ``X-Poll-After-Seconds`` says, recording every estimate it was
-shown (the page computes the same figures from the ticks: ``waiting.js`` mirrors
-``rules/eta.py``). The shop starts a checkout when the fan has picked up the pass, draws its
-length from an exponential distribution, and reports the outcome with the on-sale's
-integration key. Without the socket, a fan far back would notice its turn only at its next
-poll, up to ten seconds later, and hold the shop's place meanwhile: not what pages do.
+waiting page (``waiting.js``), a fan holds the on-sale's WebSocket and does not poll while it
+is open: from its snapshot it knows its tier and order key, and from every tick it works out
+its position and wait as the page does (``rehearsal/page.py``, with the room's own rules), and
+records each estimate it was shown. It asks the ticket API only when the page would: when a
+tick does not place it (let in, or not in the tick yet), when the socket says it is let in
+(for its pass), when the pre-queue's sale starts (the page reloads), and every few seconds
+while it has no socket. The shop starts a checkout when the fan has picked up the pass, draws
+its length from an exponential distribution, and reports the outcome with the on-sale's
+integration key.
+
+Fans that polled besides holding the socket made many more requests than pages do, and in
+the surge (2,200 fans) kept this process's one core busy: fans noticed their turn late and
+the shop it simulates slowed down (docs/benchmarks.md, session 9).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import httpx
 from websockets.asyncio.client import connect
 from websockets.exceptions import WebSocketException
 
+from rehearsal.page import MessageReader, Place, place_from_snapshot, shown_in_tick
 from rehearsal.scenarios import Scenario, StaffAction, TierPlan
 
 # Answers a fan retries after a pause instead of giving up (the room shedding load).
@@ -88,6 +95,16 @@ def _eta(body: dict[str, Any]) -> tuple[float, float, float] | None:
     return float(eta["p10"]), float(eta["p50"]), float(eta["p90"])
 
 
+def _shown(record: FanRecord, status: str, eta: tuple[float, float, float] | None) -> None:
+    """What the page shows now: the first range shown in line is the quote that is judged."""
+    if status != "waiting" or eta is None:
+        return
+    now = time.time()
+    if record.quote is None:
+        record.quote, record.quoted_at = eta, now
+    record.shown_p50.append((now, eta[1]))
+
+
 def _poll_after(response: httpx.Response) -> float:
     try:
         return max(0.5, float(response.headers.get("X-Poll-After-Seconds", "2")))
@@ -118,7 +135,10 @@ class Rehearsal:
         self.shop = Shop(scenario.checkout_mean_seconds, random.Random(scenario.seed + 1))
         self.fans: list[FanRecord] = []
         self.staff_log: list[tuple[float, str]] = []
-        self.checkouts: set[asyncio.Task[None]] = set()
+        self.messages = MessageReader()
+        # The pages' own timings (reloads, reconnects), apart from the fans' draws above so
+        # that who arrives when, in which tier, stays the same from run to run.
+        self.page_rng = random.Random(scenario.seed + 2)
 
     # -- fans --------------------------------------------------------------------------
 
@@ -144,19 +164,6 @@ class Rehearsal:
             await asyncio.sleep(min(5.0, retry))
         return response
 
-    async def _socket(self, ticket: str, admitted: asyncio.Event) -> None:
-        """The page's socket: only its ``admitted`` message matters here."""
-        base = str(self.client.base_url).rstrip("/")
-        url = f"{base.replace('http', 'ws', 1)}/ws/events/{self.slug}/?ticket={ticket}"
-        try:
-            async with connect(url, origin=base, max_size=None, open_timeout=30) as socket:
-                async for message in socket:
-                    if isinstance(message, str) and '"admitted"' in message[:40]:
-                        admitted.set()
-                        return
-        except (OSError, TimeoutError, WebSocketException):
-            return  # the fan goes on polling, as the page does
-
     async def fan(self, record: FanRecord, plan: TierPlan, leaves_after: float | None) -> None:
         body = {"access_code": plan.code} if plan.code else {}
         response = await self._request("POST", f"/api/v1/events/{self.slug}/join", json=body)
@@ -165,63 +172,124 @@ class Rehearsal:
             return
         data = response.json()
         record.ticket = data["ticket"]
-        admitted = asyncio.Event()
-        socket = asyncio.create_task(self._socket(record.ticket, admitted))
-        try:
-            await self._follow(record, response, data, leaves_after, admitted)
-        finally:
-            socket.cancel()
+        deadline = time.time() + leaves_after if leaves_after is not None else None
+        pass_token = await self._wait_turn(record, data, deadline)
+        if pass_token is not None:
+            record.admitted_seen_at = time.time()
+            if await self._shop_visit(pass_token):
+                record.checked_out_at = time.time()
 
-    async def _follow(
-        self,
-        record: FanRecord,
-        response: httpx.Response,
-        data: dict[str, Any],
-        leaves_after: float | None,
-        admitted: asyncio.Event,
-    ) -> None:
-        started = time.time()
+    async def _wait_turn(
+        self, record: FanRecord, data: dict[str, Any], deadline: float | None
+    ) -> str | None:
+        """The waiting page's life, from what the server last said (``data``) until the fan
+        is let in (its pass) or is out of line (None)."""
         while True:
-            now = time.time()
             status = data["status"]
             record.final_status = status
-            if status in QUEUED:
-                eta = _eta(data)
-                if eta is not None:
-                    if record.quote is None:
-                        record.quote, record.quoted_at = eta, now
-                    record.shown_p50.append((now, eta[1]))
-            elif status == "admitted":
-                record.admitted_seen_at = now
-                if await self._shop_visit(data["pass"]):
-                    record.checked_out_at = time.time()
-                return
-            else:
-                return
-            # Told it is in (by the socket) a moment before this answer knew: ask again soon.
-            wait = 0.2 if admitted.is_set() else _poll_after(response)
-            if leaves_after is not None and now + wait >= started + leaves_after:
-                await asyncio.sleep(max(0.0, started + leaves_after - now))
-                left = await self._request("DELETE", f"/api/v1/tickets/{record.ticket}")
-                if left.status_code in (200, 204):
-                    record.left_at = time.time()
-                    record.final_status = "left"
-                    return
-                leaves_after = None  # admitted meanwhile: the next poll says so
-                continue
-            if admitted.is_set():
-                await asyncio.sleep(wait)
-            else:
-                try:
-                    await asyncio.wait_for(admitted.wait(), timeout=wait)
-                except TimeoutError:
-                    pass
+            if status == "admitted":
+                return str(data["pass"])
+            if status not in QUEUED:
+                return None
+            _shown(record, status, _eta(data))
+            watched = await self._watch(record, status, deadline)
+            if watched == "leave":
+                if await self._leave(record):
+                    return None
+                deadline = None  # let in meanwhile: the server says so next
+            elif watched == "offline":
+                # Polls keep the place while the page reconnects, 5-10 s later.
+                offline_until = time.time() + self.page_rng.uniform(5.0, 10.0)
+                answer = await self._poll_until(record, status, offline_until, deadline)
+                if answer is not None:
+                    data = answer
+                    continue
+            answer = await self._ticket(record)
+            if answer is None:
+                return None
+            data = answer
+
+    async def _watch(self, record: FanRecord, status: str, deadline: float | None) -> str:
+        """Hold the page's socket and show what each tick says, as the page does, until
+        something calls for the server: ``"check"`` (let in, or the status changed),
+        ``"reload"`` (the pre-queue's sale started), ``"leave"`` (the fan gives up) or
+        ``"offline"`` (no socket)."""
+        base = str(self.client.base_url).rstrip("/")
+        url = f"{base.replace('http', 'ws', 1)}/ws/events/{self.slug}/?ticket={record.ticket}"
+        place: Place | None = None
+        reload_at: float | None = None
+        try:
+            async with connect(url, origin=base, max_size=None, open_timeout=30) as socket:
+                while True:
+                    wake = min((t for t in (deadline, reload_at) if t is not None), default=None)
+                    try:
+                        timeout = None if wake is None else max(0.0, wake - time.time())
+                        text = await asyncio.wait_for(socket.recv(), timeout=timeout)
+                    except TimeoutError:
+                        return "reload" if wake == reload_at else "leave"
+                    message = self.messages.read(str(text))
+                    kind = message.get("type")
+                    if kind == "admitted":
+                        return "check"
+                    if kind == "snapshot":
+                        if message.get("redirect_url") or message.get("status") != status:
+                            return "check"
+                        place = place_from_snapshot(message)
+                        _shown(record, status, _eta(message))
+                    elif kind == "tick" and status == "prequeue":
+                        # The sale started: the page reloads when its countdown says, 2-5 s
+                        # on, and meanwhile still hears if it is let in.
+                        if message.get("state") != "prequeue" and reload_at is None:
+                            reload_at = time.time() + self.page_rng.uniform(2.0, 5.0)
+                    elif kind == "tick" and place is not None:
+                        shown = shown_in_tick(place, message)
+                        if shown is not None:
+                            eta = shown.eta
+                            _shown(record, status, eta and (eta.p10, eta.p50, eta.p90))
+                            continue
+                        # The tick does not place the fan (let in, or not in it yet): the
+                        # page asks the server once, its socket kept open.
+                        answer = await self._ticket(record)
+                        if answer is None or answer["status"] != status:
+                            return "check"
+                        _shown(record, status, _eta(answer))
+        except (OSError, TimeoutError, WebSocketException):
+            return "offline"
+
+    async def _poll_until(
+        self, record: FanRecord, status: str, until: float, deadline: float | None
+    ) -> dict[str, Any] | None:
+        """A page without its socket polls as ``X-Poll-After-Seconds`` says (at most every
+        5 s), until ``until``; the server's answer if it no longer says ``status``."""
+        wait = 5.0
+        while time.time() + wait < until and (deadline is None or time.time() + wait < deadline):
+            await asyncio.sleep(wait)
             response = await self._request("GET", f"/api/v1/tickets/{record.ticket}")
             record.polls += 1
             if response.status_code != 200:
-                record.final_status = f"error {response.status_code}"
-                return
+                return {"status": f"error {response.status_code}"}
             data = response.json()
+            if data["status"] != status:
+                return dict(data)
+            _shown(record, status, _eta(data))
+            wait = min(5.0, _poll_after(response))
+        return None
+
+    async def _ticket(self, record: FanRecord) -> dict[str, Any] | None:
+        response = await self._request("GET", f"/api/v1/tickets/{record.ticket}")
+        record.polls += 1
+        if response.status_code != 200:
+            record.final_status = f"error {response.status_code}"
+            return None
+        return dict(response.json())
+
+    async def _leave(self, record: FanRecord) -> bool:
+        left = await self._request("DELETE", f"/api/v1/tickets/{record.ticket}")
+        if left.status_code in (200, 204):
+            record.left_at = time.time()
+            record.final_status = "left"
+            return True
+        return False
 
     async def _shop_visit(self, pass_token: str) -> bool:
         await asyncio.sleep(self.shop.checkout_seconds())

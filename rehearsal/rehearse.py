@@ -94,6 +94,8 @@ async def rehearse(
             "fans": len(run.fans),
             "refused": sum(1 for r in run.fans if r.refused),
             "admitted": sum(1 for f in fans if f.admitted_at is not None),
+            # Ticket API requests per fan besides the join (pages ask only now and then).
+            "polls_per_fan": round(sum(r.polls for r in run.fans) / max(1, len(run.fans)), 2),
             "quotes": quotes,
             "throughput": figures.throughput_figures(
                 fans,
@@ -109,12 +111,18 @@ async def rehearse(
             "realized": figures.realized(fans, line_started=started),
         },
         "staff": [(round(t - started, 1), what) for t, what in run.staff_log],
+        # The pace the ticks told pages (admissions/s, its relative error; None: no estimate).
+        "pace_told": _pace_told(run.messages.ticks, started),
         "fans": [
             {
                 "tier": f.tier,
                 "quote": f.quote,
                 "quoted_at": f.quoted_at,
                 "waited": f.waited,
+                # From admission to the shop's checkout report: noticing, picking up, buying.
+                "shop_s": round(f.checked_out_at - f.admitted_at, 2)
+                if f.checked_out_at is not None and f.admitted_at is not None
+                else None,
                 "rose": figures.rose(f.shown_p50),
             }
             for f in fans
@@ -127,6 +135,23 @@ async def rehearse(
         f"{quotes['median_signed_error_s']}), rises {quotes['rises_share']}"
     )
     return result
+
+
+def _pace_told(
+    ticks: list[tuple[float, str, dict[str, Any] | None]], started: float
+) -> list[tuple[float, str, float | None, float | None]]:
+    told = []
+    for at, state, throughput in ticks:
+        shown = throughput is not None and not throughput.get("ranged")
+        told.append(
+            (
+                round(at - started, 1),
+                state,
+                round(throughput["lam"], 2) if shown and throughput else None,
+                round(throughput["err"], 2) if shown and throughput else None,
+            )
+        )
+    return told
 
 
 def _shop_pace(scenario: Scenario) -> float | None:
