@@ -9,7 +9,7 @@ from typing import Any
 
 from queueing.rules.eta import configured_pace
 from rehearsal import figures
-from rehearsal.fans import FanRecord, Rehearsal, new_client
+from rehearsal.fans import FanRecord, Rehearsal, client_pool
 from rehearsal.onsale import entry_facts, line_started_wait, sale_create, staff_token
 from rehearsal.scenarios import Scenario
 
@@ -58,7 +58,7 @@ async def rehearse(
     sale = await asyncio.to_thread(sale_create, scenario)
     token = await asyncio.to_thread(staff_token)
     log(f"{scenario.name}: {scenario.title} ({sale.slug})")
-    async with new_client(base_url) as client:
+    async with client_pool(base_url) as client:
         run = Rehearsal(
             scenario,
             client=client,

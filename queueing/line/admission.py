@@ -418,6 +418,8 @@ def _after_admission(
         rate_per_minute=event.rate_per_minute,
         capacity=event.capacity,
         session_seconds=event.session_seconds,
+        # A pre-queue let go fills the shop at once and every page reloads: not yet the pace.
+        prequeue_let_go_at=event.started_at if event.prequeue_opens_at is not None else None,
     )
     if throughput is None:
         return

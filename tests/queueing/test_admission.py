@@ -8,6 +8,7 @@ from events.services import TierSpec, event_pause, event_resume
 from queueing.hot import keys, stats
 from queueing.line.admission import admission_run
 from queueing.models import AuditRecord, QueueEntry
+from queueing.rules.eta import SETTLING_SECONDS, estimate_wait
 from queueing.rules.states import EntryStatus
 from queueing.ticks import event_tick
 from tests.conftest import join, new_fan
@@ -116,6 +117,43 @@ def test_a_paused_line_quotes_no_wait_until_staff_resume(make_event, settings) -
     event_resume(event=event, actor="staff:x", now=timezone.now())
     assert poll(late)["eta"]["p50"] > 0
     assert Client().get(f"/api/v1/events/{event.slug}").json()["eta_new"] is not None
+
+
+def test_after_a_prequeue_is_let_go_the_pace_is_measured_once_the_sale_settled(
+    make_event,
+) -> None:
+    """The pre-queue fills the shop at once and every page reloads: for SETTLING_SECONDS the
+    room says "measuring" (no estimate) rather than the pace of those seconds (the surge
+    rehearsal: every pre-queue fan was quoted from a first tick that read 10/s, then 3.6/s,
+    for a sale that went at 17/s)."""
+    start = timezone.now()
+    event = make_event(
+        capacity=4,
+        rate_per_minute=0,
+        heartbeat_seconds=3600,
+        prequeue_opens_at=start - timedelta(minutes=1),
+        starts_at=start + timedelta(seconds=1),
+        shuffle_at_start=True,
+    )
+    fans_join(event.slug, 80)
+    admitted_at: dict[int, int] = {}
+
+    def second(s: int) -> None:
+        done = [entry_id for entry_id, at in admitted_at.items() if at == s - 2]
+        QueueEntry.objects.filter(pk__in=done).update(
+            status="completed", ended_at=start + timedelta(seconds=s)
+        )
+        for moved in tick(event, start + timedelta(seconds=s)).admitted:
+            admitted_at[moved.id] = s
+
+    for s in range(1, SETTLING_SECONDS):
+        second(s)
+    assert min(admitted_at.values()) == 1  # the line started at 1 s
+    measuring = stats.read_throughput(event.id)
+    assert measuring is None or estimate_wait(10, measuring) is None
+    for s in range(SETTLING_SECONDS, SETTLING_SECONDS + 5):
+        second(s)
+    assert stats.read_throughput(event.id).lam == pytest.approx(2.0, rel=0.25)
 
 
 def test_a_pause_does_not_read_as_a_shop_that_slowed_down(make_event) -> None:

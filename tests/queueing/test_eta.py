@@ -1,11 +1,12 @@
 import random
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from queueing.rules.eta import (
     MIN_DEPARTURES,
     MODEL_ERROR,
+    SETTLING_SECONDS,
     TICK_SD,
     Z90,
     Throughput,
@@ -73,6 +74,45 @@ def test_a_capacity_bound_sale_says_measuring_until_checkouts_are_measured() -> 
     assert estimate_wait(7, measure(departures=few, capacity=5)) is None
     enough = [(second(s), 1, 5) for s in range(MIN_DEPARTURES + 1)]
     assert estimate_wait(7, measure(departures=enough, capacity=5)) is not None
+
+
+def test_after_a_prequeue_is_let_go_the_room_says_measuring_while_it_settles() -> None:
+    """The pre-queue fills the shop at once and every page reloads: those seconds are not the
+    sale's pace (in the surge rehearsal 10/s at 3 s, 3.6/s at 7 s, 16/s from 18 s)."""
+    departures = [(second(s), 3, 5) for s in range(SETTLING_SECONDS)]
+    started = datetime.fromtimestamp(second(SETTLING_SECONDS - 1), tz=UTC)
+    settling = measure_throughput(
+        [],
+        departures=departures,
+        now=NOW,
+        rate_per_minute=0,
+        capacity=5,
+        session_seconds=120,
+        prequeue_let_go_at=started,
+    )
+    assert estimate_wait(7, settling) is None
+    # Without a pre-queue the same departures are quoted; and so are they once it settled.
+    assert estimate_wait(7, measure(departures=departures, capacity=5)) is not None
+    settled = measure_throughput(
+        [],
+        departures=departures,
+        now=NOW,
+        rate_per_minute=0,
+        capacity=5,
+        session_seconds=120,
+        prequeue_let_go_at=started - timedelta(seconds=1),
+    )
+    assert estimate_wait(7, settled) is not None
+    # A rate the capacity cannot hold back is known from the start, pre-queue or not.
+    exact = measure_throughput(
+        [],
+        now=NOW,
+        rate_per_minute=120,
+        capacity=500,
+        session_seconds=60,
+        prequeue_let_go_at=NOW,
+    )
+    assert exact.lam == 2.0 and estimate_wait(7, exact) is not None
 
 
 def test_a_capacity_is_the_pace_is_capacity_over_the_time_in_the_shop() -> None:
