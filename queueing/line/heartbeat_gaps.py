@@ -2,7 +2,9 @@
 
 A poll is a heartbeat, written to Redis. While Redis is away the poll is still answered (from
 PostgreSQL), but its heartbeat is lost, and when Redis comes back with its data (a network
-cut, a stalled server) every deadline there would be in the past. So once a process has
+cut, a stalled server) every deadline there would be in the past. A process whose connection
+pool stays spent (``HotIndexBusy``) loses its heartbeats the same way, though Redis answers
+other processes, and is counted the same way. So once a process has
 failed to record an on-sale's heartbeats for ``FLAG_AFTER_SECONDS`` without a success in
 between, it flags the on-sale's index as stale in PostgreSQL, as a write missed after a
 commit does (``index_sync.mark_index_dirty``):

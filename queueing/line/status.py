@@ -181,9 +181,9 @@ def _locate(layout: EventLayout, entry_id: int, tier_id: int, *, now: datetime) 
             tier_id=tier_id,
             heartbeat_deadline=now.timestamp() + layout.heartbeat_seconds,
         )
-    except HotIndexBusy:
-        return None  # this process's pool was spent: Redis itself may be fine
     except HotIndexUnavailable:
+        # Redis away, or this process's pool spent (HotIndexBusy): either way this heartbeat
+        # is lost, and a pool that stays spent for a second loses them all, as an outage does.
         heartbeats_unrecorded(layout.event_id)
         return None
     heartbeats_recorded(layout.event_id)

@@ -12,6 +12,8 @@ from datetime import timedelta
 import pytest
 from django.test import Client
 from django.utils import timezone
+from django_redis import get_redis_connection
+from redis.exceptions import MaxConnectionsError
 
 from events.models import Event
 from queueing.hot import epoch, keys
@@ -183,3 +185,31 @@ def test_the_rebuild_streams_a_line_longer_than_its_chunks(make_event, settings)
     assert [Client().get(f"/api/v1/tickets/{tickets[i]}").json()["position"] for i in sample] == [
         i + 1 for i in sample
     ]
+
+
+def test_heartbeats_a_spent_connection_pool_could_not_record_are_flagged(
+    make_event, monkeypatch
+) -> None:
+    """A process whose Redis pool stays spent records no heartbeats, though Redis answers
+    others: after a second of that its polls flag the on-sale, so nobody is expired for the
+    heartbeats it lost."""
+    event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=60)
+    (ticket,) = fans_join(event.slug, 1)
+    pool = get_redis_connection("default").connection_pool
+    monkeypatch.setattr(pool, "max_connections", 4)
+    held = []  # every connection the pool may make, busy elsewhere
+    try:
+        while True:
+            held.append(pool.get_connection())
+    except MaxConnectionsError:
+        pass
+    try:
+        answer = Client().get(f"/api/v1/tickets/{ticket}")
+        time.sleep(1.0)
+        again = Client().get(f"/api/v1/tickets/{ticket}")
+    finally:
+        for connection in held:
+            pool.release(connection)
+    assert (answer.status_code, again.status_code) == (200, 200)
+    assert again.json()["position"] == 1
+    assert Event.objects.get(pk=event.pk).hot_index_dirty
