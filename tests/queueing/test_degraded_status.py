@@ -10,6 +10,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.conf import settings as django_settings
 from django.test import Client
 from django.utils import timezone
 from django_redis import get_redis_connection
@@ -187,6 +188,9 @@ def test_the_rebuild_streams_a_line_longer_than_its_chunks(make_event, settings)
     ]
 
 
+@pytest.mark.skipif(
+    django_settings.REDIS_CLUSTER, reason="one plain Redis's pool (a cluster has one per node)"
+)
 def test_heartbeats_a_spent_connection_pool_could_not_record_are_flagged(
     make_event, monkeypatch
 ) -> None:
