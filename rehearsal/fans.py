@@ -7,10 +7,11 @@ is open: from its snapshot it knows its tier and order key, and from every tick 
 its position and wait as the page does (``rehearsal/page.py``, with the room's own rules), and
 records each estimate it was shown. It asks the ticket API only when the page would: when a
 tick does not place it (let in, or not in the tick yet), when the socket says it is let in
-(for its pass), when the pre-queue's sale starts (the page reloads), and every few seconds
-while it has no socket. The shop starts a checkout when the fan has picked up the pass, draws
-its length from an exponential distribution, and reports the outcome with the on-sale's
-integration key.
+(for its pass), and every few seconds while it has no socket. When the pre-queue's sale
+starts, the server sends the page its shuffled place on its socket and the page carries on
+in place; one still in the pre-queue 20-30 s later reloads. The shop starts a checkout when
+the fan has picked up the pass, draws its length from an exponential distribution, and
+reports the outcome with the on-sale's integration key.
 
 Fans that polled besides holding the socket made many more requests than pages do, and in
 the surge (2,200 fans) kept this process's one core busy: fans noticed their turn late and
@@ -248,7 +249,8 @@ class Rehearsal:
     async def _watch(self, record: FanRecord, status: str, deadline: float | None) -> str:
         """Hold the page's socket and show what each tick says, as the page does, until
         something calls for the server: ``"check"`` (let in, or the status changed),
-        ``"reload"`` (the pre-queue's sale started), ``"leave"`` (the fan gives up) or
+        ``"reload"`` (the pre-queue's sale started long ago and no place came), ``"leave"``
+        (the fan gives up) or
         ``"offline"`` (no socket)."""
         base = str(self.client.base_url).rstrip("/")
         url = f"{base.replace('http', 'ws', 1)}/ws/events/{self.slug}/?ticket={record.ticket}"
@@ -268,15 +270,21 @@ class Rehearsal:
                     if kind == "admitted":
                         return "check"
                     if kind == "snapshot":
-                        if message.get("redirect_url") or message.get("status") != status:
+                        started = status == "prequeue" and message.get("status") == "waiting"
+                        if started and not message.get("redirect_url"):
+                            # The sale started: the server sent the page its shuffled place
+                            # and the page turns into a waiting page where it is.
+                            status = record.final_status = "waiting"
+                            reload_at = None
+                        elif message.get("redirect_url") or message.get("status") != status:
                             return "check"
                         place = place_from_snapshot(message)
                         _shown(record, status, _eta(message))
                     elif kind == "tick" and status == "prequeue":
-                        # The sale started: the page reloads when its countdown says, 2-5 s
-                        # on, and meanwhile still hears if it is let in.
+                        # The sale started and the place is on its way; a page still in the
+                        # pre-queue 20-30 s after its countdown ran out reloads.
                         if message.get("state") != "prequeue" and reload_at is None:
-                            reload_at = time.time() + self.page_rng.uniform(2.0, 5.0)
+                            reload_at = time.time() + self.page_rng.uniform(20.0, 30.0)
                     elif kind == "tick" and place is not None:
                         shown = shown_in_tick(place, message)
                         if shown is not None:

@@ -11,6 +11,7 @@ newest tick when its socket can take it: a slow page skips ticks rather than hol
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import weakref
 from collections.abc import Awaitable, Callable
@@ -36,6 +37,9 @@ class TickRelay:
         self._latest: str | None = None
         self._ready = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._run())
+        # Set while the page shows the pre-queue: called at each tick that says the line has
+        # started, until the page has its shuffled place (queueing/web/consumers.py).
+        self.on_started: Callable[[], None] | None = None
 
     def offer(self, text: str) -> None:
         self._latest = text
@@ -102,13 +106,28 @@ class EventFanout:
                     continue
                 text = message.get("text")
                 if message.get("type") == "line.tick" and isinstance(text, str):
+                    started: bool | None = None  # read from the tick once, if a page asks
                     for relay in list(self.relays):
                         relay.offer(text)
+                        if relay.on_started is not None:
+                            if started is None:
+                                started = line_started(text)
+                            if started:
+                                relay.on_started()
         finally:
             try:
                 await layer.group_discard(group, channel)
             except Exception:  # noqa: BLE001  leaving anyway; Redis drops it with the socket
                 logger.info("could not unsubscribe from the ticks of event %s", self.event_id)
+
+
+def line_started(tick: str) -> bool:
+    """Whether a tick says the line has started: its state is past the pre-queue."""
+    try:
+        state = json.loads(tick).get("state")
+    except (ValueError, AttributeError):
+        return False
+    return state not in (None, "scheduled", "prequeue")
 
 
 _fanouts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, EventFanout]] = (

@@ -60,7 +60,7 @@ MIN_DEPARTURES = 10  # departures before the time in the shop is trusted
 # Seconds after a pre-queue is let go before a capacity's pace is quoted, as long as the short
 # window. Those first seconds are the least like the rest of the sale: the first fans all
 # went in together, so the first to leave say little of the others, and the room is at its
-# busiest (every pre-queue page reloading and reconnecting), its fans getting through slowly
+# busiest (every pre-queue page being sent its place), its fans getting through slowly
 # meanwhile. In the surge rehearsal the pace read 10/s at 3 s, 3.6/s at 7 s and 16/s from
 # 18 s, and every pre-queue fan was quoted from the first of those ticks. A sale without a
 # pre-queue fills as fans arrive and is quoted as soon as ``MIN_DEPARTURES`` have left.

@@ -4,13 +4,19 @@ Connect: verify the ticket (no database), take one of the client address's socke
 process, join the ticket's group, accept, count the socket on its ticket (the oldest beyond
 the cap are told to go: queueing/live/sockets.py), then send one personal snapshot. Afterwards
 the socket only relays the event's tick (serialized once for everyone, handed over by this
-process's fan-out: queueing/live/fanout.py) and, for an admitted fan, where to go. The page
-sends nothing; a frame bigger than any page would send ends the socket.
+process's fan-out: queueing/live/fanout.py) and, for an admitted fan, where to go. A page
+that was shown the pre-queue gets one more snapshot once a tick says the line has started:
+its shuffled place, with which it turns into a waiting page where it is, rather than every
+pre-queue page reloading at once (``START_SPREAD_SECONDS``). The page sends nothing; a frame
+bigger than any page would send ends the socket.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import random
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -44,6 +50,12 @@ CLOSE_TRY_AGAIN = 1013  # the page polls, then reconnects
 CLOSE_TOO_BIG = 1009  # RFC 6455 "message too big"
 
 REPLACED = {"type": "replaced", "detail": "This page was opened elsewhere."}
+
+# A pre-queue page's new snapshot comes this long at most after the tick that says the line
+# has started, at random: a pre-queue of thousands asks the index over seconds, not at once.
+START_SPREAD_SECONDS = 3.0
+
+logger = logging.getLogger(__name__)
 
 
 def snapshot_message(
@@ -80,6 +92,8 @@ class LineConsumer(AsyncWebsocketConsumer):
     watching: bool = False  # keeping the ticket alive (live/watchers.py)
     replaced: bool = False
     left: bool = False
+    in_prequeue: bool = False  # the page was last shown the pre-queue
+    placing: asyncio.Task[None] | None = None  # the pre-queue page's new snapshot, on its way
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         try:
@@ -122,6 +136,7 @@ class LineConsumer(AsyncWebsocketConsumer):
             if await self._send_personal(snapshot=True):
                 # Ticks only after the snapshot: a page places itself from its order key.
                 self.ticks = await tick_relay_open(ref.event_id, self._send_text)
+                self._watch_for_start()
         except BaseException:
             # The page went away mid-connect, or Redis did: no disconnect will tidy up.
             self._leave()
@@ -150,6 +165,8 @@ class LineConsumer(AsyncWebsocketConsumer):
         if snapshot:
             last = await _last_tick(self.ref.event_id)
             await self.send(text_data=json.dumps(snapshot_message(view, self.layout, last)))
+            self.in_prequeue = view.status == EntryStatus.PREQUEUE
+            self._watch_for_start()
         elif view.status == EntryStatus.ADMITTED and view.issued_pass is not None:
             await self.send(
                 text_data=json.dumps(
@@ -180,6 +197,32 @@ class LineConsumer(AsyncWebsocketConsumer):
             watchers.remove(self.ref.event_id, self.ref.entry_id)
         if self.ticks is not None:
             tick_relay_close(self.ref.event_id, self.ticks)
+        if self.placing is not None:
+            self.placing.cancel()
+
+    def _watch_for_start(self) -> None:
+        if self.ticks is not None:
+            self.ticks.on_started = self._line_started if self.in_prequeue else None
+
+    def _line_started(self) -> None:
+        """A tick says the line has started and this page still shows the pre-queue: send
+        it its shuffled place, a random moment within ``START_SPREAD_SECONDS`` from now. If
+        the shuffle has not run yet, the page still shows the pre-queue and the next tick
+        tries again."""
+        if self.placing is None and not self.left:
+            self.placing = asyncio.get_running_loop().create_task(self._place_after_start())
+
+    async def _place_after_start(self) -> None:
+        try:
+            await asyncio.sleep(random.uniform(0.0, START_SPREAD_SECONDS))
+            await self._send_personal(snapshot=True)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # The next tick tries again; a broken socket is its own disconnect's to tidy up.
+            logger.info("a pre-queue page's place after the start could not be sent", exc_info=True)
+        finally:
+            self.placing = None
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Pages have nothing to say; whatever arrives is ignored, unless it is bigger than a

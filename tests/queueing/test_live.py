@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import timedelta
 
 import pytest
 import redis
@@ -13,12 +14,15 @@ from channels.testing import WebsocketCommunicator
 from django.utils import timezone
 
 from config.asgi import application
+from events.services import event_pause
 from queueing.line import layouts
 from queueing.live.ticks import broadcast_tick
 from queueing.live.watchers import watchers
+from queueing.models import QueueEntry
 from queueing.rules.positions import rank_from_checkpoints
 from queueing.rules.tickets import TicketRef, ticket_issue
 from queueing.ticks import event_tick
+from queueing.web.consumers import START_SPREAD_SECONDS
 from tests.queueing.helpers import entry_of, fans_join, waiting_entries
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,6 +79,56 @@ def test_an_admitted_fan_is_told_where_to_go(make_event) -> None:
         await ws.disconnect()
 
     asyncio.run(scenario())
+
+
+def test_a_prequeue_page_is_sent_its_shuffled_place_once_the_line_starts(make_event) -> None:
+    starts = timezone.now() + timedelta(seconds=30)
+    event = make_event(starts_at=starts, capacity=0, rate_per_minute=0, heartbeat_seconds=600)
+    tickets = fans_join(event.slug, 20)
+    # Paused: the line starts (the shuffle) but nobody is let in while we look.
+    event_pause(event=event, actor="test", now=timezone.now())
+
+    async def scenario() -> None:
+        ws = socket(event.slug, tickets[7])
+        await ws.connect()
+        first = await ws.receive_json_from(timeout=5)
+        assert first["status"] == "prequeue"
+        # Before the start, ticks are only ticks.
+        await database_sync_to_async(broadcast_tick)(event_id=event.id, now=timezone.now())
+        assert (await ws.receive_json_from(timeout=5))["type"] == "tick"
+        assert await ws.receive_nothing(timeout=START_SPREAD_SECONDS + 0.5)
+        # The start: the shuffle, then a tick that says the line is open.
+        later = starts + timedelta(seconds=1)
+        await database_sync_to_async(event_tick)(event_id=event.id, now=later)
+        await database_sync_to_async(broadcast_tick)(event_id=event.id, now=later)
+        placed = await next_of(ws, "snapshot", timeout=START_SPREAD_SECONDS + 3)
+        entry = await database_sync_to_async(entry_of)(tickets[7])
+        assert placed["status"] == "waiting"
+        assert placed["order_key"] == entry.order_key
+        assert placed["position"] == 1 + await database_sync_to_async(ahead_of)(entry)
+        # Placed once: further ticks are only ticks.
+        await database_sync_to_async(broadcast_tick)(event_id=event.id, now=later)
+        assert (await ws.receive_json_from(timeout=5))["type"] == "tick"
+        assert await ws.receive_nothing(timeout=START_SPREAD_SECONDS + 0.5)
+        await ws.disconnect()
+
+    asyncio.run(scenario())
+
+
+async def next_of(ws: WebsocketCommunicator, kind: str, *, timeout: float) -> dict:
+    """The next message of ``kind``, skipping ticks."""
+    deadline = time.monotonic() + timeout
+    while True:
+        message = await ws.receive_json_from(timeout=max(0.1, deadline - time.monotonic()))
+        if message["type"] == kind:
+            return message
+        assert message["type"] == "tick", message
+
+
+def ahead_of(entry) -> int:
+    return QueueEntry.objects.filter(
+        event_id=entry.event_id, status="waiting", order_key__lt=entry.order_key
+    ).count()
 
 
 @pytest.mark.parametrize("bad", ["forged.ticket", "1-1-1.AAAA", "", "%00"])

@@ -133,8 +133,28 @@
     return positionInLine(me.tiers, me.tierId, rank, counts);
   }
 
+  // The sale started while this page showed the pre-queue: it becomes the waiting page where
+  // it is, rather than every pre-queue page reloading at once. False if it cannot.
+  function becomeWaiting() {
+    var part = $("waiting-part");
+    if (!part) return false;
+    var pre = $("prequeue-part");
+    if (pre) pre.hidden = true;
+    part.hidden = false;
+    status = "waiting";
+    $("live").setAttribute("data-status", status);
+    firstPosition = null;  // the progress bar starts from the first place shown
+    return true;
+  }
+
+  // `view.placed`: from the socket's snapshot, which brings the shuffled place's order key.
   function render(view) {
-    if (view.status !== status) { window.location.reload(); return; }
+    if (view.status !== status) {
+      // A poll knows no order key: with a socket open, the snapshot on its way places the
+      // page (the ticks are read by order key); without one, nothing reads the ticks.
+      var inPlace = status === "prequeue" && view.status === "waiting" && (view.placed || !socketOpen());
+      if (!inPlace || !becomeWaiting()) { window.location.reload(); return; }
+    }
     var text = $("status-text");
     if (status === "waiting" && view.position) {
       if (view.state === "paused") text.textContent = S.paused;
@@ -270,7 +290,7 @@
         if (message.redirect_url) { goTo(message.redirect_url); return; }
         showNotice(message.tick);
         render({ status: message.status, position: message.position, eta: message.eta,
-                 queueLength: message.queue_length, state: cfg.state });
+                 queueLength: message.queue_length, state: cfg.state, placed: true });
       } else if (message.type === "tick") {
         onTick(message);
       } else if (message.type === "admitted" && message.redirect_url) {
@@ -299,7 +319,13 @@
     var m = Math.floor(left % 3600 / 60), s = left % 60;
     node.textContent = d ? fmt(S.countdownDays, { d: d, h: h, m: m, s: s }) : fmt(S.countdown, { h: h, m: m, s: s });
     if (left === 0) {
-      setTimeout(function () { if (!stopped) window.location.reload(); }, 2000 + Math.random() * 3000);
+      // Once the line has started, the server sends an open socket this page's shuffled
+      // place (a new snapshot, within seconds) and the page becomes a waiting page in place.
+      // A page without a socket reloads; so does one still in the pre-queue long after.
+      var after = socketOpen() ? 20000 + Math.random() * 10000 : 2000 + Math.random() * 3000;
+      setTimeout(function () {
+        if (!stopped && status === "prequeue") window.location.reload();
+      }, after);
     }
     else setTimeout(countdown, 1000);
   }

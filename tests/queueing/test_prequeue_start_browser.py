@@ -1,0 +1,74 @@
+"""The sale's start in a real browser against the real processes (web, worker, beat): a page
+in the pre-queue becomes the waiting page where it is, at its shuffled place, without
+reloading (the server sends its socket the place: queueing/web/consumers.py)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from events.services import TierSpec
+from tests.browser import chromium, screenshot, wait_for_true
+from tests.http import request
+from tests.processes import running_stack
+
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
+
+
+def test_a_prequeue_page_becomes_the_waiting_page_in_place_at_the_start(
+    make_event, tmp_path
+) -> None:
+    with running_stack() as stack:
+        base = stack.web()
+        starts = timezone.now() + timedelta(seconds=15)
+        # Room for one in the shop, who never leaves, and five fans of a tier served first:
+        # one goes in, four wait ahead of the fan whose page this is.
+        make_event(
+            slug="start",
+            starts_at=starts,
+            capacity=1,
+            rate_per_minute=0,
+            tiers=[TierSpec("Fan club", priority=1, access_codes=["CLUB"]), TierSpec("General")],
+        )
+        for _ in range(5):
+            request("POST", f"{base}/api/v1/events/start/join", {"access_code": "CLUB"})
+        stack.worker()
+        stack.beat()
+        with chromium() as browser:
+            page = browser.new_page(locale="en-US")
+            requests: list[str] = []
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(f"{base}/e/start/")
+            page.click("form.join button[type=submit]")  # no code: the general tier
+            page.wait_for_selector("#prequeue-part")
+            assert page.locator("#waiting-part").is_hidden()
+            assert page.inner_text("#status-text") == "You're in the pre-queue."
+            screenshot(page, "prequeue-before-start.png", tmp_path)
+            page.evaluate("window.notReloaded = true")
+            documents_before = sum(1 for url in requests if url.rstrip("/").endswith("/e/start"))
+
+            wait_for_true(
+                page,
+                "!document.getElementById('waiting-part').hidden"
+                " && document.getElementById('position').textContent.trim() !== ''",
+                timeout=40_000,
+            )
+            assert page.evaluate("window.notReloaded") is True
+            assert page.locator("#prequeue-part").is_hidden()
+            assert page.get_attribute("#live", "data-status") == "waiting"
+            assert page.inner_text("#status-text") in ("You're in line.", "You're next!")
+            # No page load and no poll of the ticket: the socket brought the place.
+            assert sum(1 for url in requests if url.rstrip("/").endswith("/e/start")) == (
+                documents_before
+            )
+            assert not [url for url in requests if "/api/v1/tickets/" in url]
+            ticket = page.evaluate("JSON.parse(document.getElementById('wr-config').textContent)")[
+                "ticket"
+            ]
+            status = request("GET", f"{base}/api/v1/tickets/{ticket}").body
+            assert status["status"] == "waiting"
+            assert page.inner_text("#position") == str(status["position"]) == "5"
+            assert page.inner_text("#queue-length") == str(status["queue_length"])
+            screenshot(page, "prequeue-after-start.png", tmp_path)
