@@ -25,15 +25,19 @@ def test_a_prequeue_page_becomes_the_waiting_page_in_place_at_the_start(
         starts = timezone.now() + timedelta(seconds=15)
         # Room for one in the shop, who never leaves, and five fans of a tier served first:
         # one goes in, four wait ahead of the fan whose page this is.
-        make_event(
+        event = make_event(
             slug="start",
             starts_at=starts,
             capacity=1,
             rate_per_minute=0,
             tiers=[TierSpec("Fan club", priority=1, access_codes=["CLUB"]), TierSpec("General")],
         )
-        for _ in range(5):
-            request("POST", f"{base}/api/v1/events/start/join", {"access_code": "CLUB"})
+        club = [
+            request("POST", f"{base}/api/v1/events/start/join", {"access_code": "CLUB"}).body[
+                "ticket"
+            ]
+            for _ in range(5)
+        ]
         stack.worker()
         stack.beat()
         with chromium() as browser:
@@ -72,3 +76,26 @@ def test_a_prequeue_page_becomes_the_waiting_page_in_place_at_the_start(
             assert page.inner_text("#position") == str(status["position"]) == "5"
             assert page.inner_text("#queue-length") == str(status["queue_length"])
             screenshot(page, "prequeue-after-start.png", tmp_path)
+
+            # The line moves one place, and the fan reloads: the progress bar still counts
+            # from where they were first placed (kept by the tab: no render set the cookie).
+            (in_shop,) = [
+                answer["pass"]
+                for answer in (request("GET", f"{base}/api/v1/tickets/{t}").body for t in club)
+                if answer["status"] == "admitted"
+            ]
+            done = request(
+                "POST",
+                f"{base}/api/v1/passes/complete",
+                {"pass": in_shop, "outcome": "completed"},
+                {"Authorization": f"Bearer {event.integration_key}"},
+            )
+            assert done.status == 204, done.body
+            wait_for_true(page, "document.getElementById('position').textContent === '4'")
+            page.reload()
+            wait_for_true(
+                page,
+                "document.getElementById('progress-bar').style.width === '20%'",
+                timeout=15_000,
+            )
+            assert page.inner_text("#position") == "4"

@@ -15,7 +15,17 @@
   var S = cfg.strings;
   var me = { tierId: null, orderKey: null, tiers: [] };
   var status = cfg.status;
-  var firstPosition = cfg.firstPosition;
+  // Where the fan stood when first placed, for the progress bar: the server keeps it in the
+  // page's cookie when it renders the page, and this tab keeps it too, for a page that became
+  // the waiting page in place (no render set the cookie) and is reloaded later.
+  var FIRST_KEY = "wr-first-position:" + cfg.ticket;
+  function firstRemembered() {
+    try { return parseInt(window.sessionStorage.getItem(FIRST_KEY), 10) || 0; } catch (e) { return 0; }
+  }
+  function firstRemember(position) {
+    try { window.sessionStorage.setItem(FIRST_KEY, String(position)); } catch (e) { /* private mode */ }
+  }
+  var firstPosition = Math.max(cfg.firstPosition || 0, firstRemembered()) || null;
   var socket = null;
   var pollTimer = null;
   var checking = false;
@@ -164,7 +174,10 @@
       // Paused: nobody knows when staff resume, so no wait is shown (as the server says).
       $("wait").textContent = waitText(view.state === "paused" ? null : view.eta);
       $("queue-length").textContent = number(view.queueLength);
-      if (!firstPosition || view.position > firstPosition) firstPosition = view.position;
+      if (!firstPosition || view.position > firstPosition) {
+        firstPosition = view.position;
+        firstRemember(firstPosition);
+      }
       var progress = Math.max(0, Math.min(100, Math.floor(100 * (firstPosition - view.position) / firstPosition)));
       $("progress-bar").style.width = progress + "%";
       document.querySelector(".progress").setAttribute("aria-valuenow", progress);
