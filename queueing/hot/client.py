@@ -39,7 +39,8 @@ class HotIndexUnavailable(Exception):
 
 class HotIndexBusy(HotIndexUnavailable):
     """This process had no free connection to Redis (its pool was spent): Redis itself may
-    be answering others, so nothing is known to be lost."""
+    be answering other processes. Not an outage (no fail-fast), but what the call was to
+    write is lost all the same (a heartbeat: ``line/heartbeat_gaps.py``)."""
 
 
 # Until when (time.monotonic()) calls to a plain Redis fail at once: for WR_HOT_RETRY_SECONDS

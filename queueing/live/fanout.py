@@ -113,7 +113,11 @@ class EventFanout:
                             if started is None:
                                 started = line_started(text)
                             if started:
-                                relay.on_started()
+                                try:
+                                    relay.on_started()
+                                except Exception:
+                                    # One page's trouble must not stop the ticks of the others.
+                                    logger.warning("a page's start hook failed", exc_info=True)
         finally:
             try:
                 await layer.group_discard(group, channel)
@@ -122,12 +126,14 @@ class EventFanout:
 
 
 def line_started(tick: str) -> bool:
-    """Whether a tick says the line has started: its state is past the pre-queue."""
+    """Whether a tick says the line has started: open or paused. (A sale closed before its
+    start revokes its pre-queue in batches; its pages learn it when their countdown runs out,
+    rather than each asking again at every tick until its turn comes.)"""
     try:
         state = json.loads(tick).get("state")
     except (ValueError, AttributeError):
         return False
-    return state not in (None, "scheduled", "prequeue")
+    return state in ("open", "paused")
 
 
 _fanouts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, EventFanout]] = (

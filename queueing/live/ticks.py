@@ -5,7 +5,8 @@ sketch of ``(rank, order key)`` checkpoints (dense at the front, geometric behin
 measured throughput for the wait estimate. Each page knows its own order key and tier from its
 snapshot and places itself between two checkpoints. Building a tick costs
 O(checkpoints * log n); sending it is one publish. Personal messages go only to admitted fans
-(``queueing/hot/channels.py``).
+(``queueing/hot/channels.py``), and, once at the start, to pages that showed the pre-queue
+(their shuffled place: ``queueing/web/consumers.py``).
 """
 
 from __future__ import annotations

@@ -196,8 +196,10 @@ class LineConsumer(AsyncWebsocketConsumer):
         if self.watching:
             watchers.remove(self.ref.event_id, self.ref.entry_id)
         if self.ticks is not None:
+            self.ticks.on_started = None
             tick_relay_close(self.ref.event_id, self.ticks)
-        if self.placing is not None:
+        # Not from within itself: a placing that finds the ticket gone still closes the socket.
+        if self.placing is not None and self.placing is not asyncio.current_task():
             self.placing.cancel()
 
     def _watch_for_start(self) -> None:
@@ -215,7 +217,8 @@ class LineConsumer(AsyncWebsocketConsumer):
     async def _place_after_start(self) -> None:
         try:
             await asyncio.sleep(random.uniform(0.0, START_SPREAD_SECONDS))
-            await self._send_personal(snapshot=True)
+            if not self.left:  # a newer page may have taken the ticket meanwhile
+                await self._send_personal(snapshot=True)
         except asyncio.CancelledError:
             raise
         except Exception:

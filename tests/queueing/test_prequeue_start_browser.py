@@ -4,10 +4,13 @@ reloading (the server sends its socket the place: queueing/web/consumers.py)."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 
 from events.services import TierSpec
 from tests.browser import chromium, screenshot, wait_for_true
@@ -22,7 +25,9 @@ def test_a_prequeue_page_becomes_the_waiting_page_in_place_at_the_start(
 ) -> None:
     with running_stack() as stack:
         base = stack.web()
-        starts = timezone.now() + timedelta(seconds=15)
+        # An hour away; staff bring it forward once the page waits in the pre-queue. The
+        # page's own countdown then says an hour: only the server can tell it the sale began.
+        starts = timezone.now() + timedelta(hours=1)
         # Room for one in the shop, who never leaves, and five fans of a tier served first:
         # one goes in, four wait ahead of the fan whose page this is.
         event = make_event(
@@ -38,6 +43,8 @@ def test_a_prequeue_page_becomes_the_waiting_page_in_place_at_the_start(
             ]
             for _ in range(5)
         ]
+        staff = get_user_model().objects.create_superuser("ann", "ann@example.com", None)
+        token = Token.objects.create(user=staff).key
         stack.worker()
         stack.beat()
         with chromium() as browser:
@@ -51,6 +58,14 @@ def test_a_prequeue_page_becomes_the_waiting_page_in_place_at_the_start(
             assert page.inner_text("#status-text") == "You're in the pre-queue."
             screenshot(page, "prequeue-before-start.png", tmp_path)
             page.evaluate("window.notReloaded = true")
+            time.sleep(1.0)  # the page's socket opens
+            moved = request(
+                "PATCH",
+                f"{base}/api/v1/manage/events/start/",
+                {"starts_at": timezone.now().isoformat()},
+                {"Authorization": f"Token {token}"},
+            )
+            assert moved.status == 200, moved.body
             documents_before = sum(1 for url in requests if url.rstrip("/").endswith("/e/start"))
 
             wait_for_true(

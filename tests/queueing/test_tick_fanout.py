@@ -4,6 +4,7 @@ skips ticks instead of holding the others up."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -110,5 +111,37 @@ def test_ticks_resume_after_the_subscription_is_lost(monkeypatch) -> None:
                 break
         assert got, "no tick after the subscription came back"
         tick_relay_close(987_656, relay)
+
+    async_to_sync(scenario)()
+
+
+def test_pages_waiting_for_the_start_hear_of_it_and_one_failing_hook_stops_no_ticks() -> None:
+    async def scenario() -> None:
+        layer = get_channel_layer()
+        received: list[str] = []
+        started: list[str] = []
+
+        async def send(text: str) -> None:
+            received.append(text)
+
+        def broken() -> None:
+            raise RuntimeError("a page's hook failed")
+
+        waiting = await tick_relay_open(987_656, send)
+        failing = await tick_relay_open(987_656, send)
+        waiting.on_started = lambda: started.append("waiting")
+        failing.on_started = broken
+        for state in ("prequeue", "open", "closed"):
+            await layer.group_send(
+                event_group(987_656), _tick(json.dumps({"type": "tick", "state": state}))
+            )
+            for _ in range(100):
+                if len(received) == 2 * (1 + ("prequeue", "open", "closed").index(state)):
+                    break
+                await asyncio.sleep(0.02)
+        assert started == ["waiting"]  # at "open" only: not before the start, nor once closed
+        assert len(received) == 6  # every page got every tick, the failing hook's too
+        for relay in (waiting, failing):
+            tick_relay_close(987_656, relay)
 
     async_to_sync(scenario)()

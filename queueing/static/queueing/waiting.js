@@ -160,10 +160,11 @@
   // `view.placed`: from the socket's snapshot, which brings the shuffled place's order key.
   function render(view) {
     if (view.status !== status) {
-      // A poll knows no order key: with a socket open, the snapshot on its way places the
-      // page (the ticks are read by order key); without one, nothing reads the ticks.
-      var inPlace = status === "prequeue" && view.status === "waiting" && (view.placed || !socketOpen());
-      if (!inPlace || !becomeWaiting()) { window.location.reload(); return; }
+      var started = status === "prequeue" && view.status === "waiting";
+      // A poll knows neither the order key the ticks are read by nor the sale's state: with
+      // a socket open, the snapshot on its way places the page; without one, it reloads.
+      if (started && !view.placed && socketOpen()) return;
+      if (!started || !view.placed || !becomeWaiting()) { window.location.reload(); return; }
     }
     var text = $("status-text");
     if (status === "waiting" && view.position) {
@@ -334,11 +335,17 @@
     if (left === 0) {
       // Once the line has started, the server sends an open socket this page's shuffled
       // place (a new snapshot, within seconds) and the page becomes a waiting page in place.
-      // A page without a socket reloads; so does one still in the pre-queue long after.
-      var after = socketOpen() ? 20000 + Math.random() * 10000 : 2000 + Math.random() * 3000;
+      // A page without a socket 2-5 s after the countdown ran out reloads; so does one still
+      // in the pre-queue 20-30 s after that. (Decided then, not now: a page loaded at the
+      // start runs its countdown before its socket opens.)
+      var stillWaiting = function () { return !stopped && status === "prequeue"; };
       setTimeout(function () {
-        if (!stopped && status === "prequeue") window.location.reload();
-      }, after);
+        if (!stillWaiting()) return;
+        if (!socketOpen()) { window.location.reload(); return; }
+        setTimeout(function () {
+          if (stillWaiting()) window.location.reload();
+        }, 20000 + Math.random() * 10000);
+      }, 2000 + Math.random() * 3000);
     }
     else setTimeout(countdown, 1000);
   }
