@@ -34,7 +34,8 @@ class TickRelay:
 
     def __init__(self, send: Send) -> None:
         self._send = send
-        self._latest: str | None = None
+        self._latest: str | None = None  # to send
+        self.newest: str | None = None  # the newest tick offered, sent or not
         self._ready = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._run())
         # Set while the page shows the pre-queue: called at each tick that says the line has
@@ -42,7 +43,7 @@ class TickRelay:
         self.on_started: Callable[[], None] | None = None
 
     def offer(self, text: str) -> None:
-        self._latest = text
+        self._latest = self.newest = text
         self._ready.set()
 
     def close(self) -> None:

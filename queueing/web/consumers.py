@@ -5,7 +5,7 @@ process, join the ticket's group, accept, count the socket on its ticket (the ol
 the cap are told to go: queueing/live/sockets.py), then send one personal snapshot. Afterwards
 the socket only relays the event's tick (serialized once for everyone, handed over by this
 process's fan-out: queueing/live/fanout.py) and, for an admitted fan, where to go. A page
-that was shown the pre-queue gets one more snapshot once a tick says the line has started:
+that was shown the pre-queue gets a new snapshot once a tick says the line has started:
 its shuffled place, with which it turns into a waiting page where it is, rather than every
 pre-queue page reloading at once (``START_SPREAD_SECONDS``). The page sends nothing; a frame
 bigger than any page would send ends the socket.
@@ -147,8 +147,9 @@ class LineConsumer(AsyncWebsocketConsumer):
         await self.accept()
         await self.close(code=code)
 
-    async def _send_personal(self, *, snapshot: bool) -> bool:
-        """False if the ticket is gone (the socket is being closed)."""
+    async def _send_personal(self, *, snapshot: bool, last_tick: str | None = None) -> bool:
+        """False if the ticket is gone (the socket is being closed). ``last_tick``: the tick
+        to put in a snapshot, if the caller has it (else it is read)."""
         assert self.ref is not None and self.layout is not None
         # From the hot index on the event loop while the fan is in line there (a page
         # connecting is as hot as a status poll when a sale starts); else from the database.
@@ -163,7 +164,7 @@ class LineConsumer(AsyncWebsocketConsumer):
                 await self.close(code=CLOSE_TICKET_GONE)
                 return False
         if snapshot:
-            last = await _last_tick(self.ref.event_id)
+            last = last_tick or await _last_tick(self.ref.event_id)
             await self.send(text_data=json.dumps(snapshot_message(view, self.layout, last)))
             self.in_prequeue = view.status == EntryStatus.PREQUEUE
             self._watch_for_start()
@@ -218,7 +219,9 @@ class LineConsumer(AsyncWebsocketConsumer):
         try:
             await asyncio.sleep(random.uniform(0.0, START_SPREAD_SECONDS))
             if not self.left:  # a newer page may have taken the ticket meanwhile
-                await self._send_personal(snapshot=True)
+                # The tick that said the line started is at hand: no need to read it again.
+                newest = self.ticks.newest if self.ticks is not None else None
+                await self._send_personal(snapshot=True, last_tick=newest)
         except asyncio.CancelledError:
             raise
         except Exception:

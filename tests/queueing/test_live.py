@@ -93,8 +93,12 @@ def test_a_prequeue_page_is_sent_its_shuffled_place_once_the_line_starts(make_ev
         await ws.connect()
         first = await ws.receive_json_from(timeout=5)
         assert first["status"] == "prequeue"
-        # Before the start, ticks are only ticks.
-        await database_sync_to_async(broadcast_tick)(event_id=event.id, now=timezone.now())
+        # Before the start, ticks are only ticks. (Sent until one arrives: the page's relay
+        # subscribes just after its snapshot, and a tick published before that is not its.)
+        for _ in range(20):
+            await database_sync_to_async(broadcast_tick)(event_id=event.id, now=timezone.now())
+            if not await ws.receive_nothing(timeout=0.5):
+                break
         assert (await ws.receive_json_from(timeout=5))["type"] == "tick"
         assert await ws.receive_nothing(timeout=START_SPREAD_SECONDS + 0.5)
         # The start: the shuffle, then a tick that says the line is open.
@@ -105,6 +109,7 @@ def test_a_prequeue_page_is_sent_its_shuffled_place_once_the_line_starts(make_ev
         entry = await database_sync_to_async(entry_of)(tickets[7])
         assert placed["status"] == "waiting"
         assert placed["order_key"] == entry.order_key
+        assert placed["tick"]["state"] == "paused"  # the tick that said the line started
         assert placed["position"] == 1 + await database_sync_to_async(ahead_of)(entry)
         # Placed once: further ticks are only ticks.
         await database_sync_to_async(broadcast_tick)(event_id=event.id, now=later)
