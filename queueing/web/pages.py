@@ -211,6 +211,8 @@ def _render_ticket(
             "firstPosition": first,
             "pollAfter": view.poll_after_seconds,
             "startsAt": event.starts_at.timestamp() if event.starts_at else None,
+            # The countdown runs on the server's clock: a fan's own may be minutes off.
+            "serverNow": now.timestamp(),
             "wsPath": f"/ws/events/{event.slug}/",
             "ticketApi": reverse("api-ticket", args=[view.ticket]),
             "strings": {**js_strings(), **your_turn_strings()},

@@ -325,10 +325,15 @@
     };
   }
 
+  // The server's clock, as the page was rendered, moved on by the fan's: a phone whose clock
+  // is minutes off would otherwise count down to the wrong moment (and reload too early).
+  var clockOffset = cfg.serverNow ? cfg.serverNow - Date.now() / 1000 : 0;
+  function serverNow() { return Date.now() / 1000 + clockOffset; }
+
   function countdown() {
     var node = $("countdown");
     if (!node || !cfg.startsAt) return;
-    var left = Math.max(0, Math.round(cfg.startsAt - Date.now() / 1000));
+    var left = Math.max(0, Math.round(cfg.startsAt - serverNow()));
     var d = Math.floor(left / 86400), h = Math.floor(left % 86400 / 3600);
     var m = Math.floor(left % 3600 / 60), s = left % 60;
     node.textContent = d ? fmt(S.countdownDays, { d: d, h: h, m: m, s: s }) : fmt(S.countdown, { h: h, m: m, s: s });
