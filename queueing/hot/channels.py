@@ -23,11 +23,12 @@ def ticket_group(entry_id: int) -> str:
     return f"ticket.{entry_id}"
 
 
-def publish_tick(event_id: int, text: str) -> None:
+def publish_tick(event_id: int, text: str, *, started: bool) -> None:
     """One message to every page watching the event (through each web process's one
-    subscription; see queueing/live/fanout.py)."""
+    subscription; see queueing/live/fanout.py). ``started``: the tick says the line has
+    started, told beside the text so that no process reads the text to know it."""
     async_to_sync(get_channel_layer().group_send)(
-        event_group(event_id), {"type": "line.tick", "text": text}
+        event_group(event_id), {"type": "line.tick", "text": text, "started": started}
     )
 
 

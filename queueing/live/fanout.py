@@ -11,7 +11,6 @@ newest tick when its socket can take it: a slow page skips ticks rather than hol
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import weakref
 from collections.abc import Awaitable, Callable
@@ -107,34 +106,20 @@ class EventFanout:
                     continue
                 text = message.get("text")
                 if message.get("type") == "line.tick" and isinstance(text, str):
-                    started: bool | None = None  # read from the tick once, if a page asks
+                    started = message.get("started") is True
                     for relay in list(self.relays):
                         relay.offer(text)
-                        if relay.on_started is not None:
-                            if started is None:
-                                started = line_started(text)
-                            if started:
-                                try:
-                                    relay.on_started()
-                                except Exception:
-                                    # One page's trouble must not stop the ticks of the others.
-                                    logger.warning("a page's start hook failed", exc_info=True)
+                        if started and relay.on_started is not None:
+                            try:
+                                relay.on_started()
+                            except Exception:
+                                # One page's trouble must not stop the ticks of the others.
+                                logger.warning("a page's start hook failed", exc_info=True)
         finally:
             try:
                 await layer.group_discard(group, channel)
             except Exception:  # noqa: BLE001  leaving anyway; Redis drops it with the socket
                 logger.info("could not unsubscribe from the ticks of event %s", self.event_id)
-
-
-def line_started(tick: str) -> bool:
-    """Whether a tick says the line has started: open or paused. (A sale closed before its
-    start revokes its pre-queue in batches; its pages learn it when their countdown runs out,
-    rather than each asking again at every tick until its turn comes.)"""
-    try:
-        state = json.loads(tick).get("state")
-    except (ValueError, AttributeError):
-        return False
-    return state in ("open", "paused")
 
 
 _fanouts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, EventFanout]] = (

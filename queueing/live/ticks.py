@@ -16,7 +16,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from events.models import Event
+from events.models import Event, EventState
 from queueing.hot import channels, line_index, stats
 from queueing.hot.client import HotIndexUnavailable
 from queueing.hot.line_index import IndexState
@@ -85,6 +85,12 @@ def tick_payload(event: Event, layout: EventLayout, *, now: datetime) -> dict[st
     }
 
 
+# The line has started (its pre-queue shuffled): pre-queue pages are then sent their place
+# (queueing/web/consumers.py). Not a sale closed before its start: its pre-queue is revoked in
+# batches, and its pages learn it when their countdown runs out.
+LINE_STARTED = frozenset({EventState.OPEN, EventState.PAUSED})
+
+
 def broadcast_tick(*, event_id: int, now: datetime) -> bool:
     """Publish this tick to every page watching the event: one message, cached for snapshots."""
     event = Event.objects.filter(pk=event_id).first()
@@ -106,7 +112,7 @@ def event_broadcast(event: Event, *, now: datetime) -> bool:
         stats.record_line_sample(
             event_id, minute=int(now.timestamp() // 60), queue_length=payload["queue_length"]
         )
-        channels.publish_tick(event_id, text)
+        channels.publish_tick(event_id, text, started=payload["state"] in LINE_STARTED)
     except Exception:
         # Pages fall back to polling; the line itself is unaffected.
         logger.warning("could not broadcast the tick of event %s", event_id, exc_info=True)

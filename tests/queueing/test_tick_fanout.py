@@ -4,13 +4,13 @@ skips ticks instead of holding the others up."""
 from __future__ import annotations
 
 import asyncio
-import json
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from queueing.hot.channels import event_group
 from queueing.live.fanout import tick_relay_close, tick_relay_open
+from queueing.live.ticks import LINE_STARTED
 
 
 def _tick(text: str) -> dict[str, str]:
@@ -132,8 +132,10 @@ def test_pages_waiting_for_the_start_hear_of_it_and_one_failing_hook_stops_no_ti
         waiting.on_started = lambda: started.append("waiting")
         failing.on_started = broken
         for state in ("prequeue", "open", "closed"):
+            # As the room's tick sends it (queueing/live/ticks.py).
             await layer.group_send(
-                event_group(987_656), _tick(json.dumps({"type": "tick", "state": state}))
+                event_group(987_656),
+                {**_tick(f"tick {state}"), "started": state in LINE_STARTED},
             )
             for _ in range(100):
                 if len(received) == 2 * (1 + ("prequeue", "open", "closed").index(state)):

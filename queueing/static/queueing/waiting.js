@@ -144,17 +144,13 @@
   }
 
   // The sale started while this page showed the pre-queue: it becomes the waiting page where
-  // it is, rather than every pre-queue page reloading at once. False if it cannot.
+  // it is, rather than every pre-queue page reloading at once.
   function becomeWaiting() {
-    var part = $("waiting-part");
-    if (!part) return false;
-    var pre = $("prequeue-part");
-    if (pre) pre.hidden = true;
-    part.hidden = false;
+    $("prequeue-part").hidden = true;
+    $("waiting-part").hidden = false;
     status = "waiting";
     $("live").setAttribute("data-status", status);
     firstPosition = null;  // the progress bar starts from the first place shown
-    return true;
   }
 
   // `view.placed`: from the socket's snapshot, which brings the shuffled place's order key.
@@ -164,7 +160,8 @@
       // A poll knows neither the order key the ticks are read by nor the sale's state: with
       // a socket open, the snapshot on its way places the page; without one, it reloads.
       if (started && !view.placed && socketOpen()) return;
-      if (!started || !view.placed || !becomeWaiting()) { window.location.reload(); return; }
+      if (!started || !view.placed) { window.location.reload(); return; }
+      becomeWaiting();
     }
     var text = $("status-text");
     if (status === "waiting" && view.position) {
