@@ -34,3 +34,14 @@ def request(
     except ValueError:
         parsed = text
     return Reply(status=status, headers={k.lower(): v for k, v in hdrs.items()}, body=parsed)
+
+
+def pass_complete(base: str, integration_key: str, pass_token: str) -> None:
+    """The shop reports a fan's checkout done (the pass's slot is freed)."""
+    reply = request(
+        "POST",
+        f"{base}/api/v1/passes/complete",
+        {"pass": pass_token, "outcome": "completed"},
+        {"Authorization": f"Bearer {integration_key}"},
+    )
+    assert reply.status == 204, reply.body

@@ -30,7 +30,7 @@ from events.models import Event
 from tests.browser import chromium
 from tests.edge import needs_nginx
 from tests.gate_rig import SLUG, GatedShop, gated_shop
-from tests.http import request
+from tests.http import pass_complete, request
 from tests.processes import wait_until
 
 pytestmark = [
@@ -132,15 +132,6 @@ def run_journey(rig: GatedShop, make_event, tmp_path: Path) -> None:  # type: ig
         what="the other on-sale's fan to be admitted",
     )
 
-    def complete(pass_token: str) -> None:
-        answer = request(
-            "POST",
-            f"{room}/api/v1/passes/complete",
-            {"pass": pass_token, "outcome": "completed"},
-            {"Authorization": f"Bearer {key}"},
-        )
-        assert answer.status == 204, answer.body
-
     # In safety net the join page is only a hop: no call to join a line (a GET joins nobody).
     hop_page = request("GET", rig.room_location("/merch/tee?size=m"))
     assert hop_page.status == 200
@@ -200,7 +191,8 @@ def run_journey(rig: GatedShop, make_event, tmp_path: Path) -> None:  # type: ig
         assert hops[0] == Hop("GET", deep, 302, rig.room_location("/products/42?colour=red"))
         page.screenshot(path=str(tmp_path / "gate-journey-waiting.png"), full_page=True)
 
-        complete(early_pass)  # the shop frees the place: the next tick lets the fan in
+        # The shop frees the place: the next tick lets the fan in.
+        pass_complete(room, key, early_pass)
         page.wait_for_url(deep, timeout=WAIT_MS)
         fan_pass = pass_cookie(fan, shop)
         rendered = shop_rendered(page)

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import time
 
+from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 
 from events.services import event_pause
 from queueing.models import QueueEntry
@@ -67,3 +69,9 @@ def admission_halted(event, *, settle_seconds: float = 1.5, timeout: float = 15)
             return
         admitted = now_admitted
     raise AssertionError(f"admission went on for {timeout}s after the pause")
+
+
+def staff_token() -> str:
+    """A staff member's API token (the staff API's ``Authorization: Token …``)."""
+    staff = get_user_model().objects.create_superuser("ann", "ann@example.com", None)
+    return Token.objects.create(user=staff).key

@@ -8,14 +8,13 @@ import time
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from events.services import TierSpec
 from tests.browser import chromium, screenshot, wait_for_true
-from tests.http import request
+from tests.http import pass_complete, request
 from tests.processes import running_stack
+from tests.queueing.helpers import staff_token
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
@@ -43,8 +42,7 @@ def test_a_prequeue_page_becomes_the_waiting_page_in_place_at_the_start(
             ]
             for _ in range(5)
         ]
-        staff = get_user_model().objects.create_superuser("ann", "ann@example.com", None)
-        token = Token.objects.create(user=staff).key
+        token = staff_token()
         stack.worker()
         stack.beat()
         with chromium() as browser:
@@ -104,13 +102,7 @@ def test_a_prequeue_page_becomes_the_waiting_page_in_place_at_the_start(
                 for answer in (request("GET", f"{base}/api/v1/tickets/{t}").body for t in club)
                 if answer["status"] == "admitted"
             ]
-            done = request(
-                "POST",
-                f"{base}/api/v1/passes/complete",
-                {"pass": in_shop, "outcome": "completed"},
-                {"Authorization": f"Bearer {event.integration_key}"},
-            )
-            assert done.status == 204, done.body
+            pass_complete(base, event.integration_key, in_shop)
             wait_for_true(page, "document.getElementById('position').textContent === '4'")
             page.reload()
             wait_for_true(

@@ -8,12 +8,11 @@ from __future__ import annotations
 import time
 
 import pytest
-from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
 
 from tests.browser import chromium, screenshot, wait_for_true
-from tests.http import request
+from tests.http import pass_complete, request
 from tests.processes import running_stack, wait_until
+from tests.queueing.helpers import staff_token
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
@@ -51,11 +50,6 @@ window.AudioContext = function () {
 """
 
 
-def staff_token() -> str:
-    staff = get_user_model().objects.create_superuser("ann", "ann@example.com", None)
-    return Token.objects.create(user=staff).key
-
-
 def say(base: str, token: str, slug: str, message: str) -> None:
     reply = request(
         "PATCH",
@@ -75,16 +69,6 @@ def fill_the_shop(base: str, slug: str) -> str:
         what="the first fan to be let in",
     )
     return request("GET", f"{base}/api/v1/tickets/{first}").body["pass"]
-
-
-def complete(base: str, key: str, fan_pass: str) -> None:
-    reply = request(
-        "POST",
-        f"{base}/api/v1/passes/complete",
-        {"pass": fan_pass, "outcome": "completed"},
-        {"Authorization": f"Bearer {key}"},
-    )
-    assert reply.status == 204, reply.body
 
 
 def test_a_message_reaches_live_and_polling_pages_and_goes_again(make_event, tmp_path) -> None:
@@ -180,7 +164,7 @@ def test_a_fan_in_a_background_tab_is_called_back_when_let_in(make_event, tmp_pa
                 page.evaluate(
                     "window.__hidden = true; document.dispatchEvent(new Event('visibilitychange'))"
                 )
-            complete(base, event.integration_key, in_shop)
+            pass_complete(base, event.integration_key, in_shop)
             keen.locator("#your-turn").wait_for(state="visible", timeout=15_000)
             assert keen.url.startswith(base)  # held on the page, not sent off unseen
             assert keen.evaluate("window.__notes") == [
@@ -209,7 +193,7 @@ def test_a_fan_in_a_background_tab_is_called_back_when_let_in(make_event, tmp_pa
 
             # The quiet fan (no chime, no notification asked) is called back by the title only.
             keen_pass = href.split("wr_pass=", 1)[1].split("&", 1)[0]
-            complete(base, event.integration_key, keen_pass)
+            pass_complete(base, event.integration_key, keen_pass)
             quiet.locator("#your-turn").wait_for(state="visible", timeout=15_000)
             assert quiet.evaluate("window.__tones") == 0
             assert quiet.evaluate("window.__notes") == []
