@@ -34,7 +34,7 @@ def write_spread_tickets(event_id: int, path: Path, count: int = 2000) -> int:
     """``count`` tickets of waiting fans spread evenly over the whole line (a poll's cost
     in degraded mode does not depend on the position, but its answer's exactness does)."""
     from queueing.models import QueueEntry
-    from queueing.rules.tickets import TicketRef, ticket_issue
+    from queueing.rules.ticket_codec import TicketRef, ticket_issue
 
     rows = list(
         QueueEntry.objects.filter(event_id=event_id, status="waiting")

@@ -171,7 +171,7 @@ def status_polls(base: str, tickets: Path, *, seconds: int) -> dict[str, Any]:
 
 def write_tickets(event_id: int, path: Path, limit: int = 2000) -> None:
     from queueing.models import QueueEntry
-    from queueing.rules.tickets import TicketRef, ticket_issue
+    from queueing.rules.ticket_codec import TicketRef, ticket_issue
 
     rows = QueueEntry.objects.filter(event_id=event_id, status="waiting").values_list(
         "id", "tier_id"
@@ -439,8 +439,8 @@ def main() -> None:
 
     from bench import box_office
     from events.models import Event
-    from events.services import event_create, event_pause
     from queueing.line.rebuild import hot_index_rebuild
+    from staff.services import event_create, event_pause
     from tests.processes import Stack, free_port, wait_until
 
     def new_event(slug: str, **fields: Any) -> Event:

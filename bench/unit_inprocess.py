@@ -28,7 +28,7 @@ from events.models import Event
 from queueing.line.admission import ManualAdmission, admission_run
 from queueing.line.joining import JoinRequest, entry_join_many
 from queueing.models import AuditChainHead, QueueEntry
-from queueing.rules.tickets import TicketRef, ticket_issue
+from queueing.rules.ticket_codec import TicketRef, ticket_issue
 from queueing.tasks import room_tick
 
 

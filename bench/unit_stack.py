@@ -38,12 +38,12 @@ from bench.meters import (
     table_bytes,
 )
 from events.models import Event
-from events.services import event_create, event_pause
 from queueing.hot import keys
 from queueing.hot.client import LUA_DIR
 from queueing.line.layouts import event_layout
 from queueing.line.rebuild import hot_index_rebuild
 from queueing.models import AuditRecord, QueueEntry
+from staff.services import event_create, event_pause
 from tests.processes import Stack, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent

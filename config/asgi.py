@@ -13,8 +13,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from config.request_limits import RequestLimits  # noqa: E402
 from queueing.web.hot_paths import HotPaths  # noqa: E402
+from queueing.web.request_limits import RequestLimits  # noqa: E402
 from queueing.web.routing import websocket_urlpatterns  # noqa: E402
 
 if settings.WR_SERVE_STATIC:
@@ -24,7 +24,7 @@ if settings.WR_SERVE_STATIC:
     django_asgi_app = ASGIStaticFilesHandler(django_asgi_app)
 
 # In front of everything, a cap on what a request may make the room read (a body sent chunked
-# included: config/request_limits.py); then ticket status and joins take a lean path in front
+# included: queueing/web/request_limits.py); then ticket status and joins take a lean path in front
 # of Django (queueing/web/hot_paths.py).
 application = RequestLimits(
     HotPaths(

@@ -1,8 +1,10 @@
-"""``/metrics`` in the Prometheus text format, from a private registry.
+"""``/metrics`` in the Prometheus text format, from the room's private registry: a reader
+above the queue.
 
 Per-event gauges and counters are read from the room's own state at scrape time; request
-latencies are histograms observed in the web processes. With several gunicorn workers, set
-``PROMETHEUS_MULTIPROC_DIR`` (``make run`` does) so that every worker's observations count.
+latencies are histograms observed in the web processes (queueing/web/latency.py). With
+several gunicorn workers, set ``PROMETHEUS_MULTIPROC_DIR`` (``make run`` does) so that every
+worker's observations count.
 """
 
 from __future__ import annotations
@@ -10,15 +12,13 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
-import time
-from collections.abc import Callable, Iterator
-from functools import wraps
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
@@ -29,45 +29,8 @@ from queueing.line.activity import events_with_fans
 from queueing.line.layouts import event_layout
 from queueing.line.reads import current_counts
 from queueing.rules.states import EntryStatus
-from queueing.web.abuse import client_ip
-
-_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5)
-_REGISTRY = CollectorRegistry(auto_describe=True)
-JOIN_SECONDS = Histogram(
-    "waitingroom_join_seconds",
-    "Join request latency.",
-    buckets=_LATENCY_BUCKETS,
-    registry=_REGISTRY,
-)
-STATUS_SECONDS = Histogram(
-    "waitingroom_status_seconds",
-    "Ticket status request latency.",
-    buckets=_LATENCY_BUCKETS,
-    registry=_REGISTRY,
-)
-GATE_SECONDS = Histogram(
-    "waitingroom_gate_seconds",
-    "Gate check (a web server's sub-request) latency.",
-    buckets=_LATENCY_BUCKETS,
-    registry=_REGISTRY,
-)
-
-
-def observed(
-    histogram: Histogram,
-) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
-    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-        @wraps(view)
-        def wrapper(*args: Any, **kwargs: Any) -> HttpResponse:
-            started = time.perf_counter()
-            try:
-                return view(*args, **kwargs)
-            finally:
-                histogram.observe(time.perf_counter() - started)
-
-        return wrapper
-
-    return decorate
+from queueing.web.client_address import client_ip
+from queueing.web.latency import REGISTRY
 
 
 class EventCollector(Collector):
@@ -112,7 +75,7 @@ class EventCollector(Collector):
         yield from (waiting, active, admissions, expirations)
 
 
-_REGISTRY.register(EventCollector())
+REGISTRY.register(EventCollector())
 
 
 class ReadinessCollector(Collector):
@@ -137,7 +100,7 @@ class ReadinessCollector(Collector):
         yield family
 
 
-_REGISTRY.register(ReadinessCollector())
+REGISTRY.register(ReadinessCollector())
 
 
 def _may_scrape(request: HttpRequest) -> bool:
@@ -160,7 +123,7 @@ def _may_scrape(request: HttpRequest) -> bool:
 def metrics_view(request: HttpRequest) -> HttpResponse:
     if not _may_scrape(request):
         return HttpResponse("forbidden\n", status=403, content_type="text/plain")
-    registry = _REGISTRY
+    registry = REGISTRY
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         MultiProcessCollector(registry)

@@ -39,14 +39,15 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "channels",
     "events",
+    "staff",
     "queueing",
     "dashboard",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "config.middleware.ContentSecurityPolicyMiddleware",
-    "config.middleware.ApiErrorMiddleware",
+    "queueing.web.middleware.ContentSecurityPolicyMiddleware",
+    "queueing.web.middleware.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -202,7 +203,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The room ticks once a second: the beat sends each on-sale with work its own tick
-# (queueing/ticks.py). A tick not started within WR_TICK_STALE_SECONDS is dropped (a newer one
+# (queueing/beat.py). A tick not started within WR_TICK_STALE_SECONDS is dropped (a newer one
 # has been sent), so workers that fall behind never face a backlog. A message's `expires` is
 # also its time to live on RabbitMQ, which drops it unread; on Redis the worker discards it.
 WR_TICK_SECONDS = env_float("WR_TICK_SECONDS", 1.0, minimum=0.2)
@@ -238,7 +239,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.parsers.SafeJSONParser"],
-    "EXCEPTION_HANDLER": "config.api_errors.drf_exception_handler",
+    "EXCEPTION_HANDLER": "queueing.web.api_errors.drf_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
@@ -396,15 +397,6 @@ WR_WRONG_CODES_WINDOW_SECONDS = env_int("WR_WRONG_CODES_WINDOW_SECONDS", 600, mi
 
 # Retry-After (seconds) when an address already holds an on-sale's max_live_per_address.
 WR_ADDRESS_LIMIT_RETRY_AFTER = env_int("WR_ADDRESS_LIMIT_RETRY_AFTER", 60, minimum=1)
-
-# Tickets: still read tickets of the earlier, signed format (they show entry ids in clear).
-# Only the encrypted format is issued; turn this off once no on-sale that was running before
-# the upgrade is still on.
-WR_TICKETS_READ_SIGNED = env_bool("WR_TICKETS_READ_SIGNED", True)
-# Issue the encrypted format. For a rolling upgrade from a release that knew only the signed
-# format, run the first release with this off (it reads both), then turn it on: a ticket is
-# never handed out that a process still on the earlier release cannot read.
-WR_TICKETS_ISSUE_SEALED = env_bool("WR_TICKETS_ISSUE_SEALED", True)
 
 # WebSockets. At most this many sockets stay open per ticket, across all web processes: the
 # newest wins, the oldest page is told it was opened elsewhere (close code 4409).

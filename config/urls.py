@@ -5,7 +5,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from config.health import healthz, readyz
 from config.metrics import metrics_view
-from queueing.web import api_fan, api_passes, demo_shop, gate, i18n, look, pages, place_pages
+from queueing.web import api_fan, api_passes, branding, demo_shop, gate, i18n, pages, place_pages
 
 api_v1 = [
     path("events/<str:slug>/join", api_fan.join, name="api-join"),
@@ -15,7 +15,7 @@ api_v1 = [
     path("tickets/<str:ticket>/reenter", api_fan.reenter, name="api-ticket-reenter"),
     path("passes/verify", api_passes.verify, name="api-pass-verify"),
     path("passes/complete", api_passes.complete, name="api-pass-complete"),
-    path("manage/", include("events.urls")),
+    path("manage/", include("staff.urls")),
     path("audit/", include("dashboard.urls_api")),
 ]
 
@@ -23,7 +23,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/v1/", include(api_v1)),
     path("e/<slug:slug>/", pages.waiting_page, name="waiting-page"),
-    path("e/<slug:slug>/logo/<str:sha256>", look.event_logo, name="event-logo"),
+    path("e/<slug:slug>/logo/<str:sha256>", branding.event_logo, name="event-logo"),
     path("e/<slug:slug>/move", place_pages.place_link_new, name="place-link-new"),
     path("e/<slug:slug>/move/<str:token>", place_pages.place_link_open, name="place-link"),
     path("e/<slug:slug>/mail", place_pages.turn_mail_form, name="turn-mail"),

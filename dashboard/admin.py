@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from dashboard.models import LoginLockout
-from queueing.admin import ReadOnlyAdmin
+from staff.admin import ReadOnlyAdmin
 
 
 @admin.register(LoginLockout)

@@ -22,15 +22,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api_schema import errors
 from dashboard.permissions import IsStaffOrAuditorReadOnly
 from dashboard.reports import event_report
-from events.codes import SLUG_RE
 from events.models import Event
-from events.selectors import event_by_slug
+from events.validation import SLUG_RE
+from queueing.line.layouts import event_by_slug
 from queueing.models import AuditAction, AuditRecord, QueueEntry
 from queueing.records.audit import audit_chain_verify
-from queueing.rules.tickets import InvalidTicket, ticket_read
+from queueing.rules.ticket_codec import InvalidTicket, ticket_read
+from queueing.web.api_errors import errors
 
 CSV_COLUMNS = ["id", "at", "event", "ticket_id", "action", "actor", "data", "hash", "prev_hash"]
 

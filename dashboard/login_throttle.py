@@ -22,12 +22,14 @@ locking every staff member out of steering a live on-sale.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
 import logging
 import math
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -35,10 +37,10 @@ from django.conf import settings
 from django.http import HttpRequest
 
 from dashboard.models import LockoutScope, LoginLockout
-from queueing.hot import keys, limits
+from queueing.hot import lockouts
 from queueing.hot.client import HotIndexUnavailable
 from queueing.rules.errors import RateLimited
-from queueing.web.abuse import client_ip, rate_key_for_ip
+from queueing.web.client_address import client_ip, rate_key_for_ip
 
 logger = logging.getLogger("waitingroom.security")
 
@@ -48,14 +50,6 @@ class _Budget:
     scope: LockoutScope
     caller: str
     limit: int
-
-    @property
-    def failures_key(self) -> str:
-        return keys.login_failures(self.scope.value, self.caller)
-
-    @property
-    def lock_key(self) -> str:
-        return keys.login_lock(self.scope.value, self.caller)
 
 
 @dataclass(frozen=True)
@@ -92,23 +86,29 @@ def _budgets(username: str, address_bucket: str) -> tuple[_Budget, ...]:
     return tuple(budget for budget in budgets if budget.limit)
 
 
-def _throttle_unavailable(step: str, attempt: LoginAttempt, exc: Exception) -> None:
-    logger.warning(
-        "login_throttle_unavailable %s",
-        json.dumps(
-            {
-                "step": step,
-                "username": attempt.username,
-                "address": attempt.address,
-                "error": str(exc),
-            },
-            sort_keys=True,
-        ),
-    )
+@contextlib.contextmanager
+def _unthrottled_while_redis_away(step: str, attempt: LoginAttempt) -> Iterator[None]:
+    """Fail open: while the counters cannot be reached the rest of ``step`` is skipped and
+    logged, and the login goes on unthrottled."""
+    try:
+        yield
+    except HotIndexUnavailable as exc:
+        logger.warning(
+            "login_throttle_unavailable %s",
+            json.dumps(
+                {
+                    "step": step,
+                    "username": attempt.username,
+                    "address": attempt.address,
+                    "error": str(exc),
+                },
+                sort_keys=True,
+            ),
+        )
 
 
 def login_lockout_record(
-    *, attempt: LoginAttempt, scope: LockoutScope, lockout: limits.Lockout, now: float
+    *, attempt: LoginAttempt, scope: LockoutScope, lockout: lockouts.Lockout, now: float
 ) -> LoginLockout:
     at = dt.datetime.fromtimestamp(now, tz=dt.UTC)
     record = LoginLockout.objects.create(
@@ -140,7 +140,7 @@ def login_lockout_record(
     return record
 
 
-def _locked(attempt: LoginAttempt, budget: _Budget, lockout: limits.Lockout, now: float) -> None:
+def _locked(attempt: LoginAttempt, budget: _Budget, lockout: lockouts.Lockout, now: float) -> None:
     if lockout.started:
         login_lockout_record(attempt=attempt, scope=budget.scope, lockout=lockout, now=now)
 
@@ -148,7 +148,7 @@ def _locked(attempt: LoginAttempt, budget: _Budget, lockout: limits.Lockout, now
 def _refuse_unchecked(
     attempt: LoginAttempt,
     budget: _Budget,
-    lockout: limits.Lockout,
+    lockout: lockouts.Lockout,
     *,
     reserved: list[_Budget],
     now: float,
@@ -156,17 +156,15 @@ def _refuse_unchecked(
     _locked(attempt, budget, lockout, now)
     # No password is checked: the budgets counted so far get their attempt back.
     for counted in reserved:
-        try:
-            limits.lockout_forget(counted.failures_key, attempt=attempt.attempt_id)
-        except HotIndexUnavailable as exc:
-            _throttle_unavailable("begin", attempt, exc)
+        with _unthrottled_while_redis_away("begin", attempt):
+            lockouts.lockout_forget(counted.scope.value, counted.caller, attempt=attempt.attempt_id)
     raise _refusal(lockout.seconds)
 
 
-def _count(budget: _Budget, *, now: float, attempt: str | None) -> limits.Lockout | None:
-    return limits.lockout_count(
-        budget.failures_key,
-        budget.lock_key,
+def _count(budget: _Budget, *, now: float, attempt: str | None) -> lockouts.Lockout | None:
+    return lockouts.lockout_count(
+        budget.scope.value,
+        budget.caller,
         now=now,
         window=settings.WR_LOGIN_FAILURE_WINDOW_SECONDS,
         limit=budget.limit,
@@ -187,45 +185,35 @@ def login_attempt_begin(*, request: HttpRequest, username: str, now: float) -> L
         budgets=_budgets(username, bucket),
     )
     reserved: list[_Budget] = []
-    try:
+    with _unthrottled_while_redis_away("begin", attempt):
         for budget in attempt.budgets:
             lockout = _count(budget, now=now, attempt=attempt.attempt_id)
             if lockout is not None:
                 _refuse_unchecked(attempt, budget, lockout, reserved=reserved, now=now)
             reserved.append(budget)
-    except HotIndexUnavailable as exc:
-        _throttle_unavailable("begin", attempt, exc)
     return attempt
 
 
 def login_attempt_failed(*, attempt: LoginAttempt, now: float) -> None:
     """After a refused password; raises ``RateLimited`` when that locked the caller out."""
-    longest: limits.Lockout | None = None
-    for budget in attempt.budgets:
-        try:
+    longest: lockouts.Lockout | None = None
+    with _unthrottled_while_redis_away("failed", attempt):
+        for budget in attempt.budgets:
             lockout = _count(budget, now=now, attempt=None)
-        except HotIndexUnavailable as exc:
-            _throttle_unavailable("failed", attempt, exc)
-            break
-        if lockout is not None:
-            _locked(attempt, budget, lockout, now)
-            if longest is None or lockout.seconds > longest.seconds:
-                longest = lockout
+            if lockout is not None:
+                _locked(attempt, budget, lockout, now)
+                if longest is None or lockout.seconds > longest.seconds:
+                    longest = lockout
     if longest is not None:
         raise _refusal(longest.seconds)
 
 
 def login_attempt_succeeded(*, attempt: LoginAttempt) -> None:
     """After a login: the account starts afresh; the address keeps its failures."""
-    for budget in attempt.budgets:
-        try:
-            if budget.scope == LockoutScope.ACCOUNT:
-                limits.lockout_forget(budget.failures_key)
-            else:
-                limits.lockout_forget(budget.failures_key, attempt=attempt.attempt_id)
-        except HotIndexUnavailable as exc:
-            _throttle_unavailable("succeeded", attempt, exc)
-            return
+    with _unthrottled_while_redis_away("succeeded", attempt):
+        for budget in attempt.budgets:
+            forgotten = None if budget.scope == LockoutScope.ACCOUNT else attempt.attempt_id
+            lockouts.lockout_forget(budget.scope.value, budget.caller, attempt=forgotten)
 
 
 def login_lockout_lift(*, username: str | None = None, address: str | None = None) -> list[str]:
@@ -240,5 +228,5 @@ def login_lockout_lift(*, username: str | None = None, address: str | None = Non
     return [
         f"{budget.scope.value} {name}"
         for name, budget in named
-        if limits.lockout_lift(budget.failures_key, budget.lock_key)
+        if lockouts.lockout_lift(budget.scope.value, budget.caller)
     ]

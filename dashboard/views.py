@@ -13,9 +13,9 @@ from django.views.decorators.http import require_GET, require_POST
 from dashboard.catalogue import REFRESH_SECONDS, catalogue
 from dashboard.preview import preview, preview_form
 from dashboard.stats import event_figures
-from events import services
 from events.catalogue import SEARCH_MAX_LENGTH
 from events.models import Event, EventMode
+from staff import services
 
 
 def _event(slug: str) -> Event:
@@ -110,7 +110,7 @@ def event_stats(request: HttpRequest, slug: str) -> JsonResponse:
 @require_POST
 def event_message(request: HttpRequest, slug: str) -> HttpResponse:
     """Staff's word to the line: set (or, with ``clear``, take away) the message every waiting
-    page shows; audited as a change and broadcast at once (events/services.py)."""
+    page shows; audited as a change and broadcast at once (staff/services.py)."""
     event = _event(slug)
     if not request.user.has_perm("events.change_event"):
         messages.error(request, "You may look, but not steer: you lack 'change event'.")
@@ -132,11 +132,7 @@ def event_message(request: HttpRequest, slug: str) -> HttpResponse:
     return redirect("dashboard-event", slug=slug)
 
 
-_CONTROLS = {
-    "pause": services.event_pause,
-    "resume": services.event_resume,
-    "close": services.event_close,
-}
+_CONTROLS = services.EVENT_CONTROLS
 _SETTINGS = {"capacity": "capacity", "rate": "rate_per_minute"}
 # Staff switch the on-sale's mode here too (docs/api.md, "Modes"); audited like any change.
 _MODE = "mode"

@@ -17,7 +17,7 @@ from django.core.validators import (
 from django.db import models
 from django.db.models import Q
 
-from queueing.rules.return_urls import return_host_normalise
+from events.validation import return_host_normalise
 
 
 def new_integration_key() -> str:
@@ -157,7 +157,7 @@ class Event(models.Model):
         default="",
         max_length=MESSAGE_MAX_LENGTH,
         # A TextField's max_length binds only its form widget: the validator binds every writer
-        # (events/services.py cleans the whole on-sale before saving).
+        # (staff/services.py cleans the whole on-sale before saving).
         validators=[MaxLengthValidator(MESSAGE_MAX_LENGTH)],
         help_text="Plain text shown to everyone waiting (empty = none).",
     )
@@ -309,7 +309,7 @@ class Tier(models.Model):
 class AccessCode(models.Model):
     event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="access_codes")
     tier = models.ForeignKey(Tier, on_delete=models.CASCADE, related_name="access_codes")
-    # Stored normalised (see events.codes.normalise_access_code) so that matching is exact.
+    # Stored normalised (see events.validation.normalise_access_code) so that matching is exact.
     code = models.CharField(max_length=64)
 
     class Meta:

@@ -6,7 +6,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from queueing import ticks
+from queueing import beat
 from queueing.line import rebuild
 from queueing.line.admission import admission_run
 from queueing.line.turn_mail import turn_mail_send
@@ -17,7 +17,7 @@ from queueing.live.ticks import broadcast_tick
 def room_tick() -> int:
     """The beat's once-a-second task: one tick sent per on-sale with work."""
     return len(
-        ticks.room_dispatch(
+        beat.room_dispatch(
             now=timezone.now(), send=_send_event_tick, claim_seconds=settings.WR_TICK_STALE_SECONDS
         )
     )
@@ -32,7 +32,7 @@ def _send_event_tick(event_id: int, claim: str) -> None:
 @shared_task(ignore_result=True)
 def event_tick(event_id: int, claim: str = "") -> None:
     """One on-sale's tick: schedule, expiry, admission, live broadcast."""
-    ticks.event_beat(event_id=event_id, now=timezone.now(), claim=claim)
+    beat.event_beat(event_id=event_id, now=timezone.now(), claim=claim)
 
 
 @shared_task(ignore_result=True)

@@ -14,10 +14,10 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from events.models import Event
-from events.services import TierSpec, event_create
 from queueing.models import QueueEntry
-from queueing.rules.tickets import InvalidTicket, ticket_read
+from queueing.rules.ticket_codec import InvalidTicket, ticket_read
 from rehearsal.scenarios import Scenario
+from staff.services import TierSpec, event_create
 
 STAFF_USERNAME = "rehearsal"
 # Joins before the start: time enough for the whole pre-queue cohort to come in.

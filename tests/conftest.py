@@ -10,12 +10,12 @@ from django.utils import timezone
 from django_redis import get_redis_connection
 
 from events.models import Event
-from events.services import TierSpec, event_create
 from queueing.hot.client import reachability_reset
 from queueing.line.heartbeat_gaps import heartbeat_gaps_clear
 from queueing.line.layouts import layout_cache_clear
 from queueing.line.snapshots import snapshots_clear
 from queueing.line.throughput import throughput_cache_clear
+from staff.services import TierSpec, event_create
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from django.utils import timezone
 
 from events.models import Event
-from queueing.ticks import event_tick
+from queueing.beat import event_tick
 from tests.edge import Browser, Nginx, readable_dir, self_signed_certificate
 from tests.http import request
 from tests.processes import ROOT, Stack, free_port, running_stack, wait_until

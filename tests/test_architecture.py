@@ -11,7 +11,7 @@ from pathlib import Path
 import grimp
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("queueing", "events", "dashboard")
+PACKAGES = ("queueing", "events", "staff", "dashboard")
 # Django loads an app's checks when the app is ready: the one import that belongs in a function.
 ALLOWED_LOCAL_IMPORTS = {("queueing/apps.py", "ready")}
 

@@ -23,8 +23,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.utils import timezone
 
 from events.models import Event
+from queueing.beat import event_tick
 from queueing.passes.signing import pass_key_rotate, signing_key
-from queueing.ticks import event_tick
 from tests.http import request
 from tests.processes import BIN, ROOT, Stack, free_port, running_stack, wait_until
 

@@ -21,11 +21,11 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
-from events.services import event_pause, event_resume
 from queueing.hot import keys
 from queueing.models import QueueEntry
 from queueing.rules.polling import poll_after_seconds
-from queueing.rules.tickets import TicketRef, ticket_issue
+from queueing.rules.ticket_codec import TicketRef, ticket_issue
+from staff.services import event_pause, event_resume
 from tests.brokers import AMQP_URL, amqp_queue_delete, amqp_require
 from tests.faults import RedisServer
 from tests.http import request

@@ -1,7 +1,8 @@
-"""What the room refuses to read (config/request_limits.py, ApiErrorMiddleware): too many query
-fields, a body over the limit, declared or sent chunked, is ``400 bad_request`` in the API's
-JSON everywhere under /api/ (Django views, DRF views, the lean paths), never a 500; a chunked
-body is cut at the limit, not read whole; a chunked body within it is read like any other."""
+"""What the room refuses to read (queueing/web/request_limits.py, ApiErrorMiddleware): too
+many query fields, a body over the limit, declared or sent chunked, is ``400 bad_request``
+in the API's JSON everywhere under /api/ (Django views, DRF views, the lean paths), never a
+500; a chunked body is cut at the limit, not read whole; a chunked body within it is read
+like any other."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.test import Client, RequestFactory
 from rest_framework.authtoken.models import Token
 
-from config.api_errors import drf_exception_handler
 from config.asgi import application
-from config.middleware import ApiErrorMiddleware
 from events.models import Event
 from queueing.models import QueueEntry
+from queueing.web.api_errors import drf_exception_handler
+from queueing.web.middleware import ApiErrorMiddleware
 from tests.asgi import AsgiReply, call
 from tests.conftest import join, new_fan
 

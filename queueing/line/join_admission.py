@@ -44,7 +44,7 @@ from queueing.records.audit import AuditItem, audit_append_many
 from queueing.records.transitions import transition_many
 from queueing.rules.layout import EventLayout
 from queueing.rules.states import QUEUED, EntryStatus
-from queueing.rules.tickets import TicketRef, ticket_issue
+from queueing.rules.ticket_codec import TicketRef, ticket_issue
 
 ADMITTING_MODES = (EventMode.SAFETY_NET, EventMode.PASSTHROUGH)
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from django.db.models import Count
 
-from events.codes import is_well_formed_access_code, normalise_access_code
 from events.models import AccessCode, Event, EventMode, EventState, Tier
+from events.validation import is_well_formed_access_code, normalise_access_code
 from queueing.models import QueueEntry
 from queueing.rules.errors import (
     EventClosed,

@@ -53,7 +53,6 @@ from queueing.records.entries import (
     entries_return_url_update,
     is_live_identity_conflict,
 )
-from queueing.rules.admission_control import join_quote, within_address_cap
 from queueing.rules.errors import (
     AddressLimited,
     EventMaintenance,
@@ -62,6 +61,7 @@ from queueing.rules.errors import (
 )
 from queueing.rules.eta import Eta
 from queueing.rules.layout import EventLayout
+from queueing.rules.line_limits import join_quote, within_address_cap
 from queueing.rules.states import EntryStatus
 
 logger = logging.getLogger(__name__)

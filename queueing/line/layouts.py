@@ -1,4 +1,5 @@
-"""Each event's layout, read from PostgreSQL and cached briefly in-process.
+"""On-sales as the line reads them: found by slug (the queue's own not-found), and each one's
+layout, read from PostgreSQL and cached briefly in-process.
 
 The hot status path needs the tier layout to name the Redis keys it counts; reading it from
 PostgreSQL on every poll would put the database back on the hot path, and tiers change rarely.
@@ -16,8 +17,20 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from events.models import Event, EventControl, Tier
+from events.validation import SLUG_RE
+from queueing.rules.errors import EventNotFound
 from queueing.rules.eta import configured_pace, settings_throughput
 from queueing.rules.layout import EventLayout, TierLayout
+
+
+def event_by_slug(slug: str) -> Event:
+    """The on-sale, or the queue's EventNotFound. The slug is checked first: PostgreSQL
+    refuses NUL."""
+    event = Event.objects.filter(slug=slug).first() if SLUG_RE.match(slug) else None
+    if event is None:
+        raise EventNotFound()
+    return event
+
 
 _cache: dict[int, tuple[float, EventLayout | None]] = {}
 

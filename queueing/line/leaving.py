@@ -11,7 +11,7 @@ from queueing.models import AuditAction, QueueEntry
 from queueing.records.transitions import transition_audited
 from queueing.rules.errors import TicketContention
 from queueing.rules.states import EntryStatus
-from queueing.rules.tickets import TicketRef
+from queueing.rules.ticket_codec import TicketRef
 
 _LEAVE_OUTCOME: dict[EntryStatus, tuple[EntryStatus, AuditAction]] = {
     EntryStatus.PREQUEUE: (EntryStatus.LEFT, AuditAction.LEFT),

@@ -23,7 +23,7 @@ from queueing.rules.place_links import (
     link_token_new,
 )
 from queueing.rules.states import LIVE
-from queueing.rules.tickets import TicketRef, ticket_issue
+from queueing.rules.ticket_codec import TicketRef, ticket_issue
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,10 @@ from queueing.records.reentries import (
     entry_reenter_cas,
     tier_smallest_waiting_key,
 )
-from queueing.rules.admission_control import within_address_cap
 from queueing.rules.errors import ReentryNotAllowed, TicketNotFound
+from queueing.rules.line_limits import within_address_cap
 from queueing.rules.reentry import front_order_key, reentry_refusal
-from queueing.rules.tickets import TicketRef
+from queueing.rules.ticket_codec import TicketRef
 
 # Marked for translation (the page says them in the fan's language); the API says them as is.
 ANOTHER_PLACE = gettext_noop(

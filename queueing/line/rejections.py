@@ -9,7 +9,7 @@ from datetime import datetime
 
 from django.db import DatabaseError, transaction
 
-from events.codes import access_code_tag
+from events.validation import access_code_tag
 from queueing.models import AuditAction
 from queueing.records.audit import AuditItem, audit_append_many
 

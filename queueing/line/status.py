@@ -54,7 +54,7 @@ from queueing.rules.errors import TicketNotFound
 from queueing.rules.layout import EventLayout
 from queueing.rules.reentry import reentry_until
 from queueing.rules.states import QUEUED, REENTERABLE, EntryStatus
-from queueing.rules.tickets import TicketRef, ticket_issue
+from queueing.rules.ticket_codec import TicketRef, ticket_issue
 
 
 def layout_with_tier(event_id: int, *tier_ids: int) -> EventLayout:

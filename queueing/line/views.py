@@ -12,7 +12,7 @@ from queueing.rules.layout import EventLayout
 from queueing.rules.polling import poll_after_seconds
 from queueing.rules.positions import SketchedPosition, position_in_line
 from queueing.rules.states import EntryStatus
-from queueing.rules.tickets import TicketRef, ticket_issue
+from queueing.rules.ticket_codec import TicketRef, ticket_issue
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from django.conf import settings
 from queueing.hot.channels import sockets_replaced
 from queueing.hot.client import HotIndexUnavailable
 from queueing.hot.sockets import ticket_socket_claim, ticket_socket_release
-from queueing.rules.tickets import TicketRef
+from queueing.rules.ticket_codec import TicketRef
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""An on-sale's own look on the fans' pages (docs/api.md, "Your own look"). Pure: no I/O.
+"""An on-sale's branding (its own look) on the fans' pages (docs/api.md, "Your own look").
+Pure: no I/O.
 
 Staff never put HTML or script on the fans' pages. Their texts are a small Markdown subset
 rendered here with raw HTML off: paragraphs, line breaks, emphasis, lists and links to
@@ -182,7 +183,7 @@ def logo_check(data: bytes, *, max_bytes: int) -> str:
 
 
 @dataclass(frozen=True)
-class PageLook:
+class PageBranding:
     """What the fans' pages need of an on-sale's look; empty fields keep the room's own."""
 
     accent: str
@@ -201,11 +202,11 @@ class PageLook:
         return f"--accent: {self.accent}; --accent-strong: {self.accent_strong};"
 
 
-def page_look(*, accent: str, intro: str, next_steps: str, logo_url: str) -> PageLook:
+def page_branding(*, accent: str, intro: str, next_steps: str, logo_url: str) -> PageBranding:
     # A colour that is not #rrggbb (never stored: the model validates it) falls back to the
     # room's own rather than reaching the page's style.
     accent = accent.lower() if ACCENT_PATTERN.match(accent or "") else ""
-    return PageLook(
+    return PageBranding(
         accent=accent,
         accent_strong=accent_strong(accent) if accent else "",
         intro_html=markdown_render(intro or ""),

@@ -1,6 +1,6 @@
 """The queue's refusals, as typed exceptions. Pure: no I/O, and no HTTP.
 
-The domain raises these; the edge (``config/api_errors.py``) maps each ``code`` to the
+The domain raises these; the edge (``queueing/web/api_errors.py``) maps each ``code`` to the
 contract's status once, for Django views, DRF and the lean ASGI paths alike. ``code`` is the
 stable error code of docs/api.md; ``detail`` the sentence a person reads.
 """

@@ -5,7 +5,7 @@ The model is a fluid: counts per step (fractions of fans included), never one ob
 so 50,000 fans over hours of simulated time take a fraction of a second. One step is one tick
 of the room (``tick_seconds``; a longer step only when the horizon would need more than
 ``MAX_STEPS`` ticks, which a sub-second tick over a day does). At each step, in the order of
-the room's tick (``queueing/ticks.py``: expiry, then admission):
+the room's tick (``queueing/beat.py``: expiry, then admission):
 
 - **Arrivals**: the pre-queue is in line at the start (shuffled in the room: the order among
   them changes who waits how long, not the counts). Each segment of the curve ("50,000 fans

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote, quote_from_bytes, unquote_plus
 
-from queueing.rules.return_urls import return_host_normalise, return_url_clean
+from events.validation import return_host_normalise
+from queueing.rules.return_urls import return_url_clean
 
 # The query parameter an admitted fan arrives with (the pass's redirect_url).
 PASS_QUERY_PARAMETER = "wr_pass"

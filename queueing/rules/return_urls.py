@@ -4,23 +4,12 @@ URL's host or one the on-sale lists in ``allowed_return_hosts`` (docs/api.md, "F
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
+from events.validation import return_host_normalise
+
 RETURN_URL_MAX_LENGTH = 2000
-
-# A DNS name or IPv4 address, optionally with a port; lower case after normalising.
-_HOST = re.compile(
-    r"^(?=.{1,253}(:\d{1,5})?$)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*(:\d{1,5})?$"
-)
-
-
-def return_host_normalise(raw: str) -> str | None:
-    """``raw`` as a host staff may allow (``shop.example.com``, ``127.0.0.1:8080``), lower
-    case; None when it is not one (a scheme, a path, spaces, a wildcard)."""
-    host = raw.strip().lower().rstrip(".")
-    return host if _HOST.match(host) else None
 
 
 def _netloc_host(url: str) -> str | None:

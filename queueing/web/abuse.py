@@ -1,150 +1,33 @@
 """Join rate limits per client IP and per identity, and the wrong-access-code budget per
-client IP and on-sale, kept atomically in Redis.
+client IP and on-sale, kept atomically in Redis (the client's address: client_address.py).
 
 Unlike a read-then-write throttle, a burst of parallel joins cannot slip past the limit: each
 call is counted and judged in one script. The identity limit only slows down one client
 hammering join (a client chooses its identity); the IP limit is the one that binds bots.
 
-The client IP (of a request, or of a WebSocket's scope) is the peer's address, or, behind
-trusted proxies, the address the nearest trusted proxy saw (``WR_TRUSTED_PROXY_COUNT`` hops
-from the right of ``X-Forwarded-For``). If Redis is down, joins are not refused for it.
+If Redis is down, joins are not refused for it.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import math
-import threading
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from django.conf import settings
 from django.http import HttpRequest
-from django.utils.crypto import salted_hmac
 
-from queueing.hot import keys, limits
+from queueing.hot import keys, rate_limits
 from queueing.hot.client import HotIndexUnavailable
 from queueing.line.join_inputs import arrival_refusal, tiers_for_access_codes
 from queueing.line.joining import JoinRequest
 from queueing.rules.errors import QueueError, RateLimited
+from queueing.web.client_address import client_ip, rate_key_for_ip
 
 logger = logging.getLogger(__name__)
 
 WINDOW_SECONDS = 60.0
-
-
-class _Sometimes:
-    """Says when to log again: a proxy that writes something else than an address writes it
-    on every join, and one line a minute tells the operator as much as a line a join."""
-
-    def __init__(self, every_seconds: float) -> None:
-        self.every_seconds = every_seconds
-        self.lock = threading.Lock()
-        self.last: float | None = None
-        self.count = 0
-
-    def due(self) -> int | None:
-        """How many times it happened since the last line, if one is due now; else None."""
-        now = time.monotonic()
-        with self.lock:
-            self.count += 1
-            if self.last is not None and now - self.last < self.every_seconds:
-                return None
-            count, self.count, self.last = self.count, 0, now
-            return count
-
-
-_not_an_address_warnings = _Sometimes(every_seconds=60.0)
-
-
-def client_ip(request: HttpRequest) -> str:
-    return client_ip_from(
-        request.META.get("REMOTE_ADDR", ""), request.headers.get("X-Forwarded-For")
-    )
-
-
-def scope_client_ip(scope: Mapping[str, Any]) -> str:
-    """``client_ip`` for an ASGI scope (a WebSocket's), by the same trusted-proxy rule."""
-    client = scope.get("client")
-    remote = str(client[0]) if client else ""
-    # Repeated headers count as one comma-separated list, as Django joins them.
-    values = [
-        value.decode("latin-1")
-        for name, value in scope.get("headers", ())
-        if name.lower() == b"x-forwarded-for"
-    ]
-    return client_ip_from(remote, ",".join(values) if values else None)
-
-
-def client_ip_from(remote: str, forwarded_for: str | None) -> str:
-    remote = remote or "unknown"
-    hops = settings.WR_TRUSTED_PROXY_COUNT
-    if not hops:
-        return remote
-    if forwarded_for is None:
-        return remote
-    # Empty elements are kept: dropping them would shift a value the client wrote into the
-    # position our proxies vouch for.
-    forwarded = [part.strip() for part in forwarded_for.split(",")]
-    # The last `hops` entries were added by our own proxies; the one before them is the
-    # address our outermost proxy saw. Anything further left is the client's to invent.
-    if len(forwarded) < hops:
-        return remote
-    candidate = forwarded[-hops]
-    try:
-        # A bare address only: no port, no brackets, no zone (a proxy of ours writes none).
-        address = ipaddress.ip_address(candidate)
-        if isinstance(address, ipaddress.IPv6Address) and address.scope_id is not None:
-            raise ValueError(candidate)
-    except ValueError:
-        _warn_not_an_address(candidate, remote)
-        return remote
-    return str(address)
-
-
-def _warn_not_an_address(candidate: str, remote: str) -> None:
-    """The trusted position of X-Forwarded-For holds no address: the join limit falls back to
-    the peer's address (all clients of that proxy share it), which the operator must hear of:
-    WR_TRUSTED_PROXY_COUNT or the proxy's configuration is wrong."""
-    seen = _not_an_address_warnings.due()
-    if seen is None:
-        return
-    logger.warning(
-        "X-Forwarded-For holds %r where a trusted proxy (WR_TRUSTED_PROXY_COUNT=%d) writes the "
-        "client's address; limiting joins by the peer address %s instead (%d such since the "
-        "last warning); check the proxies' configuration",
-        candidate[:64],
-        settings.WR_TRUSTED_PROXY_COUNT,
-        remote,
-        seen,
-    )
-
-
-def rate_key_for_ip(address: str) -> str:
-    """One bucket per IPv4 address, per IPv6 /64 (what one subscriber usually holds)."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
-    return str(ip)
-
-
-_ADDRESS_DIGEST_SALT = "waitingroom.address"
-
-
-def address_digest(request: HttpRequest) -> str:
-    """What is kept of the client address (an IPv6 /64 counting as one): a keyed digest
-    (HMAC under SECRET_KEY), never the address itself. Keyed, because a plain hash of an IPv4
-    address is undone by trying all 2^32 of them."""
-    return salted_hmac(
-        _ADDRESS_DIGEST_SALT, rate_key_for_ip(client_ip(request)), algorithm="sha256"
-    ).hexdigest()
 
 
 def _refuse(retry_after: float, detail: str = "Too many attempts to join.") -> RateLimited:
@@ -163,7 +46,7 @@ def join_rate_check(*, request: HttpRequest, identity: str) -> None:
         if not limit:
             continue
         try:
-            wait = limits.rate_limit_hit(
+            wait = rate_limits.rate_limit_hit(
                 keys.join_rate(scope, caller), now=now, window=WINDOW_SECONDS, limit=limit
             )
         except HotIndexUnavailable:
@@ -206,7 +89,7 @@ def wrong_code_gate(joins: Sequence[JoinRequest]) -> list[RateLimited | None]:
             join = joins[index]
             assert join.address is not None
             wrong = isinstance(tiers[join.access_code], QueueError)
-            judge = limits.rate_limit_hit if wrong else limits.rate_limit_peek
+            judge = rate_limits.rate_limit_hit if wrong else rate_limits.rate_limit_peek
             try:
                 wait = judge(
                     keys.wrong_codes(event.id, join.address),

@@ -13,11 +13,9 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
-from config.metrics import JOIN_SECONDS, STATUS_SECONDS, observed
-from config.middleware import api_exception_response
 from events.models import Event
-from events.selectors import event_by_slug
 from queueing.line.joining import JoinOutcome, JoinRequest, JoinResult, entry_join_many
+from queueing.line.layouts import event_by_slug
 from queueing.line.leaving import entry_leave
 from queueing.line.reads import event_public_view
 from queueing.line.reentry import entry_reenter
@@ -25,10 +23,13 @@ from queueing.line.status import ticket_poll
 from queueing.line.views import TicketView
 from queueing.rules.errors import QueueError
 from queueing.rules.return_urls import return_url_clean
-from queueing.rules.tickets import TicketRef, ticket_read
-from queueing.web.abuse import address_digest, join_rate_check, wrong_code_gate
+from queueing.rules.ticket_codec import TicketRef, ticket_read
+from queueing.web.abuse import join_rate_check, wrong_code_gate
+from queueing.web.client_address import address_digest
 from queueing.web.http import json_api, json_body, optional_str
 from queueing.web.identity import Identity, identity_from_request, identity_remember
+from queueing.web.latency import JOIN_SECONDS, STATUS_SECONDS, observed
+from queueing.web.middleware import api_exception_response
 from queueing.web.pow import pow_challenge, pow_check
 
 

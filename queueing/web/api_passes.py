@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
-from config.api_errors import ApiError
 from queueing.line.sessions import pass_complete, pass_verify
 from queueing.passes.signing import jwks
+from queueing.web.api_errors import ApiError
 from queueing.web.http import json_api, json_body, optional_str
 
 

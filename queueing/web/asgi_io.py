@@ -16,7 +16,7 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpResponse
 from django.test.signals import setting_changed
 
-from config.middleware import (
+from queueing.web.middleware import (
     hot_path_headers,
 )
 

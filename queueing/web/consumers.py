@@ -38,8 +38,8 @@ from queueing.live.watchers import watchers
 from queueing.rules.errors import TicketNotFound
 from queueing.rules.layout import EventLayout
 from queueing.rules.states import EntryStatus
-from queueing.rules.tickets import InvalidTicket, TicketRef, ticket_read
-from queueing.web.abuse import rate_key_for_ip, scope_client_ip
+from queueing.rules.ticket_codec import InvalidTicket, TicketRef, ticket_read
+from queueing.web.client_address import rate_key_for_ip, scope_client_ip
 
 CLOSE_BAD_TICKET = 4401
 CLOSE_TICKET_GONE = 4404

@@ -22,8 +22,6 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from config.metrics import GATE_SECONDS, observed
-from config.middleware import hot_path_headers, unavailable_response
 from queueing.line.session_states import session_status, session_statuses_read
 from queueing.passes.cached import pass_claims, pass_claims_async
 from queueing.passes.signing import PassClaims, PassInvalid
@@ -40,6 +38,8 @@ from queueing.rules.gate import (
 from queueing.rules.states import EntryStatus
 from queueing.web.asgi_io import Reply, Scope, reply
 from queueing.web.http import json_api
+from queueing.web.latency import GATE_SECONDS, observed
+from queueing.web.middleware import hot_path_headers, unavailable_response
 
 
 @dataclass(frozen=True, slots=True)

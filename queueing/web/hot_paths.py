@@ -43,13 +43,9 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_vary_headers
 from django.utils.functional import SimpleLazyObject
 
-from config.api_errors import body_too_large, error_response
-from config.middleware import (
-    api_exception_response,
-    internal_error_response,
-)
 from queueing.line.status import hot_ticket_poll
-from queueing.rules.tickets import InvalidTicket, ticket_read
+from queueing.rules.ticket_codec import InvalidTicket, ticket_read
+from queueing.web.api_errors import body_too_large, error_response
 from queueing.web.api_fan import ticket_status_payload
 from queueing.web.asgi_io import (
     SILENT,
@@ -67,6 +63,10 @@ from queueing.web.asgi_io import (
 from queueing.web.gate import gate_lean
 from queueing.web.join_batcher import JoinBatcher
 from queueing.web.lean_routes import LeanRoute, lean_routes
+from queueing.web.middleware import (
+    api_exception_response,
+    internal_error_response,
+)
 
 logger = logging.getLogger(__name__)
 

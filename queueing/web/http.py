@@ -11,8 +11,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from config.api_errors import ApiError, body_too_large, error_response
 from queueing.rules.errors import QueueError
+from queueing.web.api_errors import ApiError, body_too_large, error_response
 
 View = Callable[..., HttpResponse]
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from config.api_errors import ApiError
+from queueing.web.api_errors import ApiError
 
 _COOKIE_SALT = "waitingroom.identity.v1"
 _IDEMPOTENCY_KEY_RE = re.compile(r"^[\x21-\x7e]{1,255}$")

@@ -15,11 +15,11 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse
 
-from config.middleware import (
+from queueing.web.api_fan import join_batch
+from queueing.web.middleware import (
     api_exception_response,
     unavailable_response,
 )
-from queueing.web.api_fan import join_batch
 
 logger = logging.getLogger(__name__)
 

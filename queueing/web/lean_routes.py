@@ -22,10 +22,10 @@ from django.urls import Resolver404, URLPattern, URLResolver, get_resolver, reso
 from django.urls.resolvers import RoutePattern
 from prometheus_client import Histogram
 
-from config.metrics import GATE_SECONDS, JOIN_SECONDS, STATUS_SECONDS
 from queueing.web.api_fan import join as join_view
 from queueing.web.api_fan import ticket as ticket_view
 from queueing.web.gate import check as gate_view
+from queueing.web.latency import GATE_SECONDS, JOIN_SECONDS, STATUS_SECONDS
 
 logger = logging.getLogger(__name__)
 

@@ -17,8 +17,6 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from config.api_errors import ApiError, api_error
-from config.middleware import content_security_policy
 from events.models import Event, EventMode
 from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
 from queueing.line.reads import PageFacts, entry_page_facts, entry_return_url
@@ -28,12 +26,15 @@ from queueing.line.views import TicketView
 from queueing.rules.errors import QueueError, ReentryNotAllowed
 from queueing.rules.return_urls import destination_sources, return_url_clean
 from queueing.rules.states import REENTERABLE, EntryStatus
-from queueing.rules.tickets import ticket_read
+from queueing.rules.ticket_codec import ticket_read
 from queueing.rules.turn_text import your_turn_strings
 from queueing.rules.wait_text import js_strings, wait_range_text
-from queueing.web.abuse import address_digest, join_rate_check, wrong_code_gate
+from queueing.web.abuse import join_rate_check, wrong_code_gate
+from queueing.web.api_errors import ApiError, api_error
+from queueing.web.branding import event_branding
+from queueing.web.client_address import address_digest
 from queueing.web.identity import identity_from_request, identity_remember
-from queueing.web.look import event_page_look
+from queueing.web.middleware import content_security_policy
 from queueing.web.pow import pow_check
 
 _COOKIE_SALT = "waitingroom.page-ticket.v1"
@@ -98,8 +99,8 @@ def page_base_context(event: Event, now: datetime) -> dict[str, Any]:
         # message, and the start when it is still to come.
         "maintenance": event.mode == EventMode.MAINTENANCE,
         "opens_at": event.starts_at if event.starts_at and event.starts_at > now else None,
-        # The on-sale's own look (templates/queueing/look_*.html): logo, colour, texts.
-        "look": event_page_look(event),
+        # The on-sale's own look (templates/queueing/branding_*.html): logo, colour, texts.
+        "branding": event_branding(event),
     }
 
 

@@ -27,7 +27,7 @@ from queueing.models import PlaceLink
 from queueing.rules.errors import QueueError
 from queueing.rules.place_links import LinkRefusal, PlaceLinkRefused
 from queueing.rules.states import QUEUED
-from queueing.rules.tickets import ticket_read
+from queueing.rules.ticket_codec import ticket_read
 from queueing.web.pages import (
     PageTicket,
     event_or_404,

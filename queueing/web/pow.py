@@ -17,7 +17,7 @@ from django.conf import settings
 from django.core import signing
 
 from events.models import Event
-from queueing.hot import keys, limits
+from queueing.hot import keys, rate_limits
 from queueing.hot.client import HotIndexUnavailable
 from queueing.rules.errors import ProofOfWorkInvalid, ProofOfWorkRequired
 
@@ -90,7 +90,7 @@ def pow_check(*, event: Event, proof: Any) -> None:
     if not solves(challenge, nonce, event.pow_difficulty):
         raise _invalid("The nonce does not solve the challenge.")
     try:
-        fresh = limits.spend_once(
+        fresh = rate_limits.spend_once(
             keys.pow_used(challenge_id), ttl_seconds=settings.WR_POW_CHALLENGE_SECONDS
         )
     except HotIndexUnavailable:

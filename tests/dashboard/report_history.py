@@ -18,10 +18,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from events.models import Event, Tier
-from events.services import TierSpec, event_close
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many
 from queueing.rules.states import EntryStatus as S
+from staff.services import TierSpec, event_close
 
 # On a whole minute, so that the report's 10 s buckets start exactly here.
 T = datetime(2026, 3, 14, 18, 0, tzinfo=UTC)

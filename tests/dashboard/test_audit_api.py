@@ -10,10 +10,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from queueing.beat import event_tick
 from queueing.models import AuditAction, AuditRecord, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many
 from queueing.rules.states import EntryStatus
-from queueing.ticks import event_tick
 from tests.queueing.helpers import entry_of, fans_join, poll
 
 pytestmark = pytest.mark.django_db

@@ -14,10 +14,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from dashboard.catalogue_figures import Pace
-from events.services import event_close, event_pause
+from queueing.beat import event_tick
 from queueing.hot import keys
 from queueing.line.layouts import layout_cache_clear
-from queueing.ticks import event_tick
+from staff.services import event_close, event_pause
 from tests.events.bulk import bulk_events, spread
 from tests.queueing.helpers import fans_join
 

@@ -15,8 +15,8 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from events.models import Event
-from events.services import event_pause
-from queueing.ticks import event_tick
+from queueing.beat import event_tick
+from staff.services import event_pause
 from tests.browser import chromium
 from tests.events.bulk import bulk_events, spread
 from tests.http import request

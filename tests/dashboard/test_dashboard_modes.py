@@ -1,5 +1,5 @@
 """The dashboard shows each on-sale's mode and lets staff with the right to steer change it:
-a POST with its CSRF token, confirmed, through events.services (audited)."""
+a POST with its CSRF token, confirmed, through staff.services (audited)."""
 
 from __future__ import annotations
 

@@ -5,8 +5,8 @@ from django.test import Client
 from django.utils import timezone
 
 from events.models import EventControl
-from events.services import event_pause
 from queueing.models import AuditRecord, QueueEntry
+from staff.services import event_pause
 from tests.queueing.helpers import fans_join
 
 pytestmark = pytest.mark.django_db
@@ -81,7 +81,7 @@ def test_controls_need_confirmation_then_go_through_services(staff, make_event) 
 def test_admit_n_now_from_the_admin(make_event) -> None:
     from django.utils import timezone
 
-    from queueing.ticks import event_tick
+    from queueing.beat import event_tick
 
     event = make_event(capacity=5, rate_per_minute=1)
     fans_join(event.slug, 5)

@@ -197,7 +197,7 @@ def test_logins_go_unthrottled_while_redis_is_down(monkeypatch, caplog) -> None:
         host="127.0.0.1", port=1, socket_connect_timeout=0.2, retry=Retry(NoBackoff(), 0)
     )
     monkeypatch.setattr("queueing.hot.client.client", lambda: dead)
-    monkeypatch.setattr("queueing.hot.limits.client", lambda: dead)
+    monkeypatch.setattr("queueing.hot.rate_limits.client", lambda: dead)
     caplog.set_level(logging.WARNING, logger="waitingroom.security")
     staff("ann")
     client = Client()

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from events.models import Event, EventControl, Tier
-from events.services import DEFAULT_TIER_NAME
 from queueing.models import AuditChainHead
+from staff.services import DEFAULT_TIER_NAME
 
 
 def bulk_events(fields: list[dict[str, Any]]) -> list[Event]:

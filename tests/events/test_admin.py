@@ -5,9 +5,9 @@ from django.test import Client
 from django.utils import timezone
 
 from events.models import Event
-from events.services import event_pause
+from queueing.beat import event_tick
 from queueing.models import AuditRecord, QueueEntry
-from queueing.ticks import event_tick
+from staff.services import event_pause
 from tests.conftest import join, new_fan
 from tests.queueing.helpers import fans_join
 

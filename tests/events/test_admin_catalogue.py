@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from events.services import event_close, event_pause
+from staff.services import event_close, event_pause
 from tests.events.bulk import bulk_events, spread
 
 pytestmark = pytest.mark.django_db

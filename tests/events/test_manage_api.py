@@ -7,9 +7,9 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from events.models import Event, EventControl
+from queueing.beat import event_tick
 from queueing.models import AuditRecord
 from queueing.records.audit import audit_chain_verify
-from queueing.ticks import event_tick
 from tests.conftest import join, new_fan
 from tests.queueing.helpers import fans_join, poll, statuses
 

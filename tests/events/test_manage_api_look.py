@@ -7,8 +7,8 @@ import pytest
 from django.utils import timezone
 
 from events.models import Event
-from events.services import event_logo_change
 from queueing.models import AuditRecord
+from staff.services import event_logo_change
 from tests.events.test_manage_api import BASE, EDITOR, create, staff_with
 from tests.images import TINY_PNG
 

@@ -7,9 +7,9 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from events.services import event_pause
 from queueing.models import QueueEntry
-from queueing.rules.tickets import TicketRef, ticket_issue, ticket_read
+from queueing.rules.ticket_codec import TicketRef, ticket_issue, ticket_read
+from staff.services import event_pause
 from tests.conftest import join, new_fan
 
 

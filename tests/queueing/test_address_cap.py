@@ -23,8 +23,8 @@ from config.asgi import django_asgi_app
 from queueing.line import joining
 from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
 from queueing.models import QueueEntry
-from queueing.rules.admission_control import within_address_cap
 from queueing.rules.errors import AddressLimited
+from queueing.rules.line_limits import within_address_cap
 from queueing.web.hot_paths import HotPaths
 from tests.asgi import asgi_call
 from tests.conftest import join

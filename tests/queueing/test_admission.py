@@ -4,13 +4,13 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from events.services import TierSpec, event_pause, event_resume
+from queueing.beat import event_tick
 from queueing.hot import keys, stats
 from queueing.line.admission import admission_run
 from queueing.models import AuditRecord, QueueEntry
 from queueing.rules.eta import SETTLING_SECONDS, estimate_wait
 from queueing.rules.states import EntryStatus
-from queueing.ticks import event_tick
+from staff.services import TierSpec, event_pause, event_resume
 from tests.conftest import join, new_fan
 from tests.queueing.helpers import entry_of, fans_join, poll, statuses
 
@@ -297,7 +297,7 @@ def test_concurrent_admission_runs_never_admit_twice(transactional_db, make_even
 
 
 def test_no_token_debt_builds_up_while_the_rate_is_off(make_event) -> None:
-    from events.services import event_update
+    from staff.services import event_update
 
     event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
     fans_join(event.slug, 30)

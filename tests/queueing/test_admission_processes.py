@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from queueing.models import QueueEntry
-from queueing.rules.tickets import ticket_read
+from queueing.rules.ticket_codec import ticket_read
 from tests.http import request
 from tests.processes import running_stack, wait_until
 

@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 from kombu import Connection, Exchange, Queue
 
-from events.services import event_update
 from queueing.models import QueueEntry
+from staff.services import event_update
 from tests.brokers import AMQP_URL, amqp_queue_delete, amqp_queue_depth, amqp_require
 from tests.faults import RedisServer
 from tests.http import request

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from events.services import TierSpec, event_create, event_pause, event_resume
+from queueing.beat import event_tick
 from queueing.hot import epoch
 from queueing.line.joining import entry_join
 from queueing.line.leaving import entry_leave
@@ -22,8 +22,8 @@ from queueing.line.status import ticket_poll
 from queueing.models import AuditRecord, QueueEntry
 from queueing.passes.signing import pass_issue
 from queueing.rules.states import EntryStatus
-from queueing.rules.tickets import ticket_read
-from queueing.ticks import event_tick
+from queueing.rules.ticket_codec import ticket_read
+from staff.services import TierSpec, event_create, event_pause, event_resume
 
 pytestmark = pytest.mark.django_db
 

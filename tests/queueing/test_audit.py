@@ -4,9 +4,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from events.services import event_pause, event_resume, event_update
 from queueing.models import GENESIS_HASH, AuditRecord
 from queueing.records.audit import audit_chain_verify, record_hash
+from staff.services import event_pause, event_resume, event_update
 from tests.conftest import join, new_fan
 
 pytestmark = pytest.mark.django_db

@@ -12,10 +12,10 @@ import pytest
 from django.utils import timezone
 
 from events.models import EventControl
-from events.services import event_pause
+from queueing.beat import event_tick
 from queueing.models import QueueEntry
-from queueing.rules.tickets import ticket_read
-from queueing.ticks import event_tick
+from queueing.rules.ticket_codec import ticket_read
+from staff.services import event_pause
 from tests.events.bulk import bulk_started
 from tests.http import request
 from tests.processes import running_stack, wait_until

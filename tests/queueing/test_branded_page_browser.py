@@ -15,8 +15,8 @@ from django.contrib.auth.hashers import make_password
 from django.utils import timezone
 
 from events.models import Event, EventLogo
-from events.services import event_logo_change, event_update
 from queueing.models import AuditRecord
+from staff.services import event_logo_change, event_update
 from tests.browser import chromium
 from tests.http import request
 from tests.images import badge_png

@@ -14,11 +14,11 @@ from django.test import Client
 from django.utils import timezone
 
 from events.models import Event
-from events.services import event_close, event_logo_change, event_update
+from queueing.beat import event_tick
 from queueing.line.expiry import sessions_expire
 from queueing.models import QueueEntry
 from queueing.rules.states import EntryStatus
-from queueing.ticks import event_tick
+from staff.services import event_close, event_logo_change, event_update
 from tests.images import TINY_PNG
 from tests.markup import assert_only_the_safe_subset, tags_of
 from tests.queueing.helpers import fans_join

@@ -17,7 +17,7 @@ from queueing.rules.branding import (
     logo_check,
     logo_content_type,
     markdown_render,
-    page_look,
+    page_branding,
 )
 from tests.images import GIF, HTML_PAGE, JPEG, SVG_WITH_SCRIPT, TINY_PNG, WEBP
 from tests.markup import assert_only_the_safe_subset
@@ -151,11 +151,11 @@ def test_the_strong_shade_is_darker_and_reads_better() -> None:
 
 
 def test_the_page_style_only_carries_a_validated_colour() -> None:
-    look = page_look(accent="#1D4ED8", intro="", next_steps="", logo_url="")
+    look = page_branding(accent="#1D4ED8", intro="", next_steps="", logo_url="")
     assert look.style == "--accent: #1d4ed8; --accent-strong: #1840b1;"
     for bad in ("red; background: url(x)", "#12345", "#1d4ed8;}", "expression(1)"):
-        assert page_look(accent=bad, intro="", next_steps="", logo_url="").style == ""
-    assert page_look(accent="", intro="", next_steps="", logo_url="").style == ""
+        assert page_branding(accent=bad, intro="", next_steps="", logo_url="").style == ""
+    assert page_branding(accent="", intro="", next_steps="", logo_url="").style == ""
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from django_redis import get_redis_connection
 from redis.exceptions import MaxConnectionsError
 
 from events.models import Event
+from queueing.beat import event_tick
 from queueing.hot import epoch, keys
 from queueing.line import heartbeat_gaps
 from queueing.line.expiry import queued_expire_unseen
@@ -25,8 +26,7 @@ from queueing.line.rebuild import hot_index_rebuild
 from queueing.line.status import hot_ticket_poll
 from queueing.models import QueueEntry
 from queueing.rules.polling import poll_after_seconds
-from queueing.rules.tickets import ticket_read
-from queueing.ticks import event_tick
+from queueing.rules.ticket_codec import ticket_read
 from tests.queueing.helpers import fans_join, statuses, tickets_in_line_order, waiting_entries
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from queueing.ticks import event_tick
+from queueing.beat import event_tick
 from queueing.web import demo_shop
 from tests.queueing.helpers import fans_join, poll, statuses
 

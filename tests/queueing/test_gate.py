@@ -22,12 +22,12 @@ from django.utils import timezone
 
 from config.asgi import django_asgi_app
 from events.models import Event
+from queueing.beat import event_tick
 from queueing.line import session_states
 from queueing.models import QueueEntry
 from queueing.passes import cached
 from queueing.passes.cached import pass_cache_clear
 from queueing.passes.signing import pass_issue, pass_key_rotate
-from queueing.ticks import event_tick
 from queueing.web.hot_paths import HotPaths
 from tests.asgi import AsgiReply, asgi_call, call
 from tests.queueing.helpers import fans_join, poll

@@ -15,7 +15,7 @@ from queueing.hot.line_index import IndexState, LocateRequest
 from queueing.line import rebuild
 from queueing.line.layouts import event_layout
 from queueing.models import QueueEntry
-from queueing.rules.tickets import ticket_read
+from queueing.rules.ticket_codec import ticket_read
 from tests.conftest import join, new_fan
 from tests.processes import free_port
 
@@ -149,9 +149,9 @@ def test_readyz_says_degraded_not_down_while_redis_is_down(event, redis_down) ->
 def test_a_join_whose_fan_was_admitted_before_it_reached_redis_leaves_no_ghost(
     make_event, redis_client
 ) -> None:
+    from queueing.beat import event_tick
     from queueing.line.index_sync import index_add
     from queueing.line.layouts import event_layout
-    from queueing.ticks import event_tick
 
     event = make_event(capacity=5, rate_per_minute=0)
     first = join(new_fan(), event.slug).json()["ticket"]
@@ -167,7 +167,7 @@ def test_a_join_whose_fan_was_admitted_before_it_reached_redis_leaves_no_ghost(
 
 
 def test_a_ghost_at_the_front_is_removed_by_the_next_tick(make_event, redis_client) -> None:
-    from queueing.ticks import event_tick
+    from queueing.beat import event_tick
 
     event = make_event(capacity=1, rate_per_minute=0)
     tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(3)]

@@ -18,10 +18,10 @@ from django.http import HttpResponse
 from django.urls import include, path
 
 from config.asgi import django_asgi_app
-from config.middleware import hot_path_headers
 from queueing.models import QueueEntry
 from queueing.web import api_fan, hot_paths, join_batcher, lean_routes
 from queueing.web.hot_paths import HotPaths
+from queueing.web.middleware import hot_path_headers
 from tests.asgi import AsgiReply, asgi_call, call
 from tests.conftest import join, new_fan
 

@@ -16,12 +16,12 @@ from django.test import Client
 from django.utils import timezone
 
 from config.asgi import django_asgi_app
-from events.services import TierSpec
 from queueing.line import layouts
 from queueing.models import QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.web import join_batcher
 from queueing.web.hot_paths import HotPaths
+from staff.services import TierSpec
 from tests.asgi import AsgiReply, asgi_call, call
 from tests.conftest import join, new_fan
 
@@ -60,7 +60,7 @@ def _cookie(reply: AsgiReply) -> tuple[str, dict[str, str]]:
 def test_the_middleware_the_lean_paths_mirror_is_pinned(settings) -> None:
     # The lean paths answer without Django's middleware. Of this list they mirror
     # SecurityMiddleware and XFrameOptionsMiddleware (their headers, asked of them:
-    # config.middleware.hot_path_headers), ApiErrorMiddleware (its mapping, through
+    # queueing.web.middleware.hot_path_headers), ApiErrorMiddleware (its mapping, through
     # api_exception_response, and their own catch-all), SessionMiddleware's "Vary: Cookie"
     # on a join that asks who the fan is, and CommonMiddleware's Content-Length. The rest
     # they skip knowingly: CSP is for HTML pages; Locale's Content-Language is the documented
@@ -70,8 +70,8 @@ def test_the_middleware_the_lean_paths_mirror_is_pinned(settings) -> None:
     # then update this list: that is why it is pinned.
     assert settings.MIDDLEWARE == [
         "django.middleware.security.SecurityMiddleware",
-        "config.middleware.ContentSecurityPolicyMiddleware",
-        "config.middleware.ApiErrorMiddleware",
+        "queueing.web.middleware.ContentSecurityPolicyMiddleware",
+        "queueing.web.middleware.ApiErrorMiddleware",
         "django.contrib.sessions.middleware.SessionMiddleware",
         "django.middleware.locale.LocaleMiddleware",
         "django.middleware.common.CommonMiddleware",
@@ -132,7 +132,7 @@ def test_a_prequeue_ticket_is_answered_on_the_lean_path(make_event) -> None:
 
 
 def test_what_the_hot_index_cannot_answer_goes_to_django(make_event, hot, redis_client) -> None:
-    from queueing.ticks import event_tick
+    from queueing.beat import event_tick
 
     event = make_event(capacity=1, rate_per_minute=0)
     admitted, waiting = (join(new_fan(), event.slug).json()["ticket"] for _ in range(2))

@@ -5,8 +5,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from events.services import TierSpec, event_close
 from queueing.models import AuditRecord, QueueEntry
+from staff.services import TierSpec, event_close
 from tests.conftest import join, new_fan
 
 pytestmark = pytest.mark.django_db
@@ -186,7 +186,7 @@ def test_event_detail_reports_state_and_line(event) -> None:
 
 
 def test_unknown_tickets_are_404(event) -> None:
-    from queueing.rules.tickets import TicketRef, ticket_issue
+    from queueing.rules.ticket_codec import TicketRef, ticket_issue
 
     tier = event.tiers.get()
     ghost = ticket_issue(TicketRef(entry_id=999999, event_id=event.id, tier_id=tier.id))

@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from config.api_errors import api_error
 from queueing.line import index_sync, joining
 from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
 from queueing.models import AuditRecord, QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.rules.errors import EventClosed, InvalidAccessCode, QueueFull
+from queueing.web.api_errors import api_error
 
 
 class _UnreachableManager:
@@ -67,7 +67,7 @@ def test_a_full_line_refuses_the_rest_of_a_batch(make_event) -> None:
 
 
 def test_refusals_are_per_fan_and_per_event(make_event) -> None:
-    from events.services import event_close
+    from staff.services import event_close
 
     open_sale = make_event(slug="open", capacity=0)
     closed = make_event(slug="closed", capacity=0)

@@ -14,15 +14,15 @@ from channels.testing import WebsocketCommunicator
 from django.utils import timezone
 
 from config.asgi import application
-from events.services import event_pause
+from queueing.beat import event_tick
 from queueing.line import layouts
 from queueing.live.ticks import broadcast_tick
 from queueing.live.watchers import watchers
 from queueing.models import QueueEntry
 from queueing.rules.positions import rank_from_checkpoints
-from queueing.rules.tickets import TicketRef, ticket_issue
-from queueing.ticks import event_tick
+from queueing.rules.ticket_codec import TicketRef, ticket_issue
 from queueing.web.consumers import START_SPREAD_SECONDS
+from staff.services import event_pause
 from tests.queueing.helpers import entry_of, fans_join, waiting_entries
 
 pytestmark = pytest.mark.django_db(transaction=True)

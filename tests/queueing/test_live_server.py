@@ -9,8 +9,8 @@ import pytest
 from django.utils import timezone
 from websockets.sync.client import connect
 
-from events.services import event_pause
 from queueing.live.ticks import broadcast_tick
+from staff.services import event_pause
 from tests.http import request
 from tests.processes import running_stack, wait_until
 from tests.queueing.helpers import entry_of

@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from events.services import event_logo_change
-from queueing.web.look import LOGO_CACHE_CONTROL, LOGO_CONTENT_SECURITY_POLICY
+from queueing.web.branding import LOGO_CACHE_CONTROL, LOGO_CONTENT_SECURITY_POLICY
+from staff.services import event_logo_change
 from tests.images import JPEG, TINY_PNG
 
 pytestmark = pytest.mark.django_db

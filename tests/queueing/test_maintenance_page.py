@@ -10,9 +10,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from events.services import event_update
+from queueing.beat import event_tick
 from queueing.models import QueueEntry
-from queueing.ticks import event_tick
+from staff.services import event_update
 
 pytestmark = pytest.mark.django_db
 

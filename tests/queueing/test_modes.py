@@ -12,7 +12,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from events.models import Event
-from events.services import event_pause, event_update
+from queueing.beat import event_tick
 from queueing.line.admission import ADMISSION_LOCK_NAMESPACE, ManualAdmission, admission_run
 from queueing.line.joining import JoinRequest, JoinResult, entry_join, entry_join_many
 from queueing.line.layouts import event_layout
@@ -22,7 +22,7 @@ from queueing.live.ticks import tick_payload
 from queueing.models import AuditRecord, QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.rules.errors import EventMaintenance
-from queueing.ticks import event_tick
+from staff.services import event_pause, event_update
 from tests.conftest import join, new_fan
 from tests.queueing.helpers import entry_of, poll, statuses
 

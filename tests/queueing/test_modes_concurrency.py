@@ -15,12 +15,12 @@ from django.utils import timezone
 
 from config.asgi import django_asgi_app
 from events.models import Event
-from events.services import event_update
+from queueing.beat import event_tick
 from queueing.line.layouts import event_layout
 from queueing.models import AuditRecord, QueueEntry
 from queueing.records.audit import audit_chain_verify
-from queueing.ticks import event_tick
 from queueing.web.hot_paths import HotPaths
+from staff.services import event_update
 from tests.asgi import asgi_call, call
 from tests.conftest import join, new_fan
 from tests.queueing.helpers import poll

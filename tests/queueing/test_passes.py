@@ -13,10 +13,10 @@ from django.test import Client
 from django.utils import timezone
 from jwt.algorithms import OKPAlgorithm
 
+from queueing.beat import event_tick
 from queueing.line import followups
 from queueing.models import AuditRecord, PassKey
 from queueing.passes.signing import pass_key_rotate
-from queueing.ticks import event_tick
 from tests.queueing.helpers import entry_of, fans_join, poll, statuses
 
 pytestmark = pytest.mark.django_db

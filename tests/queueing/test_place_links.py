@@ -12,10 +12,10 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
+from queueing.beat import event_tick
 from queueing.line.place_links import place_link_claim, place_link_create
 from queueing.models import PlaceLink, QueueEntry
 from queueing.rules.place_links import LinkRefusal, PlaceLinkRefused
-from queueing.ticks import event_tick
 from tests.conftest import new_fan
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from events.services import TierSpec
+from staff.services import TierSpec
 from tests.browser import chromium, screenshot, wait_for_true
 from tests.http import pass_complete, request
 from tests.processes import running_stack

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from events.services import TierSpec
 from queueing.hot import keys
 from queueing.hot.line_index import IndexState
 from queueing.line.layouts import event_layouts, layout_cache_clear
 from queueing.line.reads import active_counts, current_counts, lines_counts
+from staff.services import TierSpec
 from tests.queueing.helpers import fans_join
 
 pytestmark = pytest.mark.django_db

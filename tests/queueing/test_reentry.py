@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from dashboard.reports import event_report
 from events.models import Event
-from events.services import TierSpec, event_close
+from queueing.beat import event_tick
 from queueing.hot import line_index
 from queueing.line import reentry
 from queueing.line.expiry import queued_expire_unseen, sessions_expire
@@ -25,8 +25,8 @@ from queueing.line.sessions import pass_complete
 from queueing.models import AdmissionState, AuditRecord, QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.rules.states import EntryStatus
-from queueing.rules.tickets import TicketRef, ticket_issue, ticket_read
-from queueing.ticks import event_tick
+from queueing.rules.ticket_codec import TicketRef, ticket_issue, ticket_read
+from staff.services import TierSpec, event_close
 from tests.conftest import join, new_fan
 from tests.queueing.helpers import entry_of, fans_join, poll, statuses
 

@@ -10,11 +10,11 @@ from django.test import Client
 from django.utils import timezone
 
 from events.models import Event
+from queueing.beat import event_tick
 from queueing.line.expiry import sessions_expire
 from queueing.line.sessions import pass_complete
 from queueing.models import AuditRecord, QueueEntry
 from queueing.rules.states import EntryStatus
-from queueing.ticks import event_tick
 from tests.queueing.helpers import fans_join
 
 pytestmark = pytest.mark.django_db

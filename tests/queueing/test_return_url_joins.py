@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from config.asgi import application, django_asgi_app
 from events.models import Event
-from queueing.ticks import event_tick
+from queueing.beat import event_tick
 from queueing.web.hot_paths import HotPaths
 from tests.asgi import call
 from tests.conftest import join, new_fan

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from events.validation import return_host_normalise
 from queueing.rules.return_urls import (
     admitted_destination,
     destination_sources,
-    return_host_normalise,
     return_url_clean,
 )
 

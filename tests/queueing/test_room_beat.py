@@ -12,13 +12,13 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from events.models import EventControl
-from events.services import event_close
+from queueing.beat import event_beat, event_tick, room_dispatch
 from queueing.hot import epoch, keys, tick_claims
 from queueing.line.activity import events_due_to_start, events_with_fans, events_with_work
 from queueing.line.admission import admission_run
 from queueing.line.rebuild import hot_index_maintain
 from queueing.models import QueueEntry
-from queueing.ticks import event_beat, event_tick, room_dispatch
+from staff.services import event_close
 from tests.events.bulk import bulk_started
 from tests.queueing.helpers import fans_join, statuses
 
@@ -121,7 +121,7 @@ def test_a_failing_tick_still_releases_its_claim(make_event, monkeypatch) -> Non
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("queueing.ticks._event_tick", broken)
+    monkeypatch.setattr("queueing.beat._event_tick", broken)
     event_beat(event_id=event.id, now=timezone.now(), claim=claim)
     assert tick_claims.ticks_claim([event.id], ttl_seconds=30) != {}
 

@@ -5,10 +5,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from events.services import event_close, event_pause, event_update
+from queueing.beat import event_tick
 from queueing.models import AuditRecord, QueueEntry
 from queueing.rules.shuffle import shuffled_order
-from queueing.ticks import event_tick
+from staff.services import event_close, event_pause, event_update
 from tests.queueing.helpers import entry_of, fans_join, poll, statuses
 
 pytestmark = pytest.mark.django_db

@@ -14,12 +14,12 @@ from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from events.services import TierSpec
 from queueing.line import snapshots
 from queueing.line.layouts import event_layout
 from queueing.line.snapshots import FRONT, bucket_bounds, line_snapshot, tier_from_buckets
 from queueing.models import QueueEntry
 from queueing.rules.positions import position_in_line
+from staff.services import TierSpec
 from tests.queueing.helpers import waiting_entries
 
 pytestmark = pytest.mark.django_db

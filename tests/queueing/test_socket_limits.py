@@ -19,8 +19,8 @@ from queueing.hot import keys
 from queueing.live.sockets import address_slots
 from queueing.live.ticks import broadcast_tick
 from queueing.live.watchers import watchers
-from queueing.rules.tickets import ticket_read
-from queueing.web.abuse import scope_client_ip
+from queueing.rules.ticket_codec import ticket_read
+from queueing.web.client_address import scope_client_ip
 from tests.queueing.helpers import fans_join
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,15 +7,15 @@ from django.core import signing
 from django.test import override_settings
 from django.utils.encoding import force_bytes
 
-from queueing.rules import tickets
-from queueing.rules.tickets import InvalidTicket, TicketRef, ticket_issue, ticket_read
+from queueing.rules import ticket_codec
+from queueing.rules.ticket_codec import InvalidTicket, TicketRef, ticket_issue, ticket_read
 
 REF = TicketRef(entry_id=12345, event_id=7, tier_id=3)
 OTHER_KEY = "another-room-entirely-" + "k" * 40
 
 
 def signed_ticket(payload: str) -> str:
-    """A ticket of the earlier format (Django's Signer), as issued before the upgrade."""
+    """A ticket of the earlier, Django-signed format, which no release ever issued to a fan."""
     return signing.Signer(salt="waitingroom.ticket.v1", sep=".").sign(payload)
 
 
@@ -27,7 +27,7 @@ def test_a_ticket_round_trips_and_is_url_safe() -> None:
     ticket = ticket_issue(REF)
     assert ticket_read(ticket) == REF
     assert re.fullmatch(r"[A-Za-z0-9_-]+", ticket)
-    assert len(ticket) <= tickets.MAX_TICKET_LENGTH
+    assert len(ticket) <= ticket_codec.MAX_TICKET_LENGTH
 
 
 def test_consecutive_tickets_reveal_no_ids() -> None:
@@ -101,36 +101,17 @@ def test_a_ticket_issued_with_another_key_is_rejected() -> None:
 
 
 def test_tickets_survive_a_secret_key_rotation() -> None:
-    # Issued under the old key, read after it moved to SECRET_KEY_FALLBACKS (both formats).
+    # Issued under the old key, read after it moved to SECRET_KEY_FALLBACKS.
     with override_settings(SECRET_KEY=OTHER_KEY):
-        sealed, signed = ticket_issue(REF), signed_ticket("12345-7-3")
+        sealed = ticket_issue(REF)
     with override_settings(SECRET_KEY="the-new-key-" + "n" * 40, SECRET_KEY_FALLBACKS=[OTHER_KEY]):
         assert ticket_read(sealed) == REF
-        assert ticket_read(signed) == REF
         assert ticket_issue(REF) != sealed  # new tickets use the new key
 
 
-def test_a_rolling_upgrade_can_keep_issuing_the_earlier_format() -> None:
-    # Processes still on the earlier release read only signed tickets: none of them may be
-    # handed a ticket they cannot read while the upgrade rolls out.
-    with override_settings(WR_TICKETS_ISSUE_SEALED=False):
-        old_format = ticket_issue(REF)
-    assert old_format == signed_ticket("12345-7-3")
-    assert ticket_read(old_format) == REF
-
-
-def test_a_ticket_of_the_earlier_signed_format_is_still_read() -> None:
-    # Issued before the upgrade: a deploy during an on-sale must not lose anybody's place.
-    old = signed_ticket("12345-7-3")
-    assert ticket_read(old) == REF
-    with override_settings(WR_TICKETS_READ_SIGNED=False), pytest.raises(InvalidTicket):
-        ticket_read(old)
-
-
-@pytest.mark.parametrize(
-    "payload", ["0-1-2", "1-2", "01-2-3", "99999999999999999999-1-1", "9999999999999999999-1-1"]
-)
-def test_a_signed_but_malformed_payload_is_rejected(payload: str) -> None:
+@pytest.mark.parametrize("payload", ["12345-7-3", "0-1-2", "1-2", "99999999999999999999-1-1"])
+def test_the_earlier_signed_format_is_not_read(payload: str) -> None:
+    # Retired: no release of the room ever issued it to anyone, and it shows ids in clear.
     with pytest.raises(InvalidTicket):
         ticket_read(signed_ticket(payload))
 
@@ -138,8 +119,8 @@ def test_a_signed_but_malformed_payload_is_rejected(payload: str) -> None:
 def test_an_authentic_ticket_with_impossible_ids_is_rejected() -> None:
     # Only the room can seal one, but ids a database would refuse never get past the door.
     for ids in ((0, 7, 3), (12345, 0, 3), (2**63, 7, 3)):
-        sealed = tickets._cipher(force_bytes(settings.SECRET_KEY)).encrypt(
-            tickets._IDS.pack(*ids), None
+        sealed = ticket_codec._cipher(force_bytes(settings.SECRET_KEY)).encrypt(
+            ticket_codec._IDS.pack(*ids), None
         )
         with pytest.raises(InvalidTicket):
             ticket_read(base64.urlsafe_b64encode(sealed).rstrip(b"=").decode())

@@ -8,9 +8,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from queueing.beat import event_tick
 from queueing.line.turn_mail import turn_mail_send
 from queueing.models import QueueEntry
-from queueing.ticks import event_tick
 from tests.conftest import new_fan
 from tests.http import request
 from tests.mailbox import smtp_server

@@ -11,7 +11,7 @@ from django_redis import get_redis_connection
 from queueing.hot import epoch
 from queueing.hot.line_index import IndexState
 from queueing.models import QueueEntry
-from queueing.rules.tickets import ticket_read
+from queueing.rules.ticket_codec import ticket_read
 from tests.http import request
 from tests.processes import running_stack, wait_until
 from tests.queueing.helpers import admission_halted

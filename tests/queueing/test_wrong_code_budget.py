@@ -15,12 +15,12 @@ from django.test import Client, override_settings
 from django.utils import timezone
 
 from config.asgi import django_asgi_app
-from events.services import TierSpec, event_close
 from queueing.hot.client import HotIndexUnavailable
 from queueing.models import AuditRecord, QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.web import abuse
 from queueing.web.hot_paths import HotPaths
+from staff.services import TierSpec, event_close
 from tests.asgi import asgi_call
 from tests.conftest import join, new_fan
 

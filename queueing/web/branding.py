@@ -1,5 +1,5 @@
-"""An on-sale's own look on the fans' pages, and its logo served by the room
-(docs/api.md, "Your own look")."""
+"""An on-sale's branding on the fans' pages, and its logo served by the room (docs/api.md,
+"Your own look")."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from events.models import Event, EventLogo
-from queueing.rules.branding import PageLook, page_look
+from queueing.rules.branding import PageBranding, page_branding
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 # The logo's URL names its digest, so a new logo is a new URL: browsers and proxies may keep
@@ -27,9 +27,9 @@ def logo_url(event: Event) -> str:
     return reverse("event-logo", args=[event.slug, event.logo_sha256])
 
 
-def event_page_look(event: Event) -> PageLook:
-    """The look of ``event``'s pages, from the on-sale alone (no query: the logo is a URL)."""
-    return page_look(
+def event_branding(event: Event) -> PageBranding:
+    """The branding of ``event``'s pages, from the on-sale alone (no query: the logo is a URL)."""
+    return page_branding(
         accent=event.accent_color,
         intro=event.intro_text,
         next_steps=event.next_steps_text,

@@ -9,7 +9,7 @@ counted as it arrives, and reading stops with the message that takes it past
 told the client went away, and the client gets ``400 bad_request``. A declared
 ``Content-Length`` over the limit and, under /api/, a query string with more fields than
 ``DATA_UPLOAD_MAX_NUMBER_FIELDS`` are refused before anything is read
-(``config.api_errors.unreadable_request``, which ApiErrorMiddleware also asks for requests
+(``queueing.web.api_errors.unreadable_request``, which ApiErrorMiddleware also asks for requests
 that do not come through here). Outside /api/ the answer is plain text, as Django's pages
 would refuse such a body.
 """
@@ -21,9 +21,9 @@ import logging
 
 from django.conf import settings
 
-from config.api_errors import ApiError, body_too_large, unreadable_request
-from config.middleware import hot_path_headers
+from queueing.web.api_errors import ApiError, body_too_large, unreadable_request
 from queueing.web.asgi_io import ASGIApp, Message, Receive, Scope, Send, served_securely
+from queueing.web.middleware import hot_path_headers
 
 logger = logging.getLogger(__name__)
 

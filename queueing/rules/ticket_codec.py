@@ -12,10 +12,7 @@ read or changed without the key. It is deterministic so one entry always has the
 reveals nothing either.
 
 The key is derived from ``SECRET_KEY`` with HKDF; tickets issued under a key that was moved to
-``SECRET_KEY_FALLBACKS`` are still read, as Django's signer does. Tickets of the earlier format
-(Django's ``Signer``, ``"<entry>-<event>-<tier>.<signature>"``) are still read while
-``WR_TICKETS_READ_SIGNED`` is on, so a deploy in the middle of an on-sale loses nobody's place;
-only the new format is issued.
+``SECRET_KEY_FALLBACKS`` are still read, as Django's signer does.
 """
 
 from __future__ import annotations
@@ -32,16 +29,11 @@ from cryptography.hazmat.primitives.ciphers.aead import AESSIV
 from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
-from django.core import signing
 from django.utils.encoding import force_bytes
 
 from queueing.rules.errors import ErrorCode, QueueError
 
-# The earlier, signed format: read only.
-_SIGNED_SALT = "waitingroom.ticket.v1"
-_SIGNED_PAYLOAD_RE = re.compile(r"^([1-9][0-9]{0,18})-([1-9][0-9]{0,18})-([1-9][0-9]{0,18})$")
-
-# The encrypted format. Salt and info bind the derived key to tickets alone: the same
+# Salt and info bind the derived key to tickets alone: the same
 # SECRET_KEY also keys sessions, cookies and proof-of-work challenges.
 _HKDF_SALT = b"waitingroom.ticket"
 _HKDF_INFO = b"waitingroom.ticket.v2 AES-SIV-512"
@@ -50,8 +42,7 @@ _SEALED_LENGTH = 54  # base64url of 24 bytes of ids + 16 bytes of synthetic IV, 
 _SEALED_RE = re.compile(r"^[A-Za-z0-9_-]{54}$")
 _MAX_ID = 2**63 - 1  # PostgreSQL bigint
 
-# Both formats fit (a signed ticket is at most 103 characters); anything longer is refused
-# before any work.
+# Anything longer than a ticket (54) and what may surround one is refused before any work.
 MAX_TICKET_LENGTH = 128
 
 
@@ -74,11 +65,6 @@ def _cipher(secret: bytes) -> AESSIV:
 
 
 def ticket_issue(ref: TicketRef) -> str:
-    if not settings.WR_TICKETS_ISSUE_SEALED:
-        # A rolling upgrade: processes still on the earlier release read only this format.
-        return signing.Signer(salt=_SIGNED_SALT, sep=".").sign(
-            f"{ref.entry_id}-{ref.event_id}-{ref.tier_id}"
-        )
     sealed = _cipher(force_bytes(settings.SECRET_KEY)).encrypt(
         _IDS.pack(ref.entry_id, ref.event_id, ref.tier_id), None
     )
@@ -96,8 +82,6 @@ def ticket_read(ticket: str) -> TicketRef:
         raise InvalidTicket()
     if len(ticket) == _SEALED_LENGTH and _SEALED_RE.match(ticket):
         return _read_sealed(ticket)
-    if "." in ticket and settings.WR_TICKETS_READ_SIGNED:
-        return _read_signed(ticket)
     raise InvalidTicket()
 
 
@@ -119,20 +103,9 @@ def _read_sealed(ticket: str) -> TicketRef:
     raise InvalidTicket()
 
 
-def _read_signed(ticket: str) -> TicketRef:
-    try:
-        payload = signing.Signer(salt=_SIGNED_SALT, sep=".").unsign(ticket)
-    except signing.BadSignature as exc:
-        raise InvalidTicket() from exc
-    match = _SIGNED_PAYLOAD_RE.match(payload)
-    if match is None:
-        raise InvalidTicket()
-    return _ref(*(int(part) for part in match.groups()))
-
-
 def _ref(entry_id: int, event_id: int, tier_id: int) -> TicketRef:
-    # Only we can make a ticket that authenticates, but ids a database would refuse must not
-    # reach it whatever the format.
+    # Only we can make a ticket that authenticates, but ids a database would refuse must
+    # never reach it.
     if not all(1 <= value <= _MAX_ID for value in (entry_id, event_id, tier_id)):
         raise InvalidTicket()
     return TicketRef(entry_id=entry_id, event_id=event_id, tier_id=tier_id)

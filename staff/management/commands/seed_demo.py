@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from events.models import Event
-from events.services import TierSpec, event_create
+from staff.services import TierSpec, event_create
 
 DEMO_SLUG = "demo"
 DEMO_BANNER = "DEMO MODE: DEBUG on, login admin/admin, do not expose"

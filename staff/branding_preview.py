@@ -1,4 +1,4 @@
-"""The on-sale's own look in the admin: the logo's upload fields, the contrast check, and the
+"""The on-sale's branding in the admin: the logo's upload fields, the contrast check, and the
 preview of the fans' page with the form's unsaved values (docs/api.md, "Your own look")."""
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from queueing.rules.branding import (
     accent_contrast,
     accent_warning,
     logo_check,
-    page_look,
+    page_branding,
 )
 from queueing.rules.eta import Eta
 from queueing.rules.states import EntryStatus
 from queueing.rules.wait_text import wait_range_text
-from queueing.web.look import logo_url
+from queueing.web.branding import logo_url
 
 LOGO_HELP = (
     f"PNG, JPEG, GIF or WebP, at most {LOGO_MAX_BYTES // 1024} KiB, shown at the top of the "
@@ -146,7 +146,7 @@ def _preview_value(form: LookPreviewForm, name: str, saved: Event | None) -> str
     return getattr(saved, name) if saved is not None and name != "name" else ""
 
 
-def look_preview_response(request: HttpRequest, saved: Event | None) -> HttpResponse:
+def branding_preview_response(request: HttpRequest, saved: Event | None) -> HttpResponse:
     """The fans' waiting page with the form's unsaved look and sample figures. Reads the
     request and the saved on-sale (for its slug and current logo); writes nothing."""
     form = LookPreviewForm(request.POST, request.FILES)
@@ -163,7 +163,7 @@ def look_preview_response(request: HttpRequest, saved: Event | None) -> HttpResp
         slug=saved.slug if saved is not None else "preview",
         name=_preview_value(form, "name", saved) or (saved.name if saved else "Your on-sale"),
     )
-    look = page_look(
+    branding = page_branding(
         accent=_preview_value(form, "accent_color", saved),
         intro=_preview_value(form, "intro_text", saved),
         next_steps=_preview_value(form, "next_steps_text", saved),
@@ -185,7 +185,7 @@ def look_preview_response(request: HttpRequest, saved: Event | None) -> HttpResp
         "now": now,
         "maintenance": False,
         "opens_at": None,
-        "look": look,
+        "branding": branding,
         "preview": True,
         "preview_errors": errors,
         "view": view,

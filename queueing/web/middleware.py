@@ -14,14 +14,14 @@ from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.test.signals import setting_changed
 
-from config.api_errors import (
+from queueing.rules.errors import QueueError
+from queueing.web.api_errors import (
     ApiError,
     body_too_large,
     error_response,
     suspicious_request_error,
     unreadable_request,
 )
-from queueing.rules.errors import QueueError
 
 logger = logging.getLogger(__name__)
 
@@ -119,10 +119,10 @@ class ApiErrorMiddleware:
 
 
 def _unreadable(request: HttpRequest) -> ApiError | None:
-    """Why the room will not read this request under /api/ (config/api_errors.py), or None.
+    """Why the room will not read this request under /api/ (queueing/web/api_errors.py), or None.
 
     A body sent without a length (chunked) has been received whole by Django's ASGI handler
-    by now, cut at the limit in front of it (config/request_limits.py). It is measured here
+    by now, cut at the limit in front of it (queueing/web/request_limits.py). It is measured here
     and its length recorded, because DRF reads only bodies that declare one: otherwise a
     staff PATCH sent chunked would be taken for an empty one."""
     refusal = unreadable_request(

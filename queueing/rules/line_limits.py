@@ -1,7 +1,7 @@
-"""Admission control at the door: refuse a join when the line is at its maximum length or
-the wait predicted for a newcomer exceeds the on-sale's maximum; otherwise the wait quoted
-to them (kept on the entry for the accuracy report). And the cap of live tickets per client
-address. Pure: no I/O.
+"""The on-sale's limits on its line, judged at the door: a join is refused when the line is
+at its maximum length or the wait predicted for a newcomer exceeds the on-sale's maximum
+(otherwise the wait is quoted to them, and kept on the entry for the accuracy report), or
+when their address already holds its cap of live places. Pure: no I/O.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Admin for on-sales. Saves and actions go through the services so that they are audited."""
+"""The Django admin of the room: on-sales (saves and actions go through the services, so
+that they are audited), and read-only views of the line and its audit trail."""
 
 from __future__ import annotations
 
@@ -15,18 +16,18 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.urls import URLPattern, path
 from django.utils import timezone
 
-from events import services
-from events.admin_filters import StateFilter, state_label
-from events.admin_look import (
+from events.models import AccessCode, Event, Tier
+from queueing.models import AuditRecord, QueueEntry
+from queueing.rules.branding import accent_warning
+from staff import services
+from staff.admin_filters import StateFilter, state_label
+from staff.branding_preview import (
     EventAdminForm,
+    branding_preview_response,
     contrast_display,
     logo_change_requested,
     logo_display,
-    look_preview_response,
 )
-from events.models import AccessCode, Event, Tier
-from queueing.line.admission import ManualAdmission, admission_run
-from queueing.rules.branding import accent_warning
 
 
 class TierInline(admin.TabularInline):
@@ -62,11 +63,11 @@ def _actor(request: HttpRequest) -> str:
 @admin.register(Event)
 class EventAdmin(admin.ModelAdmin):
     form = EventAdminForm
-    # Adds the "Preview" button (events/admin_look.py).
+    # Adds the "Preview" button (staff/branding_preview.py).
     change_form_template = "admin/events/event/change_form.html"
 
     class Media:
-        js = ("events/look_admin.js", "events/line_preview_admin.js")
+        js = ("staff/branding_admin.js", "staff/line_preview_admin.js")
 
     list_display = (
         "name",
@@ -162,14 +163,15 @@ class EventAdmin(admin.ModelAdmin):
         return logo_display(obj)
 
     def get_urls(self) -> list[URLPattern]:
-        preview = self.admin_site.admin_view(self.look_preview)
+        preview = self.admin_site.admin_view(self.branding_preview)
         return [
-            path("look-preview/", preview, name="events_event_look_preview_new"),
-            path("<path:object_id>/look-preview/", preview, name="events_event_look_preview"),
+            # The paths keep the word docs/api.md gives them ("look"): a contract.
+            path("look-preview/", preview, name="events_event_branding_preview_new"),
+            path("<path:object_id>/look-preview/", preview, name="events_event_branding_preview"),
             *super().get_urls(),
         ]
 
-    def look_preview(self, request: HttpRequest, object_id: str | None = None) -> HttpResponse:
+    def branding_preview(self, request: HttpRequest, object_id: str | None = None) -> HttpResponse:
         """The Preview button: the fans' page with the form's unsaved look; saves nothing.
         Only for those who may change the on-sale (or, for a new one, add on-sales)."""
         if request.method != "POST":
@@ -184,7 +186,7 @@ class EventAdmin(admin.ModelAdmin):
         )
         if not allowed:
             raise PermissionDenied
-        return look_preview_response(request, saved)
+        return branding_preview_response(request, saved)
 
     def get_fieldsets(self, request: HttpRequest, obj: Event | None = None) -> Any:
         fieldsets = super().get_fieldsets(request, obj)
@@ -259,11 +261,11 @@ class EventAdmin(admin.ModelAdmin):
 
     @admin.action(description="Pause admission", permissions=("change",))
     def pause_events(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
-        self._control(request, queryset, services.event_pause, "Paused")
+        self._control(request, queryset, services.EVENT_CONTROLS["pause"], "Paused")
 
     @admin.action(description="Resume admission", permissions=("change",))
     def resume_events(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
-        self._control(request, queryset, services.event_resume, "Resumed")
+        self._control(request, queryset, services.EVENT_CONTROLS["resume"], "Resumed")
 
     @admin.action(
         description="Admit N now (bypasses the rate, never the capacity)", permissions=("change",)
@@ -273,9 +275,10 @@ class EventAdmin(admin.ModelAdmin):
         if not count.isdigit() or not 1 <= int(count) <= 10_000:
             self.message_user(request, "Give N, the number of fans to admit.", messages.ERROR)
             return
-        manual = ManualAdmission(count=int(count), actor=_actor(request))
         for event in queryset:
-            outcome = admission_run(event_id=event.pk, now=timezone.now(), manual=manual)
+            outcome = services.event_admit_now(
+                event=event, count=int(count), actor=_actor(request), now=timezone.now()
+            )
             self.message_user(
                 request,
                 f"{event.name}: admitted {len(outcome.admitted)}"
@@ -285,7 +288,7 @@ class EventAdmin(admin.ModelAdmin):
 
     @admin.action(description="Close (refuse new joins)", permissions=("change",))
     def close_events(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
-        self._control(request, queryset, services.event_close, "Closed")
+        self._control(request, queryset, services.EVENT_CONTROLS["close"], "Closed")
 
     @admin.action(
         description="Rotate the integration key (the old one stops working)",
@@ -293,3 +296,33 @@ class EventAdmin(admin.ModelAdmin):
     )
     def rotate_keys(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
         self._control(request, queryset, services.integration_key_rotate, "Rotated the key of")
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(QueueEntry)
+class QueueEntryAdmin(ReadOnlyAdmin):
+    list_display = ("public_id", "event", "tier", "status", "order_key", "joined_at", "admitted_at")
+    list_filter = ("status", "event")
+    search_fields = ("=public_id",)
+    list_select_related = ("event", "tier")
+
+
+@admin.register(AuditRecord)
+class AuditRecordAdmin(ReadOnlyAdmin):
+    list_display = ("at", "event", "seq", "action", "actor", "ticket_id")
+    list_filter = ("action", "event", ("at", admin.DateFieldListFilter))
+    search_fields = ("=ticket_id",)
+    list_select_related = ("event",)
+    ordering = ("-id",)

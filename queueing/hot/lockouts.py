@@ -1,41 +1,13 @@
-"""Atomic counters for abuse controls: sliding-window rate limits, spend-once keys, and
-failure budgets with lockouts (password logins)."""
+"""Failure budgets with lockouts, for the staff's password logins: per caller (an account
+digest, or an address bucket), a sliding window of failed attempts and the lock they start
+(``lua/lockout_count.lua``)."""
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 
+from queueing.hot import keys
 from queueing.hot.client import client, run_script, unavailable_on_redis_error
-
-
-def _rate_limit(key: str, *, now: float, window: float, limit: int, record: bool) -> float | None:
-    allowed, retry = run_script(
-        "rate_limit",
-        keys=[key],
-        args=[repr(now), repr(window), limit, secrets.token_hex(8), "1" if record else "0"],
-    )
-    return None if allowed else float(retry)
-
-
-@unavailable_on_redis_error
-def rate_limit_hit(key: str, *, now: float, window: float, limit: int) -> float | None:
-    """Record a call; None if allowed, else the seconds to wait (a refused call is not
-    recorded)."""
-    return _rate_limit(key, now=now, window=window, limit=limit, record=True)
-
-
-@unavailable_on_redis_error
-def rate_limit_peek(key: str, *, now: float, window: float, limit: int) -> float | None:
-    """Whether a call would be allowed now, without recording one: None if so, else the
-    seconds to wait."""
-    return _rate_limit(key, now=now, window=window, limit=limit, record=False)
-
-
-@unavailable_on_redis_error
-def spend_once(key: str, *, ttl_seconds: int) -> bool:
-    """True the first time ``key`` is spent, False ever after (until it expires)."""
-    return bool(client().set(key, "1", nx=True, ex=ttl_seconds))
 
 
 @dataclass(frozen=True)
@@ -49,8 +21,8 @@ class Lockout:
 
 @unavailable_on_redis_error
 def lockout_count(
-    failures_key: str,
-    lock_key: str,
+    scope: str,
+    caller: str,
     *,
     now: float,
     window: float,
@@ -63,7 +35,7 @@ def lockout_count(
     (``attempt`` None): it stays counted, and the lock is decided again."""
     wait, started, failures = run_script(
         "lockout_count",
-        keys=[failures_key, lock_key],
+        keys=[keys.login_failures(scope, caller), keys.login_lock(scope, caller)],
         args=[repr(now), repr(window), limit, repr(lockout_seconds), attempt or ""],
     )
     if float(wait) <= 0:
@@ -72,9 +44,10 @@ def lockout_count(
 
 
 @unavailable_on_redis_error
-def lockout_forget(failures_key: str, *, attempt: str | None = None) -> None:
+def lockout_forget(scope: str, caller: str, *, attempt: str | None = None) -> None:
     """Stop counting one attempt, or (``attempt`` None) every failure of the caller. A lockout
     already running stays."""
+    failures_key = keys.login_failures(scope, caller)
     if attempt is None:
         client().delete(failures_key)
     else:
@@ -82,10 +55,10 @@ def lockout_forget(failures_key: str, *, attempt: str | None = None) -> None:
 
 
 @unavailable_on_redis_error
-def lockout_lift(failures_key: str, lock_key: str) -> bool:
+def lockout_lift(scope: str, caller: str) -> bool:
     """End a caller's lockout and forget its failures; True if a lockout was running."""
     pipe = client().pipeline(transaction=False)
-    pipe.delete(lock_key)
-    pipe.delete(failures_key)
+    pipe.delete(keys.login_lock(scope, caller))
+    pipe.delete(keys.login_failures(scope, caller))
     lifted, _ = pipe.execute()
     return bool(lifted)

@@ -1,7 +1,7 @@
 """The edge's errors: the one place where the queue's refusals (``queueing/rules/errors.py``)
 become the contract's status codes, and the handlers that render every error as
 ``{"error", "detail"}`` (Django views, DRF, and the lean ASGI paths through
-``config.middleware.api_exception_response``)."""
+``queueing.web.middleware.api_exception_response``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from django.core.exceptions import (
 )
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
+from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_default_handler
 
@@ -103,7 +104,7 @@ def unreadable_request(
     The fields are counted as Django's QueryDict counts them (``&``-separated, empty ones
     too), against ``DATA_UPLOAD_MAX_NUMBER_FIELDS``; the declared length is compared with
     ``DATA_UPLOAD_MAX_MEMORY_SIZE``. A body sent without a length is measured as it arrives
-    (config/request_limits.py)."""
+    (queueing/web/request_limits.py)."""
     if isinstance(query_string, bytes):
         query_string = query_string.decode("latin-1")
     max_fields = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
@@ -180,3 +181,15 @@ def drf_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     detail = getattr(exc, "detail", str(exc))
     response.data = {"error": code, "detail": _flatten(detail)}
     return response
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The error shape, for the DRF views' schema annotations (documentation only)."""
+
+    error = serializers.CharField()
+    detail = serializers.CharField()
+    fields = serializers.DictField(required=False)
+
+
+def errors(*statuses: int) -> dict[int, type[ErrorSerializer]]:
+    return dict.fromkeys(statuses, ErrorSerializer)

@@ -16,9 +16,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api_schema import errors
-from events import services
-from events.codes import ACCESS_CODE_MAX_LENGTH
 from events.models import (
     BRANDING_TEXT_MAX_LENGTH,
     MESSAGE_MAX_LENGTH,
@@ -27,11 +24,13 @@ from events.models import (
     EventMode,
     Tier,
 )
-from events.selectors import event_by_slug
-from events.services import EDITABLE_FIELDS, TierSpec
+from events.validation import ACCESS_CODE_MAX_LENGTH, return_host_normalise
+from queueing.line.layouts import event_by_slug
 from queueing.rules.branding import accent_is_low_contrast
-from queueing.rules.return_urls import return_host_normalise
-from queueing.web.look import logo_url
+from queueing.web.api_errors import errors
+from queueing.web.branding import logo_url
+from staff import services
+from staff.services import EDITABLE_FIELDS, TierSpec
 
 VIEW_EVENT = "events.view_event"
 ADD_EVENT = "events.add_event"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -12,7 +13,6 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import ProtectedError
 
-from events.codes import is_well_formed_access_code, normalise_access_code
 from events.models import (
     LOGO_MAX_BYTES,
     AccessCode,
@@ -22,8 +22,10 @@ from events.models import (
     Tier,
     new_integration_key,
 )
+from events.validation import is_well_formed_access_code, normalise_access_code
 from queueing.hot import epoch
 from queueing.hot.client import HotIndexUnavailable
+from queueing.line.admission import AdmissionOutcome, ManualAdmission, admission_run
 from queueing.line.followups import broadcast_soon
 from queueing.models import AuditAction
 from queueing.records.audit import audit_append, audit_chain_start
@@ -328,3 +330,20 @@ def event_resume(*, event: Event, actor: str, now: datetime) -> Event:
 
 def event_close(*, event: Event, actor: str, now: datetime) -> Event:
     return _event_set_control(event=event, to=EventControl.CLOSED, actor=actor, now=now)
+
+
+# Staff's controls by name: the staff API's URLs, the admin's actions and the dashboard's
+# buttons all steer an on-sale through this one table.
+EVENT_CONTROLS: dict[str, Callable[..., Event]] = {
+    "pause": event_pause,
+    "resume": event_resume,
+    "close": event_close,
+}
+
+
+def event_admit_now(*, event: Event, count: int, actor: str, now: datetime) -> AdmissionOutcome:
+    """Staff let ``count`` fans in at once: past the pace, never past the capacity. The
+    admission run audits each admission as staff's (``actor``)."""
+    return admission_run(
+        event_id=event.pk, now=now, manual=ManualAdmission(count=count, actor=actor)
+    )

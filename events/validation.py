@@ -1,4 +1,8 @@
-"""Access codes as fans type them: case and surrounding spaces do not matter."""
+"""What an on-sale's fields may hold, checked without any I/O: slugs, access codes as fans
+type them (case and surrounding spaces do not matter), and the hosts staff may allow a
+return URL to go to. The queue's pure rules use these too."""
+
+from __future__ import annotations
 
 import re
 
@@ -23,3 +27,16 @@ def access_code_tag(raw: str) -> str:
     get equal tags, so staff can tell one stale code tried a thousand times from a thousand
     guesses, while nobody without the room's secret key can test guesses against it."""
     return salted_hmac("waitingroom.access-code-tag", normalise_access_code(raw)).hexdigest()[:12]
+
+
+# A DNS name or IPv4 address, optionally with a port; lower case after normalising.
+_HOST = re.compile(
+    r"^(?=.{1,253}(:\d{1,5})?$)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*(:\d{1,5})?$"
+)
+
+
+def return_host_normalise(raw: str) -> str | None:
+    """``raw`` as a host staff may allow (``shop.example.com``, ``127.0.0.1:8080``), lower
+    case; None when it is not one (a scheme, a path, spaces, a wildcard)."""
+    host = raw.strip().lower().rstrip(".")
+    return host if _HOST.match(host) else None

@@ -1,0 +1,37 @@
+"""Atomic counters for the fans' abuse controls: sliding-window rate limits (joins, wrong
+access codes) and spend-once keys (proof-of-work challenges)."""
+
+from __future__ import annotations
+
+import secrets
+
+from queueing.hot.client import client, run_script, unavailable_on_redis_error
+
+
+def _rate_limit(key: str, *, now: float, window: float, limit: int, record: bool) -> float | None:
+    allowed, retry = run_script(
+        "rate_limit",
+        keys=[key],
+        args=[repr(now), repr(window), limit, secrets.token_hex(8), "1" if record else "0"],
+    )
+    return None if allowed else float(retry)
+
+
+@unavailable_on_redis_error
+def rate_limit_hit(key: str, *, now: float, window: float, limit: int) -> float | None:
+    """Record a call; None if allowed, else the seconds to wait (a refused call is not
+    recorded)."""
+    return _rate_limit(key, now=now, window=window, limit=limit, record=True)
+
+
+@unavailable_on_redis_error
+def rate_limit_peek(key: str, *, now: float, window: float, limit: int) -> float | None:
+    """Whether a call would be allowed now, without recording one: None if so, else the
+    seconds to wait."""
+    return _rate_limit(key, now=now, window=window, limit=limit, record=False)
+
+
+@unavailable_on_redis_error
+def spend_once(key: str, *, ttl_seconds: int) -> bool:
+    """True the first time ``key`` is spent, False ever after (until it expires)."""
+    return bool(client().set(key, "1", nx=True, ex=ttl_seconds))

@@ -1,0 +1,21 @@
+from django.urls import path
+
+from staff import api, services
+
+urlpatterns = [
+    path("events/", api.EventListCreateApi.as_view(), name="manage-events"),
+    path("events/<slug:slug>/", api.EventDetailApi.as_view(), name="manage-event"),
+    *(
+        path(
+            f"events/<slug:slug>/{name}",
+            api.EventControlApi.as_view(service=service),
+            name=f"manage-event-{name}",
+        )
+        for name, service in services.EVENT_CONTROLS.items()
+    ),
+    path(
+        "events/<slug:slug>/rotate-key",
+        api.EventKeyRotateApi.as_view(),
+        name="manage-event-rotate-key",
+    ),
+]
