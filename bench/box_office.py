@@ -95,7 +95,7 @@ def fill(event_ids: list[int], fans: int) -> None:
     """``fans`` waiting fans in each on-sale (one COPY), then their hot indexes."""
     from bench.waiting_rows import copy_waiting
     from events.models import Tier
-    from queueing.line.rebuild import hot_index_rebuild
+    from queueing.line.index_sync import hot_index_rebuild
 
     tiers = dict(Tier.objects.filter(event_id__in=event_ids).values_list("event_id", "id"))
     copy_waiting(

@@ -201,7 +201,7 @@ def write_gate_passes(event: Any, path: Path, count: int = 1000) -> None:
     from django.utils import timezone
 
     from queueing.line.admission import ManualAdmission, admission_run
-    from queueing.line.rebuild import hot_index_rebuild
+    from queueing.line.index_sync import hot_index_rebuild
     from queueing.line.sessions import entry_pass
     from queueing.models import QueueEntry
 
@@ -439,7 +439,7 @@ def main() -> None:
 
     from bench import box_office
     from events.models import Event
-    from queueing.line.rebuild import hot_index_rebuild
+    from queueing.line.index_sync import hot_index_rebuild
     from staff.services import event_create, event_pause
     from tests.processes import Stack, free_port, wait_until
 

@@ -40,8 +40,8 @@ from bench.meters import (
 from events.models import Event
 from queueing.hot import keys
 from queueing.hot.client import LUA_DIR
+from queueing.line.index_sync import hot_index_rebuild
 from queueing.line.layouts import event_layout
-from queueing.line.rebuild import hot_index_rebuild
 from queueing.models import AuditRecord, QueueEntry
 from staff.services import event_create, event_pause
 from tests.processes import Stack, wait_until
@@ -311,7 +311,7 @@ def line_size_costs(rig: Rig, sizes: tuple[int, ...]) -> dict[str, Any]:
     """How a status poll's script and the sockets' keep-alive grow with the line: on synthetic
     lines of each size, under the keys of an on-sale that does not exist (a real index of
     millions, made by a rebuild, would take minutes). The keep-alive is the ZADD XX that
-    queueing/hot/heartbeats.py sends with every ticket of a process's sockets."""
+    queueing/hot/line_index.py sends with every ticket of a process's sockets."""
     db = redis.Redis(port=rig.hot.port, db=rig.redis_db)
     event_id = 2**40  # no on-sale's id
     tier, beats = keys.tier_queue(event_id, 1), keys.heartbeats(event_id)

@@ -14,8 +14,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from queueing.hot import health
-from queueing.hot.client import HotIndexUnavailable
+from queueing.hot.client import HotIndexUnavailable, ping
 
 
 @dataclass(frozen=True)
@@ -33,7 +32,7 @@ def readiness() -> Readiness:
     except DatabaseError:
         down.append("postgresql")
     try:
-        health.ping()
+        ping()
     except HotIndexUnavailable:
         degraded.append("redis")
     return Readiness(down=tuple(down), degraded=tuple(degraded))

@@ -27,7 +27,7 @@ from config.health import readiness
 from events.models import Event
 from queueing.line.activity import events_with_fans
 from queueing.line.layouts import event_layout
-from queueing.line.reads import current_counts
+from queueing.line.reads import line_reads
 from queueing.rules.states import EntryStatus
 from queueing.web.client_address import client_ip
 from queueing.web.latency import REGISTRY
@@ -67,7 +67,7 @@ class EventCollector(Collector):
         )
         for event in events:
             layout = event_layout(event.id)
-            line = current_counts(layout).queue_length if layout else 0
+            line = line_reads.counts(layout).queue_length if layout else 0
             waiting.add_metric([event.slug], line)
             active.add_metric([event.slug], event.active_now)
             admissions.add_metric([event.slug], event.admitted_total)

@@ -335,7 +335,7 @@ LOGGING = {
 WR_LAYOUT_CACHE_SECONDS = env_float("WR_LAYOUT_CACHE_SECONDS", 2.0, minimum=0.0)
 # The gate (GET /gate/{slug}/check): how long a web process trusts the session status it
 # read for a pass; a completed, abandoned or revoked session is refused this long after it
-# ended at most (plus one read: queueing/line/session_states.py).
+# ended at most (plus one read: queueing/line/sessions.py).
 WR_GATE_STATE_SECONDS = env_float("WR_GATE_STATE_SECONDS", 1.0, minimum=0.0)
 # Rows per batch when the hot index is rebuilt from PostgreSQL.
 WR_REBUILD_BATCH = env_int("WR_REBUILD_BATCH", 5000, minimum=100)

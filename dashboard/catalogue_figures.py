@@ -14,8 +14,8 @@ from typing import Any
 
 from events.models import Event
 from queueing.line.layouts import event_layouts
-from queueing.line.reads import active_counts, lines_counts
-from queueing.line.throughput import current_throughput
+from queueing.line.reads import line_reads
+from queueing.records.entry_reads import active_counts
 from queueing.rules.layout import EventLayout
 
 
@@ -54,7 +54,7 @@ class RowFigures:
 
 
 def _pace(layout: EventLayout) -> Pace | None:
-    throughput = current_throughput(layout)
+    throughput = line_reads.throughput(layout)
     if throughput is None:
         return None
     return Pace(per_minute=throughput.lam * 60, measured=throughput.measured)
@@ -66,7 +66,7 @@ def rows_figures(events: Sequence[Event]) -> dict[int, RowFigures]:
     layouts = {
         event_id: layout for event_id, layout in event_layouts(ids).items() if layout is not None
     }
-    waiting = lines_counts(list(layouts.values()))
+    waiting = line_reads.counts_many(list(layouts.values()))
     active = active_counts(ids)
     return {
         event.pk: RowFigures(

@@ -10,9 +10,7 @@ from django.db.models.functions import TruncMinute
 
 from dashboard.charts import bars_svg, line_svg
 from events.models import Event
-from queueing.hot import stats
-from queueing.hot.client import HotIndexUnavailable
-from queueing.line.reads import event_public_view
+from queueing.line.reads import event_public_view, line_reads
 from queueing.models import AuditAction, AuditRecord, QueueEntry
 from queueing.rules.states import EntryStatus
 
@@ -58,10 +56,7 @@ def event_figures(event: Event, *, now: datetime) -> dict[str, Any]:
     minutes = list(range(this_minute - MINUTES + 1, this_minute + 1))
     arrivals = _per_minute("joined_at", event, hour_ago)
     admissions = _per_minute("admitted_at", event, hour_ago)
-    try:
-        waiting = stats.line_samples(event.id, minutes)
-    except HotIndexUnavailable:
-        waiting = [None] * len(minutes)
+    waiting = line_reads.line_samples(event.id, minutes)
     return {
         "slug": event.slug,
         "name": event.name,

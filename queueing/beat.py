@@ -17,7 +17,6 @@ from datetime import datetime
 
 from events.models import Event, EventState
 from queueing.hot import tick_claims
-from queueing.hot.client import HotIndexUnavailable
 from queueing.line.activity import events_with_work
 from queueing.line.admission import AdmissionOutcome, admission_run
 from queueing.line.expiry import queued_expire_unseen, sessions_expire
@@ -68,10 +67,7 @@ def event_beat(*, event_id: int, now: datetime, claim: str = "") -> None:
         logger.exception("tick of event %s failed", event_id)
     finally:
         if claim:
-            try:
-                tick_claims.tick_release(event_id, claim)
-            except HotIndexUnavailable:
-                pass  # the claim expires by itself
+            tick_claims.tick_release(event_id, claim)
 
 
 def room_dispatch(
@@ -79,12 +75,9 @@ def room_dispatch(
 ) -> list[int]:
     """Send a tick to every on-sale with work and none outstanding; returns their ids."""
     event_ids = events_with_work(now)
-    try:
-        claims = tick_claims.ticks_claim(event_ids, ttl_seconds=claim_seconds)
-    except HotIndexUnavailable:
-        # No claims without Redis: every on-sale with work gets a tick, whose expiry drops it
-        # if it is not run in time.
-        claims = dict.fromkeys(event_ids, "")
+    # Without Redis every on-sale with work gets a tick (no claims: hot/tick_claims.py),
+    # whose expiry drops it if it is not run in time.
+    claims = tick_claims.ticks_claim(event_ids, ttl_seconds=claim_seconds)
     for event_id, claim in claims.items():
         send(event_id, claim)
     return list(claims)

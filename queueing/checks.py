@@ -6,14 +6,13 @@ from typing import Any
 
 from django.core import checks
 
-from queueing.hot import health
-from queueing.hot.client import HotIndexUnavailable
+from queueing.hot.client import HotIndexUnavailable, eviction_policies
 
 
 @checks.register("redis")
 def redis_eviction_policy(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     try:
-        policies = health.eviction_policies()
+        policies = eviction_policies()
     except HotIndexUnavailable as exc:
         return [
             checks.Warning(

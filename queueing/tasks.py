@@ -7,7 +7,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from queueing import beat
-from queueing.line import rebuild
+from queueing.line import index_sync
 from queueing.line.admission import admission_run
 from queueing.line.turn_mail import turn_mail_send
 from queueing.live.ticks import broadcast_tick
@@ -55,9 +55,9 @@ def turn_mails_send(entry_ids: list[int]) -> int:
 
 @shared_task(ignore_result=True)
 def hot_index_maintain() -> list[int]:
-    return rebuild.hot_index_maintain()
+    return index_sync.hot_index_maintain()
 
 
 @shared_task(ignore_result=True)
 def hot_index_rebuild(event_id: int) -> bool:
-    return rebuild.hot_index_rebuild(event_id=event_id)
+    return index_sync.hot_index_rebuild(event_id=event_id)

@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from events.models import BRANDING_TEXT_MAX_LENGTH, LOGO_MAX_BYTES, Event
-from queueing.line.views import TicketView
+from queueing.line.answers import TicketAnswer
 from queueing.rules.branding import (
     LogoRefused,
     accent_contrast,
@@ -169,7 +169,7 @@ def branding_preview_response(request: HttpRequest, saved: Event | None) -> Http
         next_steps=_preview_value(form, "next_steps_text", saved),
         logo_url=_preview_logo(form, saved),
     )
-    view = TicketView(
+    view = TicketAnswer(
         ticket="preview",
         event_slug=event.slug,
         status=EntryStatus.WAITING,

@@ -23,10 +23,9 @@ from events.models import (
     new_integration_key,
 )
 from events.validation import is_well_formed_access_code, normalise_access_code
-from queueing.hot import epoch
-from queueing.hot.client import HotIndexUnavailable
 from queueing.line.admission import AdmissionOutcome, ManualAdmission, admission_run
 from queueing.line.followups import broadcast_soon
+from queueing.line.index_sync import index_mark_new_event_ready
 from queueing.models import AuditAction
 from queueing.records.audit import audit_append, audit_chain_start
 from queueing.rules.branding import LogoRefused, logo_check
@@ -132,13 +131,7 @@ def _apply_tiers(event: Event, specs: list[TierSpec]) -> None:
 
 
 def _after_commit_mark_ready(event_id: int) -> None:
-    def mark() -> None:
-        try:
-            epoch.mark_new_event_ready(event_id)
-        except HotIndexUnavailable:
-            pass  # the maintenance task builds it when Redis is back
-
-    transaction.on_commit(mark)
+    transaction.on_commit(lambda: index_mark_new_event_ready(event_id))
 
 
 # What the fans' pages show from the ticks: a change is broadcast at once, not at the next beat.

@@ -10,11 +10,8 @@ from django.utils import timezone
 from django_redis import get_redis_connection
 
 from events.models import Event
+from queueing import in_process
 from queueing.hot.client import reachability_reset
-from queueing.line.heartbeat_gaps import heartbeat_gaps_clear
-from queueing.line.layouts import layout_cache_clear
-from queueing.line.snapshots import snapshots_clear
-from queueing.line.throughput import throughput_cache_clear
 from staff.services import TierSpec, event_create
 
 
@@ -23,15 +20,10 @@ def hot_prefix(settings: Any) -> Iterator[str]:
     """Each test gets its own Redis key prefix, removed afterwards."""
     prefix = f"wrtest:{uuid.uuid4().hex[:10]}"
     settings.WR_REDIS_PREFIX = prefix
-    layout_cache_clear()
-    throughput_cache_clear()
-    snapshots_clear()
-    heartbeat_gaps_clear()
+    in_process.clear_all()
     reachability_reset()
     yield prefix
-    layout_cache_clear()
-    throughput_cache_clear()
-    snapshots_clear()
+    in_process.clear_all()
     redis = get_redis_connection("default")
     keys = list(redis.scan_iter(match=f"{prefix}:*", count=1000))
     if keys:

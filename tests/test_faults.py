@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from queueing.hot import keys
 from queueing.line.admission import ADMISSION_LOCK_NAMESPACE
-from queueing.line.rebuild import hot_index_rebuild
+from queueing.line.index_sync import hot_index_rebuild
 from queueing.models import AuditRecord, QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.rules.shuffle import shuffled_order

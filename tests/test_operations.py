@@ -90,10 +90,9 @@ def test_the_redis_eviction_policy_is_checked() -> None:
 
 def test_every_redis_node_must_refuse_to_evict(monkeypatch) -> None:
     from queueing.checks import redis_eviction_policy
-    from queueing.hot import health
 
     nodes = {"10.0.0.1:6379": "noeviction", "10.0.0.2:6379": "allkeys-lru"}
-    monkeypatch.setattr(health, "eviction_policies", lambda: nodes)
+    monkeypatch.setattr("queueing.checks.eviction_policies", lambda: nodes)
     (error,) = redis_eviction_policy()
     assert error.id == "queueing.E001" and "10.0.0.2:6379" in error.msg
 

@@ -2,13 +2,17 @@
 
 Redis holds a derived copy of each event's line: it can be lost at any moment and is rebuilt
 from PostgreSQL. Every function of this room raises ``HotIndexUnavailable`` instead of a Redis
-error, so callers can degrade to PostgreSQL.
+error, so that one place above decides what to do without it (line/reads.py for the line's
+reads, line/index_sync.py for writes after a commit, line/expiry.py for heartbeats); or it is
+declared ``fails_open`` and says itself what it answers while Redis is away.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
+import logging
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -20,6 +24,7 @@ import redis.asyncio as aioredis
 from django.conf import settings
 from django_redis import get_redis_connection
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster
 from redis.commands.core import AsyncScript, Script
 
 from queueing.hot.cluster import SlotClients, async_cluster_client
@@ -32,6 +37,8 @@ R = TypeVar("R")
 
 LUA_DIR = Path(__file__).parent / "lua"
 
+logger = logging.getLogger(__name__)
+
 
 class HotIndexUnavailable(Exception):
     """Redis could not be reached or answered with an error."""
@@ -40,7 +47,7 @@ class HotIndexUnavailable(Exception):
 class HotIndexBusy(HotIndexUnavailable):
     """This process had no free connection to Redis (its pool was spent): Redis itself may
     be answering other processes. Not an outage (no fail-fast), but what the call was to
-    write is lost all the same (a heartbeat: ``line/heartbeat_gaps.py``)."""
+    write is lost all the same (a heartbeat: ``line/expiry.py``)."""
 
 
 # Until when (time.monotonic()) calls to a plain Redis fail at once: for WR_HOT_RETRY_SECONDS
@@ -209,6 +216,47 @@ def unavailable_on_redis_error(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def fails_open(
+    answer: Any = None,
+    *,
+    answer_from: Callable[..., Any] | None = None,
+    warning: str | None = None,
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Declares, where a call to Redis is defined, what it answers while Redis cannot: the
+    room's own checks (join limits, proof-of-work reuse, socket caps, tick claims) are off
+    for an outage rather than refusing fans or stopping the beat for it. The call answers
+    ``answer``, or what ``answer_from`` makes of its arguments; ``warning`` is logged (with
+    them) when it does. The one place these calls' ``HotIndexUnavailable`` is caught."""
+
+    def decorate(func: Callable[P, R]) -> Callable[P, R]:
+        def stand_in(exc: HotIndexUnavailable, args: Any, kwargs: Any) -> Any:
+            if warning is not None:
+                logger.warning("%s (%s): %s", warning, ", ".join(map(str, args)), exc)
+            return answer_from(*args, **kwargs) if answer_from is not None else answer
+
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def wrapper_async(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await func(*args, **kwargs)
+                except HotIndexUnavailable as exc:
+                    return stand_in(exc, args, kwargs)
+
+            return wrapper_async  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return func(*args, **kwargs)
+            except HotIndexUnavailable as exc:
+                return stand_in(exc, args, kwargs)  # type: ignore[no-any-return]
+
+        return wrapper
+
+    return decorate
+
+
 def run_script_many(
     name: str, calls: Sequence[tuple[Sequence[str], Sequence[object]]]
 ) -> list[Any]:
@@ -242,3 +290,33 @@ def epoch_value(state: str, token: str, *, key: str) -> str:
     # The run id inside the epoch: an index written by another Redis run may have lost its
     # last writes (AOF fsyncs once a second; a replica lags), so it is rebuilt.
     return f"{state}:{server_run_id(key)}:{token}"
+
+
+# ------------------------------------------- is Redis there, and safe for the index?
+
+
+@unavailable_on_redis_error
+def ping() -> None:
+    client().ping()
+
+
+@unavailable_on_redis_error
+def eviction_policies() -> dict[str, str]:
+    """Each Redis node's ``maxmemory-policy``, by node. On a cluster every node is asked,
+    replicas too (one of them is the master after a failover); one node's answer is not
+    the others'."""
+    redis_client = client()
+    if not isinstance(redis_client, RedisCluster):
+        return {"redis": _policy(redis_client)}
+    # CLUSTER NODES, not the client's slot map: the map may list masters only.
+    policies = {}
+    for address in redis_client.cluster_nodes():
+        # "host:port", an IPv6 host in brackets: the port is after the last colon.
+        host, _, port = address.rpartition(":")
+        with redis.Redis(host=host.strip("[]"), port=int(port), socket_timeout=2) as node:
+            policies[address] = _policy(node)
+    return policies
+
+
+def _policy(redis_client: redis.Redis) -> str:
+    return str(redis_client.config_get("maxmemory-policy").get("maxmemory-policy", ""))

@@ -1,5 +1,5 @@
 """Each event's line in Redis: its tier queues and pre-queue (sorted sets by order key), found,
-counted, sketched and trimmed in one round trip each.
+counted, sketched and trimmed in one round trip each; and its fans' heartbeat deadlines.
 """
 
 from __future__ import annotations
@@ -224,3 +224,36 @@ def head_members(layout: EventLayout, *, count: int) -> list[int]:
     for key in tier_keys(layout):
         pipe.zrange(key, 0, count - 1)
     return [int(member) for members in pipe.execute() for member in members]
+
+
+# ------------------------------------------------------------------ heartbeat deadlines
+# A sorted set per event, scored by the unix time after which each entry expires.
+
+
+@unavailable_on_redis_error
+def refresh_heartbeats(event_id: int, members: Sequence[int], *, deadline: float) -> None:
+    """Push the deadline of fans watching over a WebSocket; XX: never revive an expired one."""
+    if members:
+        client().zadd(keys.heartbeats(event_id), dict.fromkeys(members, deadline), xx=True)
+
+
+@unavailable_on_redis_error
+def heartbeat_deadlines(event_id: int, members: Sequence[int]) -> dict[int, float | None]:
+    """Each entry's heartbeat deadline (unix seconds), None where the index has none."""
+    if not members:
+        return {}
+    scores = client().zmscore(keys.heartbeats(event_id), list(members))
+    return {m: (None if s is None else float(s)) for m, s in zip(members, scores, strict=True)}
+
+
+@unavailable_on_redis_error
+def overdue_members(event_id: int, *, now: float, limit: int) -> list[int]:
+    """Entries whose heartbeat deadline has passed, oldest first."""
+    raw = client().zrangebyscore(keys.heartbeats(event_id), "-inf", f"({now}", start=0, num=limit)
+    return [int(member) for member in raw]
+
+
+@unavailable_on_redis_error
+def forget_heartbeats(event_id: int, members: Sequence[int]) -> None:
+    if members:
+        client().zrem(keys.heartbeats(event_id), *members)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import secrets
 
-from queueing.hot.client import client, run_script, unavailable_on_redis_error
+from queueing.hot.client import client, fails_open, run_script, unavailable_on_redis_error
 
 
 def _rate_limit(key: str, *, now: float, window: float, limit: int, record: bool) -> float | None:
@@ -17,6 +17,7 @@ def _rate_limit(key: str, *, now: float, window: float, limit: int, record: bool
     return None if allowed else float(retry)
 
 
+@fails_open(None)  # Redis away: nobody is refused for it
 @unavailable_on_redis_error
 def rate_limit_hit(key: str, *, now: float, window: float, limit: int) -> float | None:
     """Record a call; None if allowed, else the seconds to wait (a refused call is not
@@ -24,6 +25,7 @@ def rate_limit_hit(key: str, *, now: float, window: float, limit: int) -> float 
     return _rate_limit(key, now=now, window=window, limit=limit, record=True)
 
 
+@fails_open(None)
 @unavailable_on_redis_error
 def rate_limit_peek(key: str, *, now: float, window: float, limit: int) -> float | None:
     """Whether a call would be allowed now, without recording one: None if so, else the
@@ -31,6 +33,7 @@ def rate_limit_peek(key: str, *, now: float, window: float, limit: int) -> float
     return _rate_limit(key, now=now, window=window, limit=limit, record=False)
 
 
+@fails_open(True)  # reuse cannot be told apart without Redis; the work was still done
 @unavailable_on_redis_error
 def spend_once(key: str, *, ttl_seconds: int) -> bool:
     """True the first time ``key`` is spent, False ever after (until it expires)."""

@@ -12,6 +12,7 @@ from queueing.hot.client import (
     ASYNC_REDIS_FAILURES,
     HotIndexUnavailable,
     async_client_ready,
+    fails_open,
     run_script_async,
 )
 
@@ -20,6 +21,11 @@ from queueing.hot.client import (
 SOCKETS_TTL_SECONDS = 24 * 3600
 
 
+# Redis away: the socket is let in (the cap protects memory, not anybody's place).
+@fails_open(
+    answer_from=lambda *args, **kwargs: [],
+    warning="could not count the sockets of a ticket (event, entry, channel)",
+)
 async def ticket_socket_claim(
     event_id: int, entry_id: int, channel: str, *, keep: int
 ) -> list[str]:
@@ -32,6 +38,8 @@ async def ticket_socket_claim(
     return [name.decode() if isinstance(name, bytes) else str(name) for name in over]
 
 
+# Redis away: the set expires; newer arrivals push a stale name out anyway.
+@fails_open(None)
 async def ticket_socket_release(event_id: int, entry_id: int, channel: str) -> None:
     try:
         redis_client = await async_client_ready()

@@ -11,9 +11,11 @@ import secrets
 from collections.abc import Sequence
 
 from queueing.hot import keys
-from queueing.hot.client import client, run_script, unavailable_on_redis_error
+from queueing.hot.client import client, fails_open, run_script, unavailable_on_redis_error
 
 
+# Redis away: every event counts as unclaimed; the ticks' own expiry bounds the backlog.
+@fails_open(answer_from=lambda event_ids, **_: dict.fromkeys(event_ids, ""))
 @unavailable_on_redis_error
 def ticks_claim(event_ids: Sequence[int], *, ttl_seconds: float) -> dict[int, str]:
     """Claim the tick of each event that has none outstanding: event id -> claim token.
@@ -31,6 +33,7 @@ def ticks_claim(event_ids: Sequence[int], *, ttl_seconds: float) -> dict[int, st
     }
 
 
+@fails_open(None)  # Redis away: the claim expires by itself
 @unavailable_on_redis_error
 def tick_release(event_id: int, token: str) -> None:
     """Let the next tick be sent; a claim that expired meanwhile and was taken again by a newer

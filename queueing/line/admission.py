@@ -1,41 +1,67 @@
-"""Letting fans in: PostgreSQL first, one admission per event at a time.
+"""Letting fans in: by the admission run (each tick, and when a slot frees), and in the join
+itself for the modes that admit newcomers at once. PostgreSQL first, one admission per event
+at a time.
 
-Per run: ``n = min(capacity - active, rate credit, rate-window room, batch limit)``, the rate
-credit earned by the time elapsed since the last run (``rules/admission_plan.py``); the next
-``n`` are picked per tier in (priority, order key) order with ``FOR UPDATE SKIP LOCKED``, moved
-to ``admitted`` by compare-and-set and audited in one transaction; the hot index is updated
-after the commit. A transaction-scoped advisory lock makes a second, concurrent run (two beats,
-a slot-freed trigger) skip instead of double-admitting; a killed worker's transaction simply
-rolls back.
+**The run.** ``n = min(capacity - active, rate credit, rate-window room, batch limit)``, the
+rate credit earned by the time elapsed since the last run (``rules/admission_plan.py``). It
+goes in three steps: *plan* (the lock, the on-sale, its state and mode, how many may go in:
+``admission_room``), *move* (the next ``n`` picked per tier in (priority, order key) order with
+``FOR UPDATE SKIP LOCKED``, the unseen expired instead, the rest moved to ``admitted`` by
+compare-and-set), *record* (the audit records, the pace's credit spent and the counts behind
+the measured pace, in the same transaction). The hot index is updated after the commit. A
+transaction-scoped advisory lock makes a second, concurrent run (two beats, a slot-freed
+trigger) skip instead of double-admitting; a killed worker's transaction simply rolls back.
 
 The on-sale's mode changes what a run may do: in ``maintenance`` nobody is let in; in
-``passthrough`` the run lets the line in at the batch limit, past capacity and pace. The
-rules for how many may go in now (``admission_room``) and what letting them in spends
-(``admission_spend``) are shared with admission in the join itself (``join_admission.py``),
-which takes the same lock.
+``passthrough`` the run lets the line in at the batch limit, past capacity and pace.
+
+**In the join** (``join_admit``), called in the join's transaction, under the audit chain
+head's lock, right after the newcomers were inserted as ``waiting`` and their ``joined``
+records appended. Those it lets in move to ``admitted`` by the run's compare-and-set, with
+the same ``admitted`` audit record, in the same transaction: the join's answer then carries
+the pass.
+
+- ``passthrough``: every newcomer, past capacity and pace. Nothing is counted before, so no
+  lock is taken; the admissions still count afterwards (``active``, the 60-second window).
+- ``safety_net``: while nobody of the on-sale is in line (waiting or in the pre-queue), the
+  first newcomers of the batch, as many as ``admission_room`` allows: the run's own rule,
+  asked under the run's own lock, and spending the pace's credit as the run does. The lock
+  is only tried: when a run holds it, the newcomers queue and that run or the next lets them
+  in. The chain head's lock (every join of the on-sale takes it) orders the joins among
+  themselves, so two joins never both see "nobody in line" or both take the last place; the
+  admission lock orders them against the runs, which count ``active`` and the window only
+  once they hold it.
+
+Both only while the pace would let anyone in at all (``admission_open``: open, not paused,
+the line started).
+
+Over 350 lines on purpose: the run and the join share their rules (``admission_room``,
+``admission_spend``) and their lock, and read best side by side.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
 
 from events.models import Event, EventMode, EventState, Tier
-from queueing.hot import heartbeats, stats
 from queueing.hot.channels import notify_admitted
-from queueing.hot.client import HotIndexUnavailable
-from queueing.line.index_sync import index_forget
+from queueing.hot.line_index import IndexState, Placement
+from queueing.line.answers import TicketAnswer, answer_from_facts
+from queueing.line.index_sync import index_forget, pace_record
 from queueing.line.layouts import event_layout
+from queueing.line.reads import line_reads
+from queueing.line.sessions import entry_pass
 from queueing.line.turn_mail import turn_mail_ask
-from queueing.models import AdmissionState, AuditAction, QueueEntry
+from queueing.models import AdmissionState, AuditAction, AuditChainHead, PassKey, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many
-from queueing.records.reentries import earlier_admissions_since
+from queueing.records.entry_reads import earlier_admissions_since
 from queueing.records.transitions import Moved, transition_many
 from queueing.rules.admission_plan import (
     RATE_WINDOW_SECONDS,
@@ -52,13 +78,18 @@ from queueing.rules.eta import (
     departures_record,
     measure_throughput,
 )
-from queueing.rules.states import EntryStatus
+from queueing.rules.layout import EventLayout
+from queueing.rules.states import QUEUED, EntryStatus
+from queueing.rules.ticket_codec import TicketRef, ticket_issue
 
 logger = logging.getLogger(__name__)
 
 # First key of the two-int advisory lock; the second is the event id.
 ADMISSION_LOCK_NAMESPACE = 0x5752
 INDEX_SYNC_GRACE_SECONDS = 10.0
+
+
+# ------------------------------------------------------ what the run and the join share
 
 
 @dataclass(frozen=True)
@@ -76,41 +107,6 @@ def admission_lock_try(event_id: int) -> bool:
             "SELECT pg_try_advisory_xact_lock(%s, %s)", [ADMISSION_LOCK_NAMESPACE, event_id]
         )
         return bool(cursor.fetchone()[0])
-
-
-def _waiting_at_most(event_id: int, tier_id: int, limit: int) -> int:
-    """How many wait in a tier, counting no further than ``limit`` (cheap in a huge line)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM {QueueEntry._meta.db_table} "
-            "WHERE event_id = %s AND tier_id = %s AND status = %s LIMIT %s) AS head",
-            [event_id, tier_id, EntryStatus.WAITING.value, limit],
-        )
-        return int(cursor.fetchone()[0])
-
-
-def _pick(event_id: int, tier_id: int, limit: int) -> list[int]:
-    return list(
-        QueueEntry.objects.filter(event_id=event_id, tier_id=tier_id, status=EntryStatus.WAITING)
-        .order_by("order_key")
-        .select_for_update(skip_locked=True)
-        .values_list("id", flat=True)[:limit]
-    )
-
-
-def _overdue(event: Event, ids: list[int], now: datetime) -> set[int]:
-    """Candidates whose page has not been seen in time: they are expired, not admitted, so
-    an abandoned tab never takes a shop slot. Without Redis, or while its index is flagged
-    stale (heartbeats it could not record among what it missed), everyone counts as seen."""
-    if event.hot_index_dirty:
-        return set()
-    event_id = event.pk
-    try:
-        deadlines = heartbeats.heartbeat_deadlines(event_id, ids)
-    except HotIndexUnavailable:
-        return set()
-    cutoff = now.timestamp()
-    return {i for i, d in deadlines.items() if d is not None and d < cutoff}
 
 
 def admission_open(event: Event, now: datetime) -> bool:
@@ -260,6 +256,9 @@ def _shop_watch(event: Event, state: AdmissionState, *, now: datetime) -> None:
     state.save(update_fields=["recent_departures", "active_after"])
 
 
+# ------------------------------------------------------------------- the run
+
+
 @dataclass(frozen=True)
 class ManualAdmission:
     """Staff letting ``count`` fans in at once: the rate is bypassed, the capacity never."""
@@ -268,137 +267,209 @@ class ManualAdmission:
     actor: str
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a run decided under its lock, before anyone moves."""
+
+    event: Event
+    state: AdmissionState
+    now: datetime  # never before the state's last clock reading
+    room: AdmissionRoom
+    heal_index: bool  # a previous run committed but never reached the hot index
+    manual: ManualAdmission | None
+
+
+@dataclass(frozen=True)
+class _Moves:
+    admitted: list[Moved] = field(default_factory=list)
+    expired: list[Moved] = field(default_factory=list)
+    tier_names: dict[int, str] = field(default_factory=dict)
+
+
 def admission_run(
     *, event_id: int, now: datetime, manual: ManualAdmission | None = None
 ) -> AdmissionOutcome:
     with transaction.atomic():
-        if not admission_lock_try(event_id):
-            return AdmissionOutcome(skipped="busy")
-        event = Event.objects.filter(pk=event_id).first()
-        if event is None:
-            return AdmissionOutcome(skipped="missing")
-        state, _ = AdmissionState.objects.get_or_create(event_id=event_id)
-        now = not_before_last_run(now, state)
-        # The previous run committed but its index update never finished (its worker died),
-        # judged after a grace period so that a healthy overlapping run is not mistaken.
-        heal_index = state.index_pending and (
-            state.last_run_at is None
-            or (now - state.last_run_at).total_seconds() > INDEX_SYNC_GRACE_SECONDS
+        plan = _plan(event_id, now=now, manual=manual)
+        if isinstance(plan, AdmissionOutcome):
+            return plan
+        moves = _move(plan)
+        _record(plan, moves)
+    _after_admission(
+        plan.event,
+        plan.state,
+        moves.admitted,
+        moves.expired,
+        heal_index=plan.heal_index,
+        now=plan.now,
+    )
+    return AdmissionOutcome(admitted=tuple(moves.admitted), expired=tuple(moves.expired))
+
+
+def _plan(
+    event_id: int, *, now: datetime, manual: ManualAdmission | None
+) -> _Plan | AdmissionOutcome:
+    """Under the on-sale's admission lock (held until the transaction ends): the run's plan,
+    or why it lets nobody in."""
+    if not admission_lock_try(event_id):
+        return AdmissionOutcome(skipped="busy")
+    event = Event.objects.filter(pk=event_id).first()
+    if event is None:
+        return AdmissionOutcome(skipped="missing")
+    state, _ = AdmissionState.objects.get_or_create(event_id=event_id)
+    now = not_before_last_run(now, state)
+    # The previous run committed but its index update never finished (its worker died),
+    # judged after a grace period so that a healthy overlapping run is not mistaken.
+    heal_index = state.index_pending and (
+        state.last_run_at is None
+        or (now - state.last_run_at).total_seconds() > INDEX_SYNC_GRACE_SECONDS
+    )
+    if event.mode == EventMode.MAINTENANCE:
+        # Staff's "admit N now" too: the shop behind is down for maintenance.
+        return AdmissionOutcome(skipped="maintenance")
+    held = event.state_at(now) == EventState.PAUSED and event.started_at is not None
+    # Staff may also let fans in by hand while the on-sale is paused.
+    paused_by_hand = manual is not None and held
+    if not (admission_open(event, now) or paused_by_hand):
+        if held:
+            _shop_watch(event, state, now=now)
+        return AdmissionOutcome(skipped="not_open")
+    # Passthrough lets the line in as fast as the batches go: those who waited when staff
+    # switched go in within a few ticks, as newcomers do at once.
+    passthrough = event.mode == EventMode.PASSTHROUGH and manual is None
+    room = admission_room(
+        event,
+        state,
+        now=now,
+        batch_limit=manual.count if manual else settings.WR_ADMISSION_BATCH,
+        within_capacity=not passthrough,
+        paced=not (manual or passthrough),
+    )
+    return _Plan(event=event, state=state, now=now, room=room, heal_index=heal_index, manual=manual)
+
+
+def _move(plan: _Plan) -> _Moves:
+    """The next ``room.n`` fans over the tiers (their split, ``rules/admission_plan.py``):
+    those whose page was not seen in time expire, the others are admitted."""
+    event, state, now, n = plan.event, plan.state, plan.now, plan.room.n
+    if n <= 0:
+        return _Moves()
+    tiers = list(Tier.objects.filter(event_id=event.pk).order_by("priority", "id"))
+    split = split_batch(
+        [TierDemand(t.id, t.share, _waiting_at_most(event.pk, t.id, n)) for t in tiers],
+        n,
+        {int(k): v for k, v in state.tier_credit.items()},
+    )
+    candidates = [
+        entry_id
+        for tier_id, take in split.take.items()
+        if take
+        for entry_id in _pick(event.pk, tier_id, take)
+    ]
+    # An abandoned tab never takes a shop slot (line/reads.py decides whom the index saw).
+    overdue = line_reads.overdue(event, candidates, now)
+    expired = transition_many(
+        ids=[i for i in candidates if i in overdue],
+        to=EntryStatus.EXPIRED,
+        expected=[EntryStatus.WAITING],
+        now=now,
+    )
+    admitted = transition_many(
+        ids=[i for i in candidates if i not in overdue],
+        to=EntryStatus.ADMITTED,
+        expected=[EntryStatus.WAITING],
+        now=now,
+        extra={
+            "admitted_at": now,
+            "pass_expires_at": now + timedelta(seconds=event.session_seconds),
+        },
+    )
+    service_rank = {tier.id: rank for rank, tier in enumerate(tiers)}
+    admitted.sort(key=lambda moved: (service_rank[moved.tier_id], moved.order_key))
+    state.tier_credit = {str(k): v for k, v in split.credit.items()}
+    return _Moves(
+        admitted=admitted, expired=expired, tier_names={tier.id: tier.name for tier in tiers}
+    )
+
+
+def _waiting_at_most(event_id: int, tier_id: int, limit: int) -> int:
+    """How many wait in a tier, counting no further than ``limit`` (cheap in a huge line)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {QueueEntry._meta.db_table} "
+            "WHERE event_id = %s AND tier_id = %s AND status = %s LIMIT %s) AS head",
+            [event_id, tier_id, EntryStatus.WAITING.value, limit],
         )
-        if event.mode == EventMode.MAINTENANCE:
-            # Staff's "admit N now" too: the shop behind is down for maintenance.
-            return AdmissionOutcome(skipped="maintenance")
-        held = event.state_at(now) == EventState.PAUSED and event.started_at is not None
-        # Staff may also let fans in by hand while the on-sale is paused.
-        paused_by_hand = manual is not None and held
-        if not (admission_open(event, now) or paused_by_hand):
-            if held:
-                _shop_watch(event, state, now=now)
-            return AdmissionOutcome(skipped="not_open")
-        # Passthrough lets the line in as fast as the batches go: those who waited when staff
-        # switched go in within a few ticks, as newcomers do at once.
-        passthrough = event.mode == EventMode.PASSTHROUGH and manual is None
-        room = admission_room(
-            event,
-            state,
-            now=now,
-            batch_limit=manual.count if manual else settings.WR_ADMISSION_BATCH,
-            within_capacity=not passthrough,
-            paced=not (manual or passthrough),
-        )
-        n = room.n
-        admitted: list[Moved] = []
-        expired: list[Moved] = []
-        tier_names: dict[int, str] = {}
-        if n > 0:
-            tiers = list(Tier.objects.filter(event_id=event_id).order_by("priority", "id"))
-            tier_names = {tier.id: tier.name for tier in tiers}
-            split = split_batch(
-                [TierDemand(t.id, t.share, _waiting_at_most(event_id, t.id, n)) for t in tiers],
-                n,
-                {int(k): v for k, v in state.tier_credit.items()},
+        return int(cursor.fetchone()[0])
+
+
+def _pick(event_id: int, tier_id: int, limit: int) -> list[int]:
+    return list(
+        QueueEntry.objects.filter(event_id=event_id, tier_id=tier_id, status=EntryStatus.WAITING)
+        .order_by("order_key")
+        .select_for_update(skip_locked=True)
+        .values_list("id", flat=True)[:limit]
+    )
+
+
+def _record(plan: _Plan, moves: _Moves) -> None:
+    """In the run's transaction: the audit records of who moved, the pace's credit spent,
+    the counts behind the measured pace, and the run's own clock."""
+    event, state, now, manual = plan.event, plan.state, plan.now, plan.manual
+    audit_append_many(
+        event_id=event.pk,
+        actor=manual.actor if manual else "system:admission",
+        at=now,
+        items=[
+            AuditItem(
+                action=AuditAction.ADMITTED,
+                ticket_id=moved.public_id,
+                data={"tier": moves.tier_names[moved.tier_id], "order_key": moved.order_key},
             )
-            candidates = [
-                entry_id
-                for tier_id, take in split.take.items()
-                if take
-                for entry_id in _pick(event_id, tier_id, take)
-            ]
-            overdue = _overdue(event, candidates, now)
-            expired = transition_many(
-                ids=[i for i in candidates if i in overdue],
-                to=EntryStatus.EXPIRED,
-                expected=[EntryStatus.WAITING],
-                now=now,
+            for moved in moves.admitted
+        ]
+        + [
+            AuditItem(
+                action=AuditAction.EXPIRED,
+                ticket_id=moved.public_id,
+                data={"reason": "no_heartbeat", "from": moved.previous},
             )
-            admitted = transition_many(
-                ids=[i for i in candidates if i not in overdue],
-                to=EntryStatus.ADMITTED,
-                expected=[EntryStatus.WAITING],
-                now=now,
-                extra={
-                    "admitted_at": now,
-                    "pass_expires_at": now + timedelta(seconds=event.session_seconds),
-                },
-            )
-            service_rank = {tier.id: rank for rank, tier in enumerate(tiers)}
-            admitted.sort(key=lambda moved: (service_rank[moved.tier_id], moved.order_key))
-            state.tier_credit = {str(k): v for k, v in split.credit.items()}
-        audit_append_many(
-            event_id=event_id,
-            actor=manual.actor if manual else "system:admission",
-            at=now,
-            items=[
-                AuditItem(
-                    action=AuditAction.ADMITTED,
-                    ticket_id=moved.public_id,
-                    data={"tier": tier_names[moved.tier_id], "order_key": moved.order_key},
-                )
-                for moved in admitted
-            ]
-            + [
-                AuditItem(
-                    action=AuditAction.EXPIRED,
-                    ticket_id=moved.public_id,
-                    data={"reason": "no_heartbeat", "from": moved.previous},
-                )
-                for moved in expired
-            ],
-        )
-        # Passthrough's admissions spend the credit too (down to none): back in queue or
-        # safety net, the pace starts from an empty bucket.
-        by_tier = Counter(moved.tier_id for moved in admitted)
-        admission_spend(
-            state,
-            event,
-            room,
-            now=now,
-            admitted=len(admitted),
-            spends_credit=manual is None,
-            by_tier=by_tier,
-        )
-        state.last_run_at = now
-        state.index_pending = bool(admitted or expired)
-        state.save()
-    _after_admission(event, state, admitted, expired, heal_index=heal_index, now=now)
-    return AdmissionOutcome(admitted=tuple(admitted), expired=tuple(expired))
+            for moved in moves.expired
+        ],
+    )
+    # Passthrough's admissions spend the credit too (down to none): back in queue or
+    # safety net, the pace starts from an empty bucket.
+    admission_spend(
+        state,
+        event,
+        plan.room,
+        now=now,
+        admitted=len(moves.admitted),
+        spends_credit=manual is None,
+        by_tier=Counter(moved.tier_id for moved in moves.admitted),
+    )
+    state.last_run_at = now
+    state.index_pending = bool(moves.admitted or moves.expired)
+    state.save()
 
 
 def _after_admission(
     event: Event,
     state: AdmissionState,
-    admitted: list[Moved],
-    expired: list[Moved],
+    admitted: Sequence[Moved],
+    expired: Sequence[Moved],
     *,
     heal_index: bool,
     now: datetime,
 ) -> None:
+    """After the commit: the hot index drops those who left the line, their pages hear it,
+    mails go out, and the pace measured so far is written for everyone's quotes."""
     if heal_index:
         # A previous run committed but never reached the hot index (its worker died).
         Event.objects.filter(pk=event.pk).update(hot_index_dirty=True)
     # Mails need PostgreSQL and the broker, not the hot index: asked for whatever Redis says.
     turn_mail_ask(m.id for m in admitted)
-    moved = admitted + expired
+    moved = [*admitted, *expired]
     if not index_forget(event.pk, moved):
         return
     if moved:
@@ -421,9 +492,121 @@ def _after_admission(
         # A pre-queue let go fills the shop at once and every page reloads: not yet the pace.
         prequeue_let_go_at=event.started_at if event.prequeue_opens_at is not None else None,
     )
-    if throughput is None:
-        return
-    try:
-        stats.write_throughput(event.pk, throughput)
-    except HotIndexUnavailable:
-        pass  # estimates fall back to the configured pace until the next run
+    if throughput is not None:
+        pace_record(event.pk, throughput)
+
+
+# ----------------------------------------------------------------------- in the join
+
+
+ADMITTING_MODES = (EventMode.SAFETY_NET, EventMode.PASSTHROUGH)
+
+
+def join_admit(
+    *, event: Event, entries: Sequence[QueueEntry], now: datetime, head: AuditChainHead
+) -> list[QueueEntry]:
+    """Admit those of ``entries`` (just inserted as waiting, in join order) the on-sale's
+    mode lets in at once; the admitted entries, updated in place (status, times, pass
+    handed over). ``event`` must have been read under the chain head's lock."""
+    if event.mode not in ADMITTING_MODES or not entries or not admission_open(event, now):
+        return []
+    if event.mode == EventMode.PASSTHROUGH:
+        return _admit_joined(event, entries, now=now, head=head)
+    ids = [entry.id for entry in entries]
+    if QueueEntry.objects.filter(event_id=event.pk, status__in=QUEUED).exclude(pk__in=ids).exists():
+        return []  # someone is in line already: newcomers queue behind them
+    if not admission_lock_try(event.pk):
+        return []  # a run is letting fans in right now: it or the next one takes these
+    state, _ = AdmissionState.objects.get_or_create(event_id=event.pk)
+    now = not_before_last_run(now, state)
+    room = admission_room(event, state, now=now, batch_limit=len(entries))
+    admitted = _admit_joined(event, entries[: room.n], now=now, head=head) if room.n > 0 else []
+    admission_spend(state, event, room, now=now, admitted=len(admitted))
+    # Only what this bookkeeping owns: a run's after-commit clears index_pending by itself.
+    state.save(update_fields=["tokens", "refilled_at", "recent_counts"])
+    return admitted
+
+
+def _admit_joined(
+    event: Event, entries: Sequence[QueueEntry], *, now: datetime, head: AuditChainHead
+) -> list[QueueEntry]:
+    pass_expires_at = now + timedelta(seconds=event.session_seconds)
+    moved = transition_many(
+        ids=[entry.id for entry in entries],
+        to=EntryStatus.ADMITTED,
+        expected=[EntryStatus.WAITING],
+        now=now,
+        extra={"admitted_at": now, "pass_expires_at": pass_expires_at},
+    )
+    moved_ids = {m.id for m in moved}
+    admitted = [entry for entry in entries if entry.id in moved_ids]
+    if not admitted:
+        return []
+    return_urls = _pass_handed_over(moved_ids, now=now)
+    for entry in admitted:
+        entry.return_url = return_urls[entry.id]
+        entry.status = EntryStatus.ADMITTED
+        entry.status_changed_at = entry.admitted_at = entry.pass_issued_at = now
+        entry.pass_expires_at = pass_expires_at
+    audit_append_many(
+        event_id=event.pk,
+        actor="system:admission",
+        at=now,
+        locked_head=head,
+        items=[
+            AuditItem(
+                action=AuditAction.ADMITTED,
+                ticket_id=entry.public_id,
+                data={"tier": entry.tier.name, "order_key": entry.order_key, "mode": event.mode},
+            )
+            for entry in admitted
+        ],
+    )
+    return admitted
+
+
+def line_length(layout: EventLayout, placements: Iterable[Placement]) -> int:
+    """The line's length for the answers of fans let in by a join: from a placement of the
+    same batch when there is one, else read (once for the batch)."""
+    for placement in placements:
+        if placement.counts.state is IndexState.READY:
+            return placement.counts.queue_length
+    return line_reads.counts(layout).queue_length
+
+
+def answer_admitted(
+    entry: QueueEntry,
+    *,
+    event: Event,
+    layout: EventLayout,
+    queue_length: int,
+    now: datetime,
+    key: PassKey,
+) -> TicketAnswer:
+    """The answer of a fan let in by their join: admitted, with the pass and where to take
+    it, exactly as the ticket endpoint hands them over (``entry_pass``); ``key`` signs it
+    (read once for the batch: a read per pass cost more than the signature)."""
+    return answer_from_facts(
+        ticket_issue(TicketRef(entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id)),
+        layout,
+        EntryStatus.ADMITTED,
+        None,
+        queue_length,
+        throughput=None,
+        tier_id=entry.tier_id,
+        order_key=None,
+        issued=entry_pass(entry, event=event, now=now, key=key),
+    )
+
+
+def _pass_handed_over(ids: Collection[int], *, now: datetime) -> dict[int, str]:
+    """Record that the join's answer hands the pass over (that claims the slot, as a first
+    poll would); each entry's return URL, which the insert may have left to the database's
+    default and the pass's redirect needs."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {QueueEntry._meta.db_table} SET pass_issued_at = %s "
+            "WHERE id = ANY(%s) RETURNING id, return_url",
+            [now, list(ids)],
+        )
+        return dict(cursor.fetchall())

@@ -15,8 +15,9 @@ import weakref
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from django.db import close_old_connections, connection
+from django.db import connection
 
+from queueing.in_process import closes_old_connections
 from queueing.rules.states import EntryStatus
 
 READ_BATCH = 1_000
@@ -52,13 +53,9 @@ def entry_rows_read(ids: Collection[int]) -> dict[int, EntryRow]:
     }
 
 
+@closes_old_connections
 def _read_in_thread(ids: list[int]) -> dict[int, EntryRow]:
-    # As around a Django request: a connection broken by a restart is not kept.
-    close_old_connections()
-    try:
-        return entry_rows_read(ids)
-    finally:
-        close_old_connections()
+    return entry_rows_read(ids)
 
 
 class EntryRowReads:

@@ -1,30 +1,198 @@
-"""Ending tickets nobody is looking at, so that they never stall the line.
+"""Heartbeats and expiry: a fan's page is seen, and tickets nobody is looking at end, so that
+they never stall the line.
 
-- Waiting (and pre-queue) tickets whose page was not seen within ``heartbeat_seconds`` expire;
-  the candidates come from the hot index's heartbeat deadlines, the decision from PostgreSQL.
-  Nobody expires while the index is being rebuilt or flagged stale: heartbeats it could not
-  record (a Redis outage) never expire a fan.
-- Admitted sessions expire when their pass does, or when the fan never came to collect the
-  pass within the heartbeat window (an abandoned tab must not hold a shop slot).
-Both work in bounded batches.
+- **Heartbeats.** A poll records its fan's heartbeat in the hot index, in the same Lua call
+  that finds where they stand (``heartbeat``); pages with an open socket are kept alive in
+  one write per process and on-sale every few seconds (``heartbeats_refresh``).
+- **Heartbeats the hot index could not record.** While Redis is away a poll is still
+  answered (from PostgreSQL), but its heartbeat is lost, and when Redis comes back with its
+  data (a network cut, a stalled server) every deadline there would be in the past. A
+  process whose connection pool stays spent (``HotIndexBusy``) loses its heartbeats the same
+  way, though Redis answers other processes. So once a process has failed to record an
+  on-sale's heartbeats for ``FLAG_AFTER_SECONDS`` without a success in between, it flags the
+  on-sale's index as stale in PostgreSQL, as a write missed after a commit does
+  (``index_sync.mark_index_dirty``): expiry waits while the flag is up (``line_reads.unseen``
+  and ``line_reads.overdue`` count everyone as seen), whichever process runs it and whatever
+  Redis it reaches; the maintenance task rebuilds the index once Redis answers, and the
+  rebuild gives every fan a fresh ``heartbeat_seconds`` from then. A shorter blip flags
+  nothing, and needs not: a fan polls at least three times a heartbeat, and a poll answered
+  without the hot index asks to come back within half of one (``rules/polling.py``). The
+  flag is written at most once per ``FLAG_EVERY_SECONDS`` per process and on-sale, and only
+  changes a row not flagged yet.
+- **Expiry.** Waiting (and pre-queue) tickets whose page was not seen within
+  ``heartbeat_seconds`` expire; the candidates come from the hot index's heartbeat
+  deadlines, the decision from PostgreSQL. Admitted sessions expire when their pass does,
+  or when the fan never came to collect the pass within the heartbeat window (an abandoned
+  tab must not hold a shop slot). Both work in bounded batches.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import ParamSpec, TypeVar
 
+from django.db import DatabaseError
 from django.db.models import Q
 
 from events.models import Event
-from queueing.hot import epoch, heartbeats
-from queueing.hot.client import HotIndexUnavailable
-from queueing.hot.line_index import IndexState
-from queueing.line.index_sync import index_forget
+from queueing.hot import line_index
+from queueing.hot.client import HotIndexBusy, HotIndexUnavailable
+from queueing.hot.line_index import LocateRequest, Placement
+from queueing.in_process import ProcessCache, closes_old_connections
+from queueing.line.index_sync import index_forget, index_forget_heartbeats
+from queueing.line.reads import line_reads
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.transitions import Moved, transition_audited
+from queueing.rules.layout import EventLayout
 from queueing.rules.states import QUEUED, EntryStatus
 
+logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
 BATCH = 1000
+FLAG_AFTER_SECONDS = 1.0
+FLAG_EVERY_SECONDS = 1.0
+
+
+# ------------------------------------------------------------------------- heartbeats
+
+
+def heartbeat(layout: EventLayout, *, member: int, tier_id: int, now: datetime) -> Placement | None:
+    """Record that the fan's page was seen, and where they stand; None when the hot index
+    could not be asked (the heartbeat is counted as unrecorded)."""
+    _, placement = _recorded(
+        layout.event_id,
+        line_index.locate,
+        layout,
+        member=member,
+        tier_id=tier_id,
+        heartbeat_deadline=now.timestamp() + layout.heartbeat_seconds,
+    )
+    return placement
+
+
+async def heartbeat_async(layout: EventLayout, request: LocateRequest) -> Placement | None:
+    """``heartbeat`` from the event loop; the flag, when due, is written in a thread that the
+    poll does not wait for. Raises HotIndexBusy when the event loop's own pool was spent:
+    the caller then asks the synchronous way, whose pool records the heartbeat."""
+    try:
+        placement = await line_index.locate_async(layout, request)
+    except HotIndexBusy:
+        raise
+    except HotIndexUnavailable:
+        if _gaps.unrecorded_due(layout.event_id):
+            _flag_soon(layout.event_id)
+        return None
+    _gaps.recorded(layout.event_id)
+    return placement
+
+
+def heartbeats_refresh(event_id: int, members: Sequence[int], *, deadline: float) -> bool:
+    """Push the deadline of fans watching over a WebSocket; False when it could not be."""
+    done, _ = _recorded(
+        event_id, line_index.refresh_heartbeats, event_id, members, deadline=deadline
+    )
+    return done
+
+
+def _recorded(
+    event_id: int, write: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+) -> tuple[bool, T | None]:
+    """``write`` of heartbeats to the hot index, counted as recorded or not: the one place a
+    lost heartbeat of a synchronous caller is noticed. Whether Redis took it, and what it
+    answered."""
+    try:
+        result = write(*args, **kwargs)
+    except HotIndexUnavailable:
+        # Redis away, or this process's pool spent (HotIndexBusy): either way this heartbeat
+        # is lost, and a pool that stays spent for a second loses them all, as an outage does.
+        heartbeats_unrecorded(event_id)
+        return False, None
+    _gaps.recorded(event_id)
+    return True, result
+
+
+@dataclass
+class _Gap:
+    failing_since: float  # time.monotonic() of the first heartbeat lost since a success
+    flagged_at: float | None = None
+
+
+class HeartbeatGaps:
+    """Per on-sale, since when this process has failed to record heartbeats."""
+
+    def __init__(self) -> None:
+        self._gaps: ProcessCache[int, _Gap] = ProcessCache("heartbeat gaps", max_entries=10_000)
+
+    def recorded(self, event_id: int) -> None:
+        """A heartbeat of the on-sale was recorded: any run of failures is over. Costs a poll
+        nothing while there is none."""
+        if len(self._gaps):
+            self._gaps.pop(event_id)
+
+    def unrecorded_due(self, event_id: int, *, now: float | None = None) -> bool:
+        """A heartbeat could not be recorded at ``now`` (``time.monotonic()``): whether this
+        process should flag the on-sale now (it then counts as flagged)."""
+        now = time.monotonic() if now is None else now
+        with self._gaps.lock:
+            found = self._gaps.kept(event_id)
+            gap = found[0] if found is not None else self._gaps.put(event_id, _Gap(now))
+            if now - gap.failing_since < FLAG_AFTER_SECONDS:
+                return False
+            if gap.flagged_at is not None and now - gap.flagged_at < FLAG_EVERY_SECONDS:
+                return False
+            gap.flagged_at = now
+            return True
+
+
+_gaps = HeartbeatGaps()
+
+
+def heartbeats_unrecorded_flag(event_id: int) -> None:
+    """Flag the on-sale's index stale (never fails the poll that asks)."""
+    try:
+        changed = Event.objects.filter(pk=event_id, hot_index_dirty=False).update(
+            hot_index_dirty=True
+        )
+    except DatabaseError:
+        logger.warning("could not flag the heartbeats of event %s as unrecorded", event_id)
+        return
+    if changed:
+        logger.warning(
+            "heartbeats of event %s could not be recorded; expiry waits for its rebuild",
+            event_id,
+        )
+
+
+def heartbeats_unrecorded(event_id: int) -> None:
+    """A fan's heartbeat could not be recorded (Redis unreachable)."""
+    if _gaps.unrecorded_due(event_id):
+        heartbeats_unrecorded_flag(event_id)
+
+
+# Flags being written from the event loop (kept so that they are not collected mid-way).
+_FLAGGING: set[asyncio.Future[None]] = set()
+
+
+def _flag_soon(event_id: int) -> None:
+    flagging = asyncio.ensure_future(asyncio.to_thread(_flag_in_thread, event_id))
+    _FLAGGING.add(flagging)
+    flagging.add_done_callback(_FLAGGING.discard)
+
+
+@closes_old_connections
+def _flag_in_thread(event_id: int) -> None:
+    heartbeats_unrecorded_flag(event_id)
+
+
+# ----------------------------------------------------------------------------- expiry
 
 
 def _expire(
@@ -50,16 +218,7 @@ def _expire(
 
 
 def queued_expire_unseen(*, event_id: int, now: datetime) -> int:
-    if Event.objects.filter(pk=event_id, hot_index_dirty=True).exists():
-        # The index missed writes, heartbeats among them (Redis was away: line/heartbeat_gaps.py):
-        # its deadlines are not to be trusted until the rebuild renews them all.
-        return 0
-    try:
-        if epoch.epoch_states([event_id])[event_id] is not IndexState.READY:
-            return 0  # deadlines are being reloaded; a rebuild grants everyone a grace period
-        overdue = heartbeats.overdue_members(event_id, now=now.timestamp(), limit=BATCH)
-    except HotIndexUnavailable:
-        return 0
+    overdue = line_reads.unseen(event_id, now, limit=BATCH)
     if not overdue:
         return 0
     moved = _expire(event_id, overdue, QUEUED, "no_heartbeat", now)
@@ -69,10 +228,7 @@ def queued_expire_unseen(*, event_id: int, now: datetime) -> int:
     if gone:
         index_forget(event_id, QueueEntry.objects.filter(pk__in=gone).only("id", "tier_id"))
         missing = gone - set(QueueEntry.objects.filter(pk__in=gone).values_list("id", flat=True))
-        try:
-            heartbeats.forget_heartbeats(event_id, list(missing))
-        except HotIndexUnavailable:
-            pass
+        index_forget_heartbeats(event_id, list(missing))
     return len(moved)
 
 

@@ -1,31 +1,62 @@
-"""Keeping the hot index in step with PostgreSQL after each commit: adds, removals, the
-stale flag when Redis missed a write, and healing the front of each tier.
+"""Keeping the hot index in step with PostgreSQL: after each commit, and rebuilt whole when it
+is lost. The one place where a write to the hot index that fails is answered for.
 
-Each change is committed to PostgreSQL with its audit record first; the hot index is updated
-after the commit. When that Redis write fails, the event is flagged so that the maintenance
-task rebuilds its index from PostgreSQL.
+- **After each commit.** Each change is committed to PostgreSQL with its audit record first;
+  the hot index is updated after the commit (``index_add``, ``index_forget``). When that
+  Redis write fails, the event is flagged (``mark_index_dirty``) so that the maintenance task
+  rebuilds its index from PostgreSQL. Each tick heals the front of every tier
+  (``index_heal_head``). Writes whose loss costs nothing (a heartbeat of an entry already
+  gone, the measured pace) are simply let go (``index_forget_heartbeats``, ``pace_record``).
+- **Rebuilt whole** (``hot_index_rebuild``): under a lock, the epoch marked ``building``, the
+  entries in line streamed from one query in chunks, two in flight; promoted to ``ready``
+  only if the epoch is still its own. ``hot_index_maintain`` finds the on-sales that need it
+  (lost by Redis, flagged, or an orphaned build); a fan's poll asks for one at once
+  (``request_rebuild``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
-from typing import Literal, Protocol
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
+from typing import Literal, ParamSpec, Protocol, TypeVar
 
 from django.conf import settings
 from django.db import DatabaseError
+from django.db.models import Q
+from django.utils import timezone
 
-from events.models import Event
-from queueing.hot import line_index
+from events.models import Event, EventControl
+from queueing.hot import epoch, line_index, stats
 from queueing.hot.client import HotIndexUnavailable
-from queueing.hot.line_index import LocateRequest, Placement
+from queueing.hot.epoch import RebuildSuperseded
+from queueing.hot.line_index import IndexState, LocateRequest, Placement
+from queueing.line.activity import events_with_fans
+from queueing.line.followups import rebuild_soon
 from queueing.line.layouts import event_layout
 from queueing.models import QueueEntry
 from queueing.records.transitions import Moved
+from queueing.rules.eta import Throughput
 from queueing.rules.layout import EventLayout
 from queueing.rules.states import QUEUED, EntryStatus
 
 logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _hot(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> tuple[bool, T | None]:
+    """``call`` of the hot index: whether Redis answered it, and what it answered."""
+    try:
+        return True, call(*args, **kwargs)
+    except HotIndexUnavailable:
+        return False, None
+
+
+# ----------------------------------------------------------------- after each commit
 
 
 def mark_index_dirty(event_id: int) -> None:
@@ -40,12 +71,11 @@ def index_forget(event_id: int, moved: Iterable[Moved | QueueEntry]) -> bool:
     by_tier: dict[int, list[int]] = {}
     for entry in moved:
         by_tier.setdefault(entry.tier_id, []).append(entry.id)
-    try:
-        for tier_id, members in by_tier.items():
-            line_index.remove(event_id, tier_id=tier_id, members=members)
-    except HotIndexUnavailable:
-        mark_index_dirty(event_id)
-        return False
+    for tier_id, members in by_tier.items():
+        done, _ = _hot(line_index.remove, event_id, tier_id=tier_id, members=members)
+        if not done:
+            mark_index_dirty(event_id)
+            return False
     return True
 
 
@@ -70,24 +100,25 @@ def index_add(
     the index would show a ghost.
     """
     placements: list[Placement | None] = []
-    try:
-        for start in range(0, len(entries), settings.WR_INDEX_ADD_CHUNK):
-            placements += line_index.locate_many(
-                layout,
-                [
-                    LocateRequest(
-                        member=entry.id,
-                        tier_id=entry.tier_id,
-                        heartbeat_deadline=heartbeat_deadline,
-                        add=add,
-                        order_key=entry.order_key,
-                    )
-                    for entry in entries[start : start + settings.WR_INDEX_ADD_CHUNK]
-                ],
-            )
-    except HotIndexUnavailable:
-        _flag_stale(layout.event_id)
-        return [None] * len(entries)
+    for start in range(0, len(entries), settings.WR_INDEX_ADD_CHUNK):
+        done, placed = _hot(
+            line_index.locate_many,
+            layout,
+            [
+                LocateRequest(
+                    member=entry.id,
+                    tier_id=entry.tier_id,
+                    heartbeat_deadline=heartbeat_deadline,
+                    add=add,
+                    order_key=entry.order_key,
+                )
+                for entry in entries[start : start + settings.WR_INDEX_ADD_CHUNK]
+            ],
+        )
+        if not done or placed is None:
+            _flag_stale(layout.event_id)
+            return [None] * len(entries)
+        placements += placed
     try:
         gone = list(
             QueueEntry.objects.filter(pk__in=[entry.id for entry in entries])
@@ -120,10 +151,7 @@ def index_heal_head(*, event_id: int) -> int:
     layout = event_layout(event_id)
     if layout is None:
         return 0
-    try:
-        members = line_index.head_members(layout, count=settings.WR_INDEX_HEAD_CHECK)
-    except HotIndexUnavailable:
-        return 0
+    _, members = _hot(line_index.head_members, layout, count=settings.WR_INDEX_HEAD_CHECK)
     if not members:
         return 0
     ghosts = list(
@@ -139,3 +167,162 @@ def index_heal_head(*, event_id: int) -> int:
     if unknown:
         mark_index_dirty(event_id)  # ids PostgreSQL has never seen: rebuild outright
     return len(ghosts)
+
+
+def index_forget_heartbeats(event_id: int, members: Sequence[int]) -> None:
+    """Drop the heartbeats of entries PostgreSQL has never seen; left to expire if Redis is
+    away (they name nobody)."""
+    _hot(line_index.forget_heartbeats, event_id, members)
+
+
+def pace_record(event_id: int, throughput: Throughput) -> None:
+    """The pace an admission run measured, for everyone's quotes; while Redis is away the
+    quotes go by the configured pace until the next run writes it."""
+    _hot(stats.write_throughput, event_id, throughput)
+
+
+def index_mark_new_event_ready(event_id: int) -> None:
+    """A new on-sale's (empty) index is whole from the start; if Redis is away, the
+    maintenance task builds it when Redis is back."""
+    _hot(epoch.mark_new_event_ready, event_id)
+
+
+# ----------------------------------------------------------------------- rebuilt whole
+
+
+def hot_index_rebuild(*, event_id: int, now: datetime | None = None) -> bool:
+    """Reload an event's hot index from PostgreSQL. False if another rebuild holds the lock,
+    Redis is unreachable, or Redis was flushed again meanwhile (the next check retries)."""
+    now = now or timezone.now()
+    layout = event_layout(event_id, fresh=True)
+    if layout is None:
+        return False
+    _, handle = _hot(
+        epoch.rebuild_begin,
+        event_id,
+        tier_ids=[tier.id for tier in layout.tiers],
+        lock_seconds=settings.WR_REBUILD_LOCK_SECONDS,
+    )
+    if handle is None:
+        return False
+    # Cleared before loading: a Redis write that fails during the load flags it again, and
+    # so does a failed rebuild (below); a killed one is noticed by its lapsed lock.
+    Event.objects.filter(pk=event_id).update(hot_index_dirty=False)
+    started = time.monotonic()
+
+    def deadline() -> float:
+        # A grace period from now, not from the start: a long rebuild must not hand its
+        # last chunks deadlines that have already passed. Counted from after Redis answers
+        # again, it also makes good the heartbeats Redis could not record during an outage
+        # (line/expiry.py).
+        return now.timestamp() + (time.monotonic() - started) + layout.heartbeat_seconds
+
+    try:
+        _load_overlapped(handle, _queued_lines(event_id, chunk=settings.WR_REBUILD_BATCH), deadline)
+        promoted = epoch.rebuild_finish(handle)
+    except (HotIndexUnavailable, RebuildSuperseded):
+        promoted = False
+        epoch.rebuild_abandon(handle)
+    except BaseException:
+        epoch.rebuild_abandon(handle)
+        mark_index_dirty(event_id)
+        raise
+    if not promoted:
+        mark_index_dirty(event_id)
+        return False
+    logger.info("rebuilt hot index of event %s", event_id)
+    return True
+
+
+# Chunks handed to Redis at once: while Redis adds one chunk (its own CPU, the GIL free),
+# this process reads and packs the next, which halves a long rebuild.
+LOADS_IN_FLIGHT = 2
+
+
+def _load_overlapped(
+    handle: epoch.Rebuild,
+    chunks: Iterator[dict[int | None, list[int]]],
+    deadline: Callable[[], float],
+) -> None:
+    """``epoch.rebuild_load`` every chunk, up to ``LOADS_IN_FLIGHT`` at a time (the order
+    does not matter: every add is NX, and tombstones are checked in Redis); the first
+    failure stops the loading and is raised."""
+    with ThreadPoolExecutor(max_workers=LOADS_IN_FLIGHT) as loaders:
+        in_flight: list[Future[int]] = []
+        try:
+            for lines in chunks:
+                if len(in_flight) >= LOADS_IN_FLIGHT:
+                    in_flight.pop(0).result()
+                in_flight.append(
+                    loaders.submit(epoch.rebuild_load, handle, lines, heartbeat_deadline=deadline())
+                )
+            for loading in in_flight:
+                loading.result()
+        finally:
+            for loading in in_flight:
+                loading.cancel()
+
+
+def _queued_lines(event_id: int, *, chunk: int) -> Iterator[dict[int | None, list[int]]]:
+    """The event's entries in line, streamed from one query (a server-side cursor: one pass
+    however long the line, where pages of it would each scan anew), ``chunk`` at a time, by
+    where they go in the index (``epoch.RebuildLines``)."""
+    rows = (
+        QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED)
+        .values_list("id", "tier_id", "status", "order_key")
+        .iterator(chunk_size=chunk)
+    )
+    prequeue = EntryStatus.PREQUEUE.value
+    lines: dict[int | None, list[int]] = {}
+    held = 0
+    for entry_id, tier_id, status, order_key in rows:
+        target = None if status == prequeue else tier_id
+        pairs = lines.get(target)
+        if pairs is None:
+            pairs = lines[target] = []
+        pairs += (order_key, entry_id)
+        held += 1
+        if held == chunk:
+            yield lines
+            lines, held = {}, 0
+    if held:
+        yield lines
+
+
+def hot_index_maintain(*, now: datetime | None = None) -> list[int]:
+    """Rebuild the index of every event with fans that Redis lost, or that was flagged stale.
+    Returns the ids of the events rebuilt.
+
+    Only on-sales with fans in the room (or flagged) are looked at, so the check costs what
+    the busy ones cost. An idle on-sale whose index Redis lost is rebuilt once a fan joins it:
+    the join makes it busy, and the fan's first poll asks for the rebuild at once."""
+    events = list(
+        Event.objects.filter(Q(pk__in=events_with_fans()) | Q(hot_index_dirty=True))
+        .exclude(control=EventControl.CLOSED)
+        .values_list("id", "hot_index_dirty")
+    )
+    if not events:
+        return []
+    _, states = _hot(epoch.epoch_states, [event_id for event_id, _ in events])
+    _, unlocked = _hot(epoch.rebuilds_unlocked, [event_id for event_id, _ in events])
+    if states is None or unlocked is None:
+        return []
+    rebuilt = []
+    for event_id, dirty in events:
+        state = states[event_id]
+        # Building with nobody holding the rebuild lock: the rebuilding worker died.
+        orphaned = state is IndexState.BUILDING and event_id in unlocked
+        if dirty or state is IndexState.MISSING or orphaned:
+            if hot_index_rebuild(event_id=event_id, now=now):
+                rebuilt.append(event_id)
+    return rebuilt
+
+
+def request_rebuild(event_id: int) -> None:
+    """Ask a worker to rebuild the event's index, once per few seconds across all processes."""
+    try:
+        if epoch.request_rebuild_once(event_id, within_seconds=settings.WR_REBUILD_REQUEST_SECONDS):
+            rebuild_soon(event_id)
+    except Exception:
+        # Never fail a fan's answer over this: the periodic check rebuilds anyway.
+        logger.warning("could not ask for a rebuild of event %s", event_id, exc_info=True)

@@ -1,50 +1,47 @@
-"""Joining the line, one fan or a batch of them in one transaction (group commit).
+"""Joining the line, one fan or a batch of them in one transaction (group commit), with what a
+join needs to know first and why it may be refused.
 
 A join is committed to PostgreSQL with its audit record before the fan is answered. Joins of
 one on-sale are serialised by the lock on its audit chain head, so a busy sale start is bound
-by how many commits that lock lets through. The lean join path (queueing/web/hot_paths.py) hands
-every join that arrives while a batch is committing to the next batch: one transaction, one
-lock of the chain head, one chain extension, one round trip to the hot index for all of them.
-A single join (the Django view, the waiting page) is a batch of one: there is one copy of the
-rules.
+by how many commits that lock lets through. The lean join path (queueing/web/hot_paths.py)
+hands every join that arrives while a batch is committing to the next batch: one transaction,
+one lock of the chain head, one chain extension, one round trip to the hot index for all of
+them. A single join (the Django view, the waiting page) is a batch of one: there is one copy
+of the rules.
+
+A batch of one on-sale goes: refusals of the on-sale itself (not open, closed, maintenance)
+and of wrong access codes (each audited as ``rejected``); fans who already hold a ticket get
+it back; the newcomers are held to the on-sale's limits (``rules/line_limits.py``: live
+places per address, line length, predicted wait), committed, and answered. Each step returns
+the answers it settles, by the request's place in the batch; nothing is written into a list
+that the steps share.
 
 The on-sale's mode acts in two places: in maintenance, newcomers are refused before anything
 is written; in safety net and passthrough, the newcomers the mode lets in are admitted in the
-batch's own transaction (join_admission.py) and answered with their pass.
+batch's own transaction (``admission.join_admit``) and answered with their pass.
 
-Over 400 lines on purpose: the batch's one transaction, its identity-race fallback
-and its answers are one story, best read in one place (the reads before the commit are in
-join_inputs.py, the refusal rules in rules/admission_control.py).
+Over 350 lines on purpose: the batch's one transaction, its identity-race fallback and its
+answers are one story, best read in one place.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 
-from events.models import Event, EventMode, Tier
-from queueing.hot.client import HotIndexUnavailable
+from events.models import AccessCode, Event, EventMode, EventState, Tier
+from events.validation import access_code_tag, is_well_formed_access_code, normalise_access_code
 from queueing.hot.line_index import Placement
+from queueing.line.admission import answer_admitted, join_admit, line_length
+from queueing.line.answers import TicketAnswer, answer_unplaced, entry_answer, entry_poll
 from queueing.line.index_sync import index_add
-from queueing.line.join_admission import admitted_answer, join_admit, line_length
-from queueing.line.join_inputs import (
-    arrival_refusal,
-    arrival_status,
-    line_started,
-    live_entries,
-    live_per_address,
-    tiers_for_access_codes,
-)
-from queueing.line.reads import current_counts
-from queueing.line.rejections import wrong_codes_audit
-from queueing.line.status import entry_answer, entry_poll, layout_with_tier
-from queueing.line.throughput import current_throughput
-from queueing.line.views import TicketView, entry_view_unplaced
+from queueing.line.layouts import layout_with_tier
+from queueing.line.reads import line_reads
 from queueing.models import AuditAction, PassKey, QueueEntry
 from queueing.passes.signing import signing_key
 from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock
@@ -53,9 +50,13 @@ from queueing.records.entries import (
     entries_return_url_update,
     is_live_identity_conflict,
 )
+from queueing.records.entry_reads import live_entries, live_per_address
 from queueing.rules.errors import (
     AddressLimited,
+    EventClosed,
     EventMaintenance,
+    EventNotOpen,
+    InvalidAccessCode,
     QueueError,
     TicketContention,
 )
@@ -73,8 +74,8 @@ class JoinRequest:
     identity: str  # the digest from queueing/web/identity.py
     access_code: str | None
     now: datetime
-    # Digest of the client address (queueing/web/abuse.py), for max_live_per_address; None
-    # for joins that come from no address (they are never counted against one).
+    # Digest of the client address (queueing/web/client_address.py), for
+    # max_live_per_address; None for joins that come from no address (never counted).
     address: str | None = None
     # The shop page the fan first asked for, already cleaned (rules/return_urls.py); "" = none.
     return_url: str = ""
@@ -82,13 +83,15 @@ class JoinRequest:
 
 @dataclass(frozen=True)
 class JoinResult:
-    view: TicketView
+    answer: TicketAnswer
     created: bool
 
 
 # A ticket, a refusal (QueueError), or an unexpected failure of this fan's join (nothing of it
 # was committed; the API maps it as for any request: 503 while PostgreSQL is unreachable).
 JoinOutcome = JoinResult | Exception
+# The outcomes a step settles, by the request's place in its batch.
+Answered = dict[int, JoinOutcome]
 
 
 def entry_join(
@@ -114,10 +117,10 @@ def entry_join(
 def entry_join_many(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
     """Every request's ticket (or its refusal), in the order given. Joins of one on-sale
     are committed together; their order keys follow the order of ``requests``."""
-    outcomes: list[JoinOutcome | None] = [None] * len(requests)
     by_event: dict[int, list[int]] = {}
     for index, request in enumerate(requests):
         by_event.setdefault(request.event.id, []).append(index)
+    answered: Answered = {}
     for indexes in by_event.values():
         group: list[JoinOutcome]
         try:
@@ -127,19 +130,108 @@ def entry_join_many(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
             # refusal of the on-sale itself, or PostgreSQL gone. Other on-sales' joins in
             # the batch keep their answers.
             group = [failure] * len(indexes)
-        for index, outcome in zip(indexes, group, strict=True):
-            outcomes[index] = outcome
-    return _all_answered(outcomes)
+        answered.update(zip(indexes, group, strict=True))
+    return _in_order(answered, len(requests))
 
 
-def _all_answered(outcomes: list[JoinOutcome | None]) -> list[JoinOutcome]:
+def _in_order(answered: Answered, count: int) -> list[JoinOutcome]:
     # Answers are matched to requests by position: a missing one would shift them all.
-    assert all(outcome is not None for outcome in outcomes), "a join was left unanswered"
-    return [outcome for outcome in outcomes if outcome is not None]
+    assert len(answered) == count and set(answered) == set(range(count)), "a join was unanswered"
+    return [answered[index] for index in range(count)]
+
+
+# ----------------------------------------------------------- before anything is written
+
+
+def arrival_refusal(state: EventState, mode: str = EventMode.QUEUE) -> QueueError | None:
+    """Why nobody new may join an on-sale in this state and mode (None: they may). Fans who
+    already hold a live ticket get it back in maintenance: they keep their places."""
+    if state == EventState.SCHEDULED:
+        return EventNotOpen()
+    if state == EventState.CLOSED:
+        return EventClosed()
+    if mode == EventMode.MAINTENANCE:
+        return EventMaintenance()
+    return None
+
+
+def tiers_for_access_codes(
+    event: Event, access_codes: Sequence[str | None]
+) -> dict[str | None, Tier | QueueError]:
+    """The tier each access code joins (the default tier without one), in two queries at
+    most for the whole batch."""
+    found: dict[str | None, Tier | QueueError] = {}
+    without_code: list[str | None] = []
+    with_code: dict[str, list[str]] = {}  # normalised code -> the spellings asked for
+    for raw in set(access_codes):
+        if raw is None or raw.strip() == "":
+            found[raw] = InvalidAccessCode("This on-sale needs an access code.")
+            without_code.append(raw)
+            continue
+        found[raw] = InvalidAccessCode()
+        code = normalise_access_code(raw)
+        if is_well_formed_access_code(code):
+            with_code.setdefault(code, []).append(raw)
+    if without_code:
+        default = Tier.objects.filter(event=event, is_default=True).first()
+        if default is not None:
+            found.update((raw, default) for raw in without_code)
+    if with_code:
+        for access in AccessCode.objects.filter(event=event, code__in=with_code).select_related(
+            "tier"
+        ):
+            found.update((raw, access.tier) for raw in with_code[access.code])
+    return found
+
+
+def arrival_status(event: Event, *, started: bool) -> EntryStatus:
+    """On-sales with a start time gather a pre-queue until the line starts (the shuffle)."""
+    if event.starts_at is not None and not started:
+        return EntryStatus.PREQUEUE
+    return EntryStatus.WAITING
+
+
+def line_started(event_id: int) -> bool:
+    """Read again under the chain lock, which the shuffle also takes."""
+    return Event.objects.filter(pk=event_id, started_at__isnull=False).exists()
+
+
+def wrong_codes_audit(*, event_id: int, tried: Sequence[tuple[datetime, str]]) -> None:
+    """A ``rejected`` record per wrong code tried (when, the code as typed), with a keyed tag
+    of the code, never the code itself (docs/api.md, auditors' ``rejected``).
+
+    In a transaction of its own, before the batch's joins commit: those joins do not hold the
+    chain head any longer for it, and only batches with a wrong code pay for it. The
+    wrong-code budget per address (queueing/web/abuse.py) bounds how many records one address
+    can have written. A rejection changes nothing, so failing to record it does not fail the
+    batch's joins."""
+    if not tried:
+        return
+    try:
+        with transaction.atomic():
+            audit_append_many(
+                event_id=event_id,
+                actor="fan",
+                at=tried[0][0],
+                items=[
+                    AuditItem(
+                        action=AuditAction.REJECTED,
+                        at=at,
+                        data={"reason": "invalid_access_code", "code_tag": access_code_tag(code)},
+                    )
+                    for at, code in tried
+                ],
+            )
+    except DatabaseError:
+        logger.warning("could not audit %d wrong access codes of event %s", len(tried), event_id)
+
+
+# ----------------------------------------------------------------- one on-sale's batch
 
 
 @dataclass
 class _Newcomer:
+    index: int  # the first request of this identity in the batch
     request: JoinRequest
     tier: Tier
     quote: Eta | None = None
@@ -149,81 +241,111 @@ class _Newcomer:
     # The latest non-empty return URL of this fan's requests in the batch.
     return_url: str = ""
 
+    def all_told(self, outcome: JoinOutcome) -> Answered:
+        """``outcome`` for each of this fan's requests (a ticket: new for the first only)."""
+        if not isinstance(outcome, JoinResult):
+            return dict.fromkeys((self.index, *self.repeats), outcome)
+        again = JoinResult(answer=outcome.answer, created=False)
+        return {self.index: outcome} | dict.fromkeys(self.repeats, again)
 
-def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
-    event = requests[0].event
-    outcomes: list[JoinOutcome | None] = [None] * len(requests)
+
+@dataclass
+class _Sorted:
+    """A batch sorted before anything is written: the requests answered already, the ones
+    that may join (``open``), and those only a ticket they hold can answer (``held_only``)."""
+
+    answered: Answered
+    open: list[int]
+    held_only: list[int]
+    wrong_codes: list[JoinRequest]
+    tiers: Mapping[str | None, Tier | QueueError]
+
+
+def _sort(event: Event, requests: Sequence[JoinRequest]) -> _Sorted:
     tiers = tiers_for_access_codes(event, [r.access_code for r in requests])
-    open_indexes = []
-    wrong_codes = []
-    # In maintenance nobody new joins, but a fan who holds a ticket gets it back (whatever
-    # code they sent): they keep their place.
-    held_only = []
+    batch = _Sorted(answered={}, open=[], held_only=[], wrong_codes=[], tiers=tiers)
     for index, request in enumerate(requests):
         refusal = arrival_refusal(event.state_at(request.now), event.mode)
         tier = tiers[request.access_code]
         if isinstance(refusal, EventMaintenance):
-            outcomes[index] = refusal
-            held_only.append(index)
+            # In maintenance nobody new joins, but a fan who holds a ticket gets it back
+            # (whatever code they sent): they keep their place.
+            batch.answered[index] = refusal
+            batch.held_only.append(index)
         elif refusal is not None:
-            outcomes[index] = refusal
+            batch.answered[index] = refusal
         elif isinstance(tier, QueueError):
-            outcomes[index] = tier
+            batch.answered[index] = tier
             if request.access_code and request.access_code.strip():
-                wrong_codes.append(request)
+                batch.wrong_codes.append(request)
         else:
-            open_indexes.append(index)
-    if wrong_codes:
-        wrong_codes_audit(
-            event_id=event.id, tried=[(r.now, r.access_code or "") for r in wrong_codes]
-        )
-    live = live_entries(event.id, {requests[i].identity for i in open_indexes + held_only})
-    _keep_latest_return_urls(live, [requests[i] for i in open_indexes])
-    for index in held_only:
-        request = requests[index]
-        if request.identity in live:
-            outcomes[index] = JoinResult(
-                view=entry_poll(live[request.identity], now=request.now), created=False
-            )
-    newcomers: dict[str, tuple[int, _Newcomer]] = {}
-    for index in open_indexes:
-        request = requests[index]
-        if request.identity in live:
-            outcomes[index] = JoinResult(
-                view=entry_poll(live[request.identity], now=request.now), created=False
-            )
-        elif request.identity in newcomers:
-            newcomer = newcomers[request.identity][1]
-            newcomer.repeats.append(index)
-            newcomer.return_url = request.return_url or newcomer.return_url
-        else:
-            tier = tiers[request.access_code]
-            assert isinstance(tier, Tier)
-            newcomers[request.identity] = (
-                index,
-                _Newcomer(request=request, tier=tier, return_url=request.return_url),
-            )
-    if not newcomers:
-        return _all_answered(outcomes)
+            batch.open.append(index)
+    return batch
 
-    layout = layout_with_tier(event.id, *{n.tier.id for _, n in newcomers.values()})
+
+def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
+    event = requests[0].event
+    batch = _sort(event, requests)
+    wrong_codes_audit(
+        event_id=event.id, tried=[(r.now, r.access_code or "") for r in batch.wrong_codes]
+    )
+    answered = batch.answered
+    live = live_entries(event.id, {requests[i].identity for i in batch.open + batch.held_only})
+    _keep_latest_return_urls(live, [requests[i] for i in batch.open])
+    holders = [i for i in batch.held_only + batch.open if requests[i].identity in live]
+    answered |= {
+        i: JoinResult(
+            answer=entry_poll(live[requests[i].identity], now=requests[i].now), created=False
+        )
+        for i in holders
+    }
+    newcomers = _newcomers(requests, [i for i in batch.open if i not in holders], batch.tiers)
+    if not newcomers:
+        return _in_order(answered, len(requests))
+
+    layout = layout_with_tier(event.id, *{n.tier.id for n in newcomers})
     status = arrival_status(event, started=event.started_at is not None)
     # The cap is asked before the quotes too, so that a newcomer it refuses takes no place
     # in the counts the others are quoted (or refused queue_full) by; under the lock it is
     # asked again, and has the last word.
-    capped = _within_address_cap(event, list(newcomers.values()), outcomes)
-    admitted = _admit_to_line(event, layout, status, capped, outcomes)
+    capped, refused = _within_address_cap(event, newcomers)
+    answered |= refused
+    admitted, refused = _quoted(event, layout, status, capped)
+    answered |= refused
     if admitted:
         try:
-            committed = _commit(event, status, admitted, outcomes)
+            committed = _commit(event, status, admitted)
         except IntegrityError as exc:
             if not is_live_identity_conflict(exc):
                 raise
-            _after_identity_conflict(admitted, outcomes)
+            answered |= _after_identity_conflict(admitted)
         else:
+            answered |= committed.refused
             if committed.placed:
-                _answer_newcomers(layout, committed, outcomes)
-    return _all_answered(outcomes)
+                answered |= _answer_newcomers(layout, committed)
+    return _in_order(answered, len(requests))
+
+
+def _newcomers(
+    requests: Sequence[JoinRequest],
+    indexes: Sequence[int],
+    tiers: Mapping[str | None, Tier | QueueError],
+) -> list[_Newcomer]:
+    """One newcomer per identity among ``indexes``, its later requests as repeats."""
+    found: dict[str, _Newcomer] = {}
+    for index in indexes:
+        request = requests[index]
+        newcomer = found.get(request.identity)
+        if newcomer is not None:
+            newcomer.repeats.append(index)
+            newcomer.return_url = request.return_url or newcomer.return_url
+            continue
+        tier = tiers[request.access_code]
+        assert isinstance(tier, Tier)
+        found[request.identity] = _Newcomer(
+            index=index, request=request, tier=tier, return_url=request.return_url
+        )
+    return list(found.values())
 
 
 def _keep_latest_return_urls(live: dict[str, QueueEntry], requests: Sequence[JoinRequest]) -> None:
@@ -247,81 +369,44 @@ def _keep_latest_return_urls(live: dict[str, QueueEntry], requests: Sequence[Joi
 
 
 def _within_address_cap(
-    event: Event,
-    admitted: Sequence[tuple[int, _Newcomer]],
-    outcomes: list[JoinOutcome | None],
-) -> list[tuple[int, _Newcomer]]:
-    """The newcomers the on-sale's ``max_live_per_address`` lets in; the others are refused
-    in ``outcomes``. Its last word is said under the chain head's lock, which every join of
-    the on-sale takes, so the cap holds across processes too."""
+    event: Event, newcomers: Sequence[_Newcomer]
+) -> tuple[list[_Newcomer], Answered]:
+    """The newcomers the on-sale's ``max_live_per_address`` lets in, and the refusals of the
+    others. Its last word is said under the chain head's lock, which every join of the
+    on-sale takes, so the cap holds across processes too."""
     if not event.max_live_per_address:
-        return list(admitted)
-    addresses = [newcomer.request.address for _, newcomer in admitted]
+        return list(newcomers), {}
+    addresses = [newcomer.request.address for newcomer in newcomers]
     allowed = within_address_cap(
         addresses,
         held=live_per_address(event.id, {a for a in addresses if a is not None}),
         cap=event.max_live_per_address,
     )
-    for (index, newcomer), ok in zip(admitted, allowed, strict=True):
+    refusal = AddressLimited(retry_after=settings.WR_ADDRESS_LIMIT_RETRY_AFTER)
+    refused: Answered = {}
+    for newcomer, ok in zip(newcomers, allowed, strict=True):
         if not ok:
-            refusal = AddressLimited(retry_after=settings.WR_ADDRESS_LIMIT_RETRY_AFTER)
-            for position in (index, *newcomer.repeats):
-                outcomes[position] = refusal
-    return [pair for pair, ok in zip(admitted, allowed, strict=True) if ok]
+            refused |= newcomer.all_told(refusal)
+    return [n for n, ok in zip(newcomers, allowed, strict=True) if ok], refused
 
 
-def _after_identity_conflict(
-    admitted: Sequence[tuple[int, _Newcomer]], outcomes: list[JoinOutcome | None]
-) -> None:
-    """Another process committed a join of one of these identities first (the transaction
-    was rolled back). Alone, the fan is answered with that ticket; in a batch, every fan
-    joins again on their own, so that only the one who raced is affected."""
-    for index, newcomer in admitted:
-        request = replace(newcomer.request, return_url=newcomer.return_url)
-        outcome: JoinOutcome
-        if len(admitted) > 1:
-            try:
-                outcome = _join_one_event([request])[0]
-            except Exception as failure:  # noqa: BLE001  this fan's alone (see entry_join_many)
-                outcome = failure
-        else:
-            live = live_entries(request.event.id, {request.identity})
-            _keep_latest_return_urls(live, [request])
-            existing = live.get(request.identity)
-            outcome = (
-                JoinResult(view=entry_poll(existing, now=request.now), created=False)
-                if existing is not None
-                else TicketContention("Another request changed this ticket; please retry.")
-            )
-        outcomes[index] = outcome
-        for repeat in newcomer.repeats:
-            outcomes[repeat] = (
-                JoinResult(view=outcome.view, created=False)
-                if isinstance(outcome, JoinResult)
-                else outcome
-            )
-
-
-def _admit_to_line(
-    event: Event,
-    layout: EventLayout,
-    status: EntryStatus,
-    newcomers: Sequence[tuple[int, _Newcomer]],
-    outcomes: list[JoinOutcome | None],
-) -> list[tuple[int, _Newcomer]]:
+def _quoted(
+    event: Event, layout: EventLayout, status: EntryStatus, newcomers: Sequence[_Newcomer]
+) -> tuple[list[_Newcomer], Answered]:
     """Quote every newcomer's wait and refuse those the line has no room for, as if they had
     joined one after the other in the batch's order."""
     limited = bool(event.max_queue_length or event.max_wait_seconds)
     if (not limited and status != EntryStatus.WAITING) or event.mode == EventMode.PASSTHROUGH:
         # Passthrough: newcomers go straight in, past a line they never stand in.
-        return list(newcomers)
+        return list(newcomers), {}
     # Checked against the line as it is now: exact for one batch; concurrent batches racing
     # past a limit can overshoot it by at most their size.
-    counts = current_counts(layout)
-    throughput = current_throughput(layout)
+    counts = line_reads.counts(layout)
+    throughput = line_reads.throughput(layout)
     added_per_tier = [0] * len(layout.tiers)
-    admitted = []
-    for index, newcomer in newcomers:
+    admitted: list[_Newcomer] = []
+    refused: Answered = {}
+    for newcomer in newcomers:
         try:
             newcomer.quote = join_quote(
                 layout,
@@ -338,29 +423,23 @@ def _admit_to_line(
                 full_retry_after=settings.WR_QUEUE_FULL_RETRY_AFTER,
             )
         except QueueError as refusal:
-            for position in (index, *newcomer.repeats):
-                outcomes[position] = refusal
+            refused |= newcomer.all_told(refusal)
             continue
-        tier_index = layout.tier_index(newcomer.tier.id) or 0
-        added_per_tier[tier_index] += 1
-        admitted.append((index, newcomer))
-    return admitted
+        added_per_tier[layout.tier_index(newcomer.tier.id) or 0] += 1
+        admitted.append(newcomer)
+    return admitted, refused
 
 
 @dataclass(frozen=True)
 class _Committed:
     event: Event  # as read under the chain head's lock
     status: EntryStatus  # the status the newcomers joined with
-    placed: list[tuple[int, _Newcomer]]  # the others were refused in the outcomes
+    placed: list[_Newcomer]  # the others were refused under the lock
+    refused: Answered = field(default_factory=dict)
     admitted_ids: frozenset[int] = frozenset()  # let in by the join itself (the mode)
 
 
-def _commit(
-    event: Event,
-    status: EntryStatus,
-    admitted: Sequence[tuple[int, _Newcomer]],
-    outcomes: list[JoinOutcome | None],
-) -> _Committed:
+def _commit(event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]) -> _Committed:
     with transaction.atomic():
         # Under the chain head's lock, order keys are drawn in commit order: no fan can
         # become visible to admission after someone who joined behind them.
@@ -370,13 +449,13 @@ def _commit(
             # no join is let in by a mode after the record of staff leaving it.
             event = Event.objects.get(pk=event.id)
             if event.mode == EventMode.MAINTENANCE:
-                for index, newcomer in admitted:
-                    for position in (index, *newcomer.repeats):
-                        outcomes[position] = EventMaintenance()
-                return _Committed(event=event, status=status, placed=[])
-        admitted = _within_address_cap(event, admitted, outcomes)
-        if not admitted:
-            return _Committed(event=event, status=status, placed=[])
+                refused: Answered = {}
+                for newcomer in newcomers:
+                    refused |= newcomer.all_told(EventMaintenance())
+                return _Committed(event=event, status=status, placed=[], refused=refused)
+        placed, refused = _within_address_cap(event, newcomers)
+        if not placed:
+            return _Committed(event=event, status=status, placed=[], refused=refused)
         # Decided again under the lock that the shuffle also takes: the boundary between the
         # shuffled cohort and those queued behind it is the shuffle itself, not each
         # request's clock reading (which could put a later arrival inside the cohort).
@@ -396,15 +475,15 @@ def _commit(
                 quoted_p90=newcomer.quote.p90 if newcomer.quote else None,
                 return_url=newcomer.return_url,
             )
-            for _, newcomer in admitted
+            for newcomer in placed
         ]
         entries_insert(entries)
-        for (_, newcomer), entry in zip(admitted, entries, strict=True):
+        for newcomer, entry in zip(placed, entries, strict=True):
             newcomer.entry = entry
         audit_append_many(
             event_id=event.id,
             actor="fan",
-            at=admitted[0][1].request.now,
+            at=placed[0].request.now,
             locked_head=head,
             items=[
                 AuditItem(
@@ -418,7 +497,7 @@ def _commit(
                         "quote": newcomer.quote.as_dict() if newcomer.quote else None,
                     },
                 )
-                for (_, newcomer), entry in zip(admitted, entries, strict=True)
+                for newcomer, entry in zip(placed, entries, strict=True)
             ],
         )
         let_in = []
@@ -426,21 +505,46 @@ def _commit(
             let_in = join_admit(
                 event=event,
                 entries=entries,
-                now=max(newcomer.request.now for _, newcomer in admitted),
+                now=max(newcomer.request.now for newcomer in placed),
                 head=head,
             )
     return _Committed(
         event=event,
         status=status,
-        placed=list(admitted),
+        placed=placed,
+        refused=refused,
         admitted_ids=frozenset(entry.id for entry in let_in),
     )
 
 
-def _answer_newcomers(
-    layout: EventLayout, committed: _Committed, outcomes: list[JoinOutcome | None]
-) -> None:
-    entries = [newcomer.entry for _, newcomer in committed.placed if newcomer.entry is not None]
+def _after_identity_conflict(newcomers: Sequence[_Newcomer]) -> Answered:
+    """Another process committed a join of one of these identities first (the transaction
+    was rolled back). Alone, the fan is answered with that ticket; in a batch, every fan
+    joins again on their own, so that only the one who raced is affected."""
+    answered: Answered = {}
+    for newcomer in newcomers:
+        request = replace(newcomer.request, return_url=newcomer.return_url)
+        outcome: JoinOutcome
+        if len(newcomers) > 1:
+            try:
+                outcome = _join_one_event([request])[0]
+            except Exception as failure:  # noqa: BLE001  this fan's alone (see entry_join_many)
+                outcome = failure
+        else:
+            live = live_entries(request.event.id, {request.identity})
+            _keep_latest_return_urls(live, [request])
+            existing = live.get(request.identity)
+            outcome = (
+                JoinResult(answer=entry_poll(existing, now=request.now), created=False)
+                if existing is not None
+                else TicketContention("Another request changed this ticket; please retry.")
+            )
+        answered |= newcomer.all_told(outcome)
+    return answered
+
+
+def _answer_newcomers(layout: EventLayout, committed: _Committed) -> Answered:
+    entries = [newcomer.entry for newcomer in committed.placed if newcomer.entry is not None]
     # Those the join let in are not in line: the hot index never lists them.
     in_line = [entry for entry in entries if entry.id not in committed.admitted_ids]
     placements: dict[int, Placement] = {}
@@ -454,14 +558,15 @@ def _answer_newcomers(
         )
         placements = {entry.id: p for entry, p in zip(in_line, added, strict=True) if p}
     once: tuple[int, PassKey] | None = None  # for the answers of those let in, read once
-    for (index, newcomer), entry in zip(committed.placed, entries, strict=True):
+    answered: Answered = {}
+    for newcomer, entry in zip(committed.placed, entries, strict=True):
         now = newcomer.request.now
         placement = placements.get(entry.id)
         try:
             if entry.id in committed.admitted_ids:
                 if once is None:
                     once = (line_length(layout, placements.values()), signing_key(now=now))
-                view = admitted_answer(
+                answer = answer_admitted(
                     entry,
                     event=committed.event,
                     layout=layout,
@@ -470,12 +575,11 @@ def _answer_newcomers(
                     key=once[1],
                 )
             else:
-                view = entry_answer(entry, now=now, layout=layout, placement=placement)
-        except (DatabaseError, HotIndexUnavailable):
+                answer = entry_answer(entry, now=now, layout=layout, placement=placement)
+        except DatabaseError:
             # Committed: the fan must get their ticket even if describing it failed; their
             # first status poll gives the position (or the pass).
             logger.warning("join of entry %s committed; answering without its position", entry.id)
-            view = entry_view_unplaced(entry, layout=layout, placement=placement)
-        outcomes[index] = JoinResult(view=view, created=True)
-        for repeat in newcomer.repeats:
-            outcomes[repeat] = JoinResult(view=view, created=False)
+            answer = answer_unplaced(entry, layout=layout, placement=placement)
+        answered |= newcomer.all_told(JoinResult(answer=answer, created=True))
+    return answered

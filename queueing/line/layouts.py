@@ -7,18 +7,17 @@ PostgreSQL on every poll would put the database back on the hot path, and tiers 
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Collection
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
 
 from events.models import Event, EventControl, Tier
 from events.validation import SLUG_RE
-from queueing.rules.errors import EventNotFound
+from queueing.in_process import ProcessCache, closes_old_connections
+from queueing.rules.errors import EventNotFound, TicketNotFound
 from queueing.rules.eta import configured_pace, settings_throughput
 from queueing.rules.layout import EventLayout, TierLayout
 
@@ -32,10 +31,9 @@ def event_by_slug(slug: str) -> Event:
     return event
 
 
-_cache: dict[int, tuple[float, EventLayout | None]] = {}
-
-
-_lock = threading.Lock()
+_layouts: ProcessCache[int, EventLayout | None] = ProcessCache(
+    "layouts", seconds=lambda: settings.WR_LAYOUT_CACHE_SECONDS
+)
 
 
 _EVENT_FIELDS = (
@@ -85,10 +83,9 @@ def _load_many(event_ids: Collection[int]) -> dict[int, EventLayout | None]:
     return layouts
 
 
-def _remember(layouts: dict[int, EventLayout | None], now: float) -> None:
-    with _lock:
-        for event_id, layout in layouts.items():
-            _cache[event_id] = (now + settings.WR_LAYOUT_CACHE_SECONDS, layout)
+def _remember(layouts: dict[int, EventLayout | None], read_at: float) -> None:
+    for event_id, layout in layouts.items():
+        _layouts.put(event_id, layout, kept_at=read_at)
 
 
 def event_layout(event_id: int, *, fresh: bool = False) -> EventLayout | None:
@@ -100,49 +97,42 @@ def event_layouts(
 ) -> dict[int, EventLayout | None]:
     """Layouts of several events (a page of the staff catalogue): the ones this process read
     recently from the cache, all the others in one read."""
-    now = time.monotonic()
+    read_at = time.monotonic()
     found: dict[int, EventLayout | None] = {}
     if not fresh:
         for event_id in event_ids:
-            cached = _cache.get(event_id)
-            if cached is not None and cached[0] > now:
-                found[event_id] = cached[1]
+            hit, layout = _layouts.fresh(event_id)
+            if hit:
+                found[event_id] = layout
     missing = [event_id for event_id in event_ids if event_id not in found]
     if missing:
         loaded = _load_many(missing)
-        _remember(loaded, now)
+        _remember(loaded, read_at)
         found.update(loaded)
     return found
 
 
-def cached_layout(event_id: int) -> EventLayout | None:
-    """The layout if this process read it recently, without touching the database (for
-    the event loop); None when it must be read."""
-    cached = _cache.get(event_id)
-    if cached is not None and cached[0] > time.monotonic():
-        return cached[1]
-    return None
-
-
-def layout_cache_clear() -> None:
-    with _lock:
-        _cache.clear()
-
-
-async def event_layout_async(event_id: int) -> EventLayout | None:
-    """The event's layout (cached in-process), read in a thread only when the cache is cold;
-    raises DatabaseError when it must be read and cannot."""
-    layout = cached_layout(event_id)
-    if layout is None:
-        layout = await sync_to_async(_read_layout)(event_id)
+def layout_with_tier(event_id: int, *tier_ids: int) -> EventLayout:
+    """The event's layout, read again if it does not know these tiers yet (just added);
+    TicketNotFound when the event or a tier does not exist."""
+    layout = event_layout(event_id)
+    if layout is None or any(layout.tier_index(t) is None for t in tier_ids):
+        layout = event_layout(event_id, fresh=True)
+    if layout is None or any(layout.tier_index(t) is None for t in tier_ids):
+        raise TicketNotFound()
     return layout
 
 
-def _read_layout(event_id: int) -> EventLayout | None:
-    # As around a Django request: a connection that broke (PostgreSQL restarted) is not
-    # kept in this thread for the next read.
-    close_old_connections()
-    try:
-        return event_layout(event_id)
-    finally:
-        close_old_connections()
+@sync_to_async
+@closes_old_connections
+def _event_layout_in_thread(event_id: int) -> EventLayout | None:
+    return event_layout(event_id)
+
+
+async def event_layout_async(event_id: int) -> EventLayout | None:
+    """The event's layout from the event loop: the one this process read recently, else read
+    in a thread; raises DatabaseError when it must be read and cannot."""
+    _, layout = _layouts.fresh(event_id)
+    if layout is None:
+        layout = await _event_layout_in_thread(event_id)
+    return layout

@@ -1,162 +1,196 @@
-"""Reads of the line: positions and counts, from the hot index or, when it cannot answer,
-from PostgreSQL. Reads never write: asking for a rebuild is the callers' business.
+"""The line's reads, and the one place that decides where each answer comes from.
+
+The hot index (Redis) answers while it can. While it cannot (Redis away, this process's pool
+spent, the on-sale's index missing, being rebuilt, or flagged stale after a missed write), the
+answer comes from PostgreSQL or from what the on-sale's settings say:
+
+- ``counts``, ``counts_many``: the sorted sets' sizes; else the line's snapshot, or rows
+  counted in one grouped query;
+- ``throughput``: the pace the admission runs measured; else what the settings say;
+- ``position`` of a fan the index could not place: counted while the line is short, else
+  placed from the line's snapshot;
+- ``overdue``, ``unseen``: heartbeat deadlines; else nobody is overdue;
+- ``sketch`` (a tick's checkpoints): else none, and pages keep their last figures;
+- ``line_samples``, ``last_tick``: what the ticks left in Redis; else none.
+
+Callers ask ``line_reads``; none of them catches a Redis failure or chooses for itself (the
+heartbeat a poll records is in ``expiry.py``, the writes after a commit in
+``index_sync.py``). Reads never write: asking for a rebuild is the callers' business.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import ParamSpec, TypeVar
 
 from django.conf import settings
-from django.db.models import Count, Q
 
-from events.models import Event, EventState, Tier
-from queueing.hot import line_index
+from events.models import Event, EventState
+from queueing.hot import epoch, line_index, stats
 from queueing.hot.client import HotIndexUnavailable
-from queueing.hot.line_index import IndexState, LineCounts
+from queueing.hot.line_index import IndexState, LineCounts, LineSketch
+from queueing.in_process import ProcessCache
 from queueing.line.layouts import event_layout
 from queueing.line.snapshots import LineSnapshot, line_snapshot
-from queueing.line.throughput import current_throughput
 from queueing.models import QueueEntry
-from queueing.rules.eta import Eta, estimate_wait
+from queueing.records.entry_reads import (
+    active_counts,
+    default_tier_ids,
+    position_counted,
+    waiting_counts,
+)
+from queueing.rules.eta import Eta, Throughput, estimate_wait
 from queueing.rules.layout import EventLayout
 from queueing.rules.positions import SketchedPosition, position_in_line
-from queueing.rules.states import EntryStatus
 
-logger = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
 
-
-def position_from_database(entry: QueueEntry, layout: EventLayout) -> int:
-    """The fan's position counted in PostgreSQL: O(position), for small lines only."""
-    tiers_ahead = []
-    for tier in layout.tiers:
-        if tier.id == entry.tier_id:
-            break
-        tiers_ahead.append(tier.id)
-    ahead = QueueEntry.objects.filter(
-        Q(tier_id__in=tiers_ahead) | Q(tier_id=entry.tier_id, order_key__lt=entry.order_key),
-        event_id=entry.event_id,
-        status=EntryStatus.WAITING,
-    ).count()
-    return ahead + 1
+# How long a process keeps an on-sale's measured pace: a poll a second per fan would
+# otherwise read it from Redis on every poll.
+THROUGHPUT_SECONDS = 1.0
 
 
-def entry_return_url(*, entry_id: int, event_id: int) -> str:
-    """The return URL kept with an entry ("" = none, or no such entry)."""
-    found = (
-        QueueEntry.objects.filter(pk=entry_id, event_id=event_id)
-        .values_list("return_url", flat=True)
-        .first()
-    )
-    return found or ""
-
-
-@dataclass(frozen=True)
-class PageFacts:
-    """What only the waiting page needs of an entry (never the hot status path)."""
-
-    holder_key: str  # which browser shows the place ("" until it was moved)
-    notify_email: str  # the address left for "it's your turn" ("" for none)
-    status: EntryStatus
-    event_id: int
-
-
-def entry_page_facts(entry_id: int) -> PageFacts | None:
-    row = (
-        QueueEntry.objects.filter(pk=entry_id)
-        .values_list("holder_key", "notify_email", "status", "event_id")
-        .first()
-    )
-    if row is None:
-        return None
-    return PageFacts(
-        holder_key=row[0], notify_email=row[1], status=EntryStatus(row[2]), event_id=row[3]
-    )
-
-
-def current_counts(layout: EventLayout) -> LineCounts:
-    """The line's counts: from the hot index when it is complete, else from the line's
-    snapshot (at most ``WR_DEGRADED_SNAPSHOT_SECONDS`` old; line/snapshots.py)."""
-    hot = hot_counts(layout)
-    return hot if hot is not None else line_snapshot(layout).counts(layout)
-
-
-def degraded_position(
-    entry: QueueEntry, layout: EventLayout, snapshot: LineSnapshot
-) -> SketchedPosition:
-    """A waiting fan's position while the hot index cannot answer: counted in PostgreSQL
-    while the line is short (``WR_DEGRADED_EXACT_LINE``; cheap, and exact), else placed
-    from the line's snapshot in memory."""
-    if snapshot.waiting <= settings.WR_DEGRADED_EXACT_LINE:
-        return SketchedPosition(position=position_from_database(entry, layout), exact=True)
-    return snapshot.position(layout, tier_id=entry.tier_id, order_key=entry.order_key)
-
-
-def lines_counts(layouts: Sequence[EventLayout]) -> dict[int, LineCounts]:
-    """Each line's counts, by event id: from the hot index where it is complete; the lines it
-    cannot answer for are counted in PostgreSQL together, in one grouped query."""
-    counts: dict[int, LineCounts] = {}
-    for layout in layouts:
-        hot = hot_counts(layout)
-        if hot is not None:
-            counts[layout.event_id] = hot
-    missing = [layout for layout in layouts if layout.event_id not in counts]
-    if missing:
-        counts.update(_database_counts(missing))
-    return counts
-
-
-def _database_counts(layouts: Sequence[EventLayout]) -> dict[int, LineCounts]:
-    rows = (
-        QueueEntry.objects.filter(
-            event_id__in=[layout.event_id for layout in layouts],
-            status__in=[EntryStatus.WAITING, EntryStatus.PREQUEUE],
-        )
-        .values_list("event_id", "status", "tier_id")
-        .annotate(n=Count("id"))
-        .values_list("event_id", "status", "tier_id", "n")
-    )
-    prequeue: dict[int, int] = {}
-    waiting: dict[tuple[int, int], int] = {}
-    for event_id, status, tier_id, n in rows:
-        if status == EntryStatus.PREQUEUE:
-            prequeue[event_id] = prequeue.get(event_id, 0) + n
-        else:
-            waiting[(event_id, tier_id)] = n
-    return {
-        layout.event_id: LineCounts(
-            state=IndexState.MISSING,
-            prequeue=prequeue.get(layout.event_id, 0),
-            tiers=tuple(waiting.get((layout.event_id, tier.id), 0) for tier in layout.tiers),
-        )
-        for layout in layouts
-    }
-
-
-def hot_counts(layout: EventLayout) -> LineCounts | None:
-    """The hot index's counts when it is complete, else None."""
+def _from_hot(read: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
+    """``read`` of the hot index, or None when it cannot answer."""
     try:
-        counts = line_index.line_counts(layout)
+        return read(*args, **kwargs)
     except HotIndexUnavailable:
         return None
-    return counts if counts.state is IndexState.READY else None
 
 
-def active_count(event_id: int) -> int:
-    return active_counts([event_id])[event_id]
+async def _from_hot_async(
+    read: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs
+) -> T | None:
+    """``_from_hot`` from the event loop."""
+    try:
+        return await read(*args, **kwargs)
+    except HotIndexUnavailable:
+        return None
 
 
-def active_counts(event_ids: Collection[int]) -> dict[int, int]:
-    """Fans in the shop per event, in one grouped count (index on event, status)."""
-    rows = (
-        QueueEntry.objects.filter(event_id__in=event_ids, status=EntryStatus.ADMITTED)
-        .values_list("event_id")
-        .annotate(n=Count("id"))
-        .values_list("event_id", "n")
-    )
-    return {event_id: 0 for event_id in event_ids} | dict(rows)
+class LineReads:
+    """Every read of the line that the hot index answers when it can (module docstring)."""
+
+    def __init__(self) -> None:
+        self._paces: ProcessCache[int, Throughput | None] = ProcessCache(
+            "measured paces", seconds=THROUGHPUT_SECONDS
+        )
+
+    # ------------------------------------------------------------------------ counts
+
+    def counts(self, layout: EventLayout) -> LineCounts:
+        """The line's counts: from the hot index when it is complete, else from the line's
+        snapshot (at most ``WR_DEGRADED_SNAPSHOT_SECONDS`` old; line/snapshots.py)."""
+        hot = self._complete_counts(layout)
+        return hot if hot is not None else line_snapshot(layout).counts(layout)
+
+    def counts_many(self, layouts: Sequence[EventLayout]) -> dict[int, LineCounts]:
+        """Each line's counts, by event id: from the hot index where it is complete; the lines
+        it cannot answer for are counted in PostgreSQL together, in one grouped query."""
+        counts: dict[int, LineCounts] = {}
+        for layout in layouts:
+            hot = self._complete_counts(layout)
+            if hot is not None:
+                counts[layout.event_id] = hot
+        missing = [layout for layout in layouts if layout.event_id not in counts]
+        if missing:
+            counted = waiting_counts([layout.event_id for layout in missing])
+            for layout in missing:
+                prequeue, by_tier = counted.get(layout.event_id, (0, {}))
+                counts[layout.event_id] = LineCounts(
+                    state=IndexState.MISSING,
+                    prequeue=prequeue,
+                    tiers=tuple(by_tier.get(tier.id, 0) for tier in layout.tiers),
+                )
+        return counts
+
+    def _complete_counts(self, layout: EventLayout) -> LineCounts | None:
+        counts = _from_hot(line_index.line_counts, layout)
+        return counts if counts is not None and counts.state is IndexState.READY else None
+
+    # -------------------------------------------------------------------------- pace
+
+    def throughput(self, layout: EventLayout) -> Throughput | None:
+        """The pace measured by the admission runs, else what the settings alone say
+        (rules/eta.py); kept ``THROUGHPUT_SECONDS`` per process."""
+        hit, throughput = self._paces.fresh(layout.event_id)
+        if hit:
+            return throughput
+        return self._remember_pace(layout, _from_hot(stats.read_throughput, layout.event_id))
+
+    async def throughput_async(self, layout: EventLayout) -> Throughput | None:
+        hit, throughput = self._paces.fresh(layout.event_id)
+        if hit:
+            return throughput
+        measured = await _from_hot_async(stats.read_throughput_async, layout.event_id)
+        return self._remember_pace(layout, measured)
+
+    def _remember_pace(self, layout: EventLayout, measured: Throughput | None) -> Throughput | None:
+        # Nothing written yet (or Redis away): what the settings alone say (rules/eta.py).
+        return self._paces.put(
+            layout.event_id, measured if measured is not None else layout.settings_pace
+        )
+
+    # ---------------------------------------------------------------- a fan's place
+
+    def position(
+        self, entry: QueueEntry, layout: EventLayout, snapshot: LineSnapshot
+    ) -> SketchedPosition:
+        """A waiting fan's position while the hot index cannot answer: counted in PostgreSQL
+        while the line is short (``WR_DEGRADED_EXACT_LINE``; cheap, and exact), else placed
+        from the line's snapshot in memory."""
+        if snapshot.waiting <= settings.WR_DEGRADED_EXACT_LINE:
+            return SketchedPosition(position=position_counted(entry, layout.tiers), exact=True)
+        return snapshot.position(layout, tier_id=entry.tier_id, order_key=entry.order_key)
+
+    # ------------------------------------------------------------------- heartbeats
+
+    def overdue(self, event: Event, ids: Sequence[int], now: datetime) -> set[int]:
+        """Which of ``ids`` (the next to be let in) were not seen in time: they are expired,
+        not admitted, so an abandoned tab never takes a shop slot. Without Redis, or while
+        the index is flagged stale (heartbeats it could not record among what it missed),
+        everyone counts as seen."""
+        if event.hot_index_dirty:
+            return set()
+        deadlines = _from_hot(line_index.heartbeat_deadlines, event.pk, ids) or {}
+        cutoff = now.timestamp()
+        return {i for i, d in deadlines.items() if d is not None and d < cutoff}
+
+    def unseen(self, event_id: int, now: datetime, *, limit: int) -> list[int]:
+        """Tickets in line whose heartbeat deadline passed, oldest first, at most ``limit``;
+        none while the index is flagged stale (it missed heartbeats: expiry.py) or is being
+        reloaded (a rebuild grants everyone a grace period), nor without Redis."""
+        if Event.objects.filter(pk=event_id, hot_index_dirty=True).exists():
+            return []
+        states = _from_hot(epoch.epoch_states, [event_id])
+        if states is None or states[event_id] is not IndexState.READY:
+            return []
+        return (
+            _from_hot(line_index.overdue_members, event_id, now=now.timestamp(), limit=limit) or []
+        )
+
+    # ------------------------------------------------------- what ticks and pages show
+
+    def sketch(self, layout: EventLayout, *, ranks: Sequence[int]) -> LineSketch | None:
+        """The line's checkpoints for a tick, while the index is whole; else None (pages
+        keep their last figures, and poll)."""
+        line = _from_hot(line_index.sketch, layout, ranks=ranks)
+        return line if line is not None and line.state is IndexState.READY else None
+
+    def line_samples(self, event_id: int, minutes: Sequence[int]) -> list[int | None]:
+        """The line's length at each of ``minutes``, as the ticks sampled it (None: unknown)."""
+        found = _from_hot(stats.line_samples, event_id, minutes)
+        return found if found is not None else [None] * len(minutes)
+
+    async def last_tick_async(self, event_id: int) -> str | None:
+        """The last tick broadcast for the on-sale (JSON), for a page's first snapshot."""
+        return await _from_hot_async(stats.last_tick_async, event_id)
+
+
+line_reads = LineReads()
 
 
 @dataclass(frozen=True)
@@ -168,12 +202,15 @@ class EventPublicView:
 
 
 def event_public_view(event: Event, *, now: datetime) -> EventPublicView:
+    """What anyone may see of an on-sale: its state, its line, the fans inside, and the wait
+    a newcomer without a code would be quoted."""
     layout = event_layout(event.id)
-    counts = current_counts(layout) if layout else None
+    counts = line_reads.counts(layout) if layout else None
     eta_new = None
     state = event.state_at(now)
     if state != EventState.PAUSED and layout is not None and counts is not None and layout.tiers:
-        default = next((t for t in layout.tiers if t.id in _default_tier_ids(event.id)), None)
+        defaults = default_tier_ids(event.id)
+        default = next((t for t in layout.tiers if t.id in defaults), None)
         if default is not None:
             index = layout.tier_index(default.id) or 0
             position = position_in_line(
@@ -182,14 +219,10 @@ def event_public_view(event: Event, *, now: datetime) -> EventPublicView:
                 rank_in_tier=counts.tiers[index] if index < len(counts.tiers) else 0,
                 tier_counts=counts.tiers,
             )
-            eta_new = estimate_wait(position, current_throughput(layout), default.id)
+            eta_new = estimate_wait(position, line_reads.throughput(layout), default.id)
     return EventPublicView(
         state=state,
         queue_length=counts.queue_length if counts else 0,
-        active=active_count(event.id),
+        active=active_counts([event.id])[event.id],
         eta_new=eta_new,
     )
-
-
-def _default_tier_ids(event_id: int) -> set[int]:
-    return set(Tier.objects.filter(event_id=event_id, is_default=True).values_list("id", flat=True))

@@ -15,19 +15,17 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext_noop
 
 from events.models import Event
+from queueing.line.answers import TicketAnswer, entry_answer, reentry_facts
 from queueing.line.followups import admission_soon
 from queueing.line.index_sync import index_add
-from queueing.line.join_inputs import live_entries, live_per_address
-from queueing.line.reentry_facts import reentry_facts
-from queueing.line.status import entry_answer, layout_with_tier
-from queueing.line.views import TicketView
+from queueing.line.layouts import layout_with_tier
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock
-from queueing.records.entries import is_live_identity_conflict
-from queueing.records.reentries import (
+from queueing.records.entries import Reentered, entry_reenter_cas, is_live_identity_conflict
+from queueing.records.entry_reads import (
     FIRST_ADMITTED_AT,
-    Reentered,
-    entry_reenter_cas,
+    live_entries,
+    live_per_address,
     tier_smallest_waiting_key,
 )
 from queueing.rules.errors import ReentryNotAllowed, TicketNotFound
@@ -52,7 +50,7 @@ def _entry(ref: TicketRef) -> QueueEntry:
     return entry
 
 
-def entry_reenter(*, ref: TicketRef, now: datetime) -> TicketView:
+def entry_reenter(*, ref: TicketRef, now: datetime) -> TicketAnswer:
     """Put the fan back in line and describe their ticket; ReentryNotAllowed says why not."""
     try:
         with transaction.atomic():
@@ -126,7 +124,7 @@ def _refuse_another_place(entry: QueueEntry, event: Event) -> None:
             raise ReentryNotAllowed(ADDRESS_FULL)
 
 
-def _answer(back: Reentered, *, event_id: int, now: datetime) -> TicketView:
+def _answer(back: Reentered, *, event_id: int, now: datetime) -> TicketAnswer:
     """After the commit: the hot index learns the returning fan (as a join's does: their
     heartbeat starts now), and they are told where they stand."""
     layout = layout_with_tier(event_id, back.tier_id)

@@ -9,9 +9,8 @@ from datetime import datetime
 from django.db import connection, transaction
 
 from events.models import Event, EventState
-from queueing.line.index_sync import index_add, index_forget
+from queueing.line.index_sync import hot_index_rebuild, index_add, index_forget
 from queueing.line.layouts import event_layout
-from queueing.line.rebuild import hot_index_rebuild
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.audit import audit_append, audit_chain_lock
 from queueing.records.transitions import Moved, transition_audited

@@ -25,20 +25,15 @@ import asyncio
 import threading
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import (
-    OperationalError,
-    close_old_connections,
-    connection,
-    transaction,
-)
+from django.db import OperationalError, connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from queueing.hot.line_index import IndexState, LineCounts
+from queueing.in_process import ProcessCache, closes_old_connections
 from queueing.rules.layout import EventLayout
 from queueing.rules.positions import SketchedPosition, position_from_sketch
 from queueing.rules.states import EntryStatus
@@ -189,23 +184,25 @@ def tier_from_buckets(
 
 
 class Snapshots:
-    """The snapshots of one process, shared by its threads and its event loop. The lock is
+    """The snapshots of one process, shared by its threads and its event loop. Locks are
     held only around the dictionaries, never while a snapshot is read from PostgreSQL."""
 
     def __init__(self) -> None:
+        self._kept: ProcessCache[int, LineSnapshot] = ProcessCache(
+            "line snapshots",
+            seconds=lambda: settings.WR_DEGRADED_SNAPSHOT_SECONDS,
+            max_entries=REMEMBERED_MAX,
+        )
         self._lock = threading.Lock()
-        self._kept: OrderedDict[int, LineSnapshot] = OrderedDict()
         self._reading: dict[int, threading.Event] = {}  # set when that read ends
 
     def kept(self, event_id: int) -> tuple[LineSnapshot | None, bool]:
         """The kept snapshot (None: none), and whether it is fresh enough to use as it is."""
-        with self._lock:
-            kept = self._kept.get(event_id)
-            if kept is not None:
-                self._kept.move_to_end(event_id)
-        if kept is None:
+        found = self._kept.kept(event_id)
+        if found is None:
             return None, False
-        return kept, time.monotonic() - kept.taken_at < settings.WR_DEGRADED_SNAPSHOT_SECONDS
+        snapshot, age = found
+        return snapshot, age < settings.WR_DEGRADED_SNAPSHOT_SECONDS
 
     def claim(self, event_id: int) -> threading.Event | None:
         """None when this thread may read the next snapshot (and must ``read`` it), else
@@ -224,11 +221,7 @@ class Snapshots:
         except BaseException:
             self._release(event_id)
             raise
-        with self._lock:
-            self._kept[event_id] = snapshot
-            self._kept.move_to_end(event_id)
-            while len(self._kept) > REMEMBERED_MAX:
-                self._kept.popitem(last=False)
+        self._kept.put(event_id, snapshot, kept_at=snapshot.taken_at)
         self._release(event_id)
         return snapshot
 
@@ -237,10 +230,6 @@ class Snapshots:
             done = self._reading.pop(event_id, None)
         if done is not None:
             done.set()
-
-    def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
 
 
 _snapshots = Snapshots()
@@ -271,17 +260,9 @@ def line_snapshot(layout: EventLayout) -> LineSnapshot:
     raise OperationalError(f"no snapshot of the line of event {event_id} could be read")
 
 
-def snapshots_clear() -> None:
-    _snapshots.clear()
-
-
+@closes_old_connections
 def _read_in_thread(layout: EventLayout) -> LineSnapshot:
-    # As around a Django request: a connection broken by a restart is not kept.
-    close_old_connections()
-    try:
-        return line_snapshot(layout)
-    finally:
-        close_old_connections()
+    return line_snapshot(layout)
 
 
 # Per event loop: the snapshot reads it started, so that its polls start one, not many.

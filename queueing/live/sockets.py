@@ -20,7 +20,6 @@ from collections import Counter
 from django.conf import settings
 
 from queueing.hot.channels import sockets_replaced
-from queueing.hot.client import HotIndexUnavailable
 from queueing.hot.sockets import ticket_socket_claim, ticket_socket_release
 from queueing.rules.ticket_codec import TicketRef
 
@@ -57,13 +56,9 @@ address_slots = AddressSlots()
 
 async def ticket_socket_open(ref: TicketRef, channel: str) -> None:
     """Count this socket on its ticket; the oldest beyond the cap are told to go."""
-    try:
-        over = await ticket_socket_claim(
-            ref.event_id, ref.entry_id, channel, keep=settings.WR_SOCKETS_PER_TICKET
-        )
-    except HotIndexUnavailable:
-        logger.warning("could not count the sockets of ticket entry %s", ref.entry_id)
-        return
+    over = await ticket_socket_claim(
+        ref.event_id, ref.entry_id, channel, keep=settings.WR_SOCKETS_PER_TICKET
+    )
     if over:
         try:
             await sockets_replaced(over)
@@ -72,7 +67,4 @@ async def ticket_socket_open(ref: TicketRef, channel: str) -> None:
 
 
 async def ticket_socket_closed(ref: TicketRef, channel: str) -> None:
-    try:
-        await ticket_socket_release(ref.event_id, ref.entry_id, channel)
-    except HotIndexUnavailable:
-        pass  # the set expires; newer arrivals push a stale name out anyway
+    await ticket_socket_release(ref.event_id, ref.entry_id, channel)

@@ -17,11 +17,9 @@ from datetime import datetime
 from typing import Any
 
 from events.models import Event, EventState
-from queueing.hot import channels, line_index, stats
-from queueing.hot.client import HotIndexUnavailable
-from queueing.hot.line_index import IndexState
+from queueing.hot import channels, stats
 from queueing.line.layouts import event_layout
-from queueing.line.throughput import current_throughput
+from queueing.line.reads import line_reads
 from queueing.rules.layout import EventLayout
 
 logger = logging.getLogger(__name__)
@@ -50,13 +48,10 @@ CHECKPOINT_RANKS = checkpoint_ranks()
 
 
 def tick_payload(event: Event, layout: EventLayout, *, now: datetime) -> dict[str, Any] | None:
-    try:
-        line = line_index.sketch(layout, ranks=CHECKPOINT_RANKS)
-    except HotIndexUnavailable:
-        return None
-    if line.state is not IndexState.READY:
+    line = line_reads.sketch(layout, ranks=CHECKPOINT_RANKS)
+    if line is None:
         return None  # pages keep their last figures (and poll) until the index is whole
-    throughput = current_throughput(layout)
+    throughput = line_reads.throughput(layout)
     return {
         "type": "tick",
         "at": now.timestamp(),

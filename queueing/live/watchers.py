@@ -11,9 +11,7 @@ import logging
 import time
 from collections import Counter
 
-from queueing.hot import heartbeats
-from queueing.hot.client import HotIndexUnavailable
-from queueing.line.heartbeat_gaps import heartbeats_recorded, heartbeats_unrecorded
+from queueing.line.expiry import heartbeats_refresh
 
 logger = logging.getLogger(__name__)
 
@@ -53,13 +51,8 @@ class Watchers:
     def refresh(snapshot: list[tuple[int, list[int], int]]) -> None:
         now = time.time()
         for event_id, members, heartbeat_seconds in snapshot:
-            try:
-                heartbeats.refresh_heartbeats(event_id, members, deadline=now + heartbeat_seconds)
-            except HotIndexUnavailable:
+            if not heartbeats_refresh(event_id, members, deadline=now + heartbeat_seconds):
                 logger.warning("could not refresh heartbeats of event %s", event_id)
-                heartbeats_unrecorded(event_id)
-            else:
-                heartbeats_recorded(event_id)
 
     async def _run(self) -> None:
         while self._entries:

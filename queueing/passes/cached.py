@@ -12,15 +12,13 @@ attacker could otherwise fill the cache and push real passes out.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from datetime import UTC, datetime
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections
 from django.test.signals import setting_changed
 
+from queueing.in_process import ProcessCache, closes_old_connections
 from queueing.models import PassKey
 from queueing.passes.signing import (
     CLOCK_LEEWAY_SECONDS,
@@ -35,21 +33,15 @@ KEYS_REFRESH_SECONDS = 1.0
 # Tokens remembered per process (a token is about 400 bytes: a few megabytes at most).
 VERIFIED_MAX = 10_000
 
-_lock = threading.Lock()
-_keys: tuple[float, tuple[PassKey, ...]] | None = None
-_verified: OrderedDict[str, PassClaims] = OrderedDict()
-
-
-def pass_cache_clear() -> None:
-    global _keys
-    with _lock:
-        _keys = None
-        _verified.clear()
+# One entry (None): the published keys, with when they were read.
+_keys: ProcessCache[None, tuple[PassKey, ...]] = ProcessCache("pass keys")
+_verified: ProcessCache[str, PassClaims] = ProcessCache("verified passes", max_entries=VERIFIED_MAX)
 
 
 def _clear_on_change(*, setting: str, **kwargs: object) -> None:
     if setting == "WR_PUBLIC_URL":  # the issuer every pass is checked against
-        pass_cache_clear()
+        _keys.clear()
+        _verified.clear()
 
 
 setting_changed.connect(_clear_on_change)
@@ -57,55 +49,36 @@ setting_changed.connect(_clear_on_change)
 
 def _remembered(token: str, now: float) -> PassClaims | None:
     """The claims of a token verified before, checked for expiry as pass_decode checks it."""
-    with _lock:
-        claims = _verified.get(token)
-        if claims is not None:
-            _verified.move_to_end(token)
+    found = _verified.kept(token)
+    claims = found[0] if found is not None else None
     if claims is not None and claims.expires_at.timestamp() <= now - CLOCK_LEEWAY_SECONDS:
         raise PassInvalid("expired")
     return claims
 
 
-def _remember(token: str, claims: PassClaims) -> None:
-    with _lock:
-        _verified[token] = claims
-        while len(_verified) > VERIFIED_MAX:
-            _verified.popitem(last=False)
-
-
 def _keys_held(*, refresh: bool) -> tuple[PassKey, ...] | None:
     """The keys read recently enough; None when they must be read (again)."""
-    if _keys is None:
+    found = _keys.kept(None)
+    if found is None:
         return None
-    read_at, keys = _keys
-    age = time.monotonic() - read_at
+    keys, age = found
     if age > KEYS_SECONDS or (refresh and age > KEYS_REFRESH_SECONDS):
         return None
     return keys
 
 
 def _keys_read() -> tuple[PassKey, ...]:
-    global _keys
     read_at = time.monotonic()
-    keys = tuple(published_keys(now=datetime.now(UTC)))
-    with _lock:
-        _keys = (read_at, keys)
-    return keys
+    return _keys.put(None, tuple(published_keys(now=datetime.now(UTC))), kept_at=read_at)
 
 
+@closes_old_connections
 def _keys_read_in_thread() -> tuple[PassKey, ...]:
-    # As around a Django request: a connection broken by a restart is not kept.
-    close_old_connections()
-    try:
-        return _keys_read()
-    finally:
-        close_old_connections()
+    return _keys_read()
 
 
 def _verify(token: str, now: float, keys: tuple[PassKey, ...]) -> PassClaims:
-    claims = pass_decode(token, now=datetime.fromtimestamp(now, UTC), keys=keys)
-    _remember(token, claims)
-    return claims
+    return _verified.put(token, pass_decode(token, now=datetime.fromtimestamp(now, UTC), keys=keys))
 
 
 async def pass_claims_async(token: str, *, now: float) -> PassClaims:

@@ -1,14 +1,19 @@
-"""Inserting new queue entries in bulk, their order keys drawn in the order given."""
+"""Writing queue entries in PostgreSQL: inserted in bulk (their order keys drawn in the order
+given), the return URL a fan's latest join brought, and re-entry's compare-and-set. Their
+reads are in entry_reads.py."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import IntegrityError, connection
 
 from queueing.models import QueueEntry
 from queueing.records.bulk_insert import insert_rows
-from queueing.rules.states import LIVE
+from queueing.rules.states import LIVE, REENTERABLE, REENTRY_TO
 
 # The partial unique index behind "one live ticket per identity and on-sale" (models.py).
 LIVE_IDENTITY_CONSTRAINT = "one_live_entry_per_identity"
@@ -82,3 +87,48 @@ def is_live_identity_conflict(exc: IntegrityError) -> bool:
     """The write was refused because this identity already holds a live ticket."""
     diag = getattr(exc.__cause__, "diag", None)
     return getattr(diag, "constraint_name", None) == LIVE_IDENTITY_CONSTRAINT
+
+
+# ------------------------------------------------------------------------ re-entry
+
+
+@dataclass(frozen=True)
+class Reentered:
+    id: int
+    public_id: uuid.UUID
+    tier_id: int
+    order_key: int
+
+
+def entry_reenter_cas(
+    *, entry_id: int, order_key: int, ended_after: datetime, now: datetime
+) -> Reentered | None:
+    """Move an ended, once-admitted entry back to waiting with ``order_key``; None when it is
+    no longer one (another request re-entered it first, or its window closed).
+
+    One conditional UPDATE: the session's admission and pass are cleared (the database's
+    "queued means not admitted" and "ended exactly when terminal"), ``reentered_at`` is set
+    so that it happens once."""
+    table = QueueEntry._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET status = %s, status_changed_at = %s, ended_at = NULL, "
+            "admitted_at = NULL, pass_expires_at = NULL, pass_issued_at = NULL, "
+            "reentered_at = %s, order_key = %s "
+            "WHERE id = %s AND status = ANY(%s) AND admitted_at IS NOT NULL "
+            "AND reentered_at IS NULL AND ended_at > %s "
+            "RETURNING id, public_id, tier_id, order_key",
+            [
+                REENTRY_TO.value,
+                now,
+                now,
+                order_key,
+                entry_id,
+                [s.value for s in REENTERABLE],
+                ended_after,
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return Reentered(id=row[0], public_id=row[1], tier_id=row[2], order_key=row[3])

@@ -19,9 +19,7 @@ from django.conf import settings
 from django.http import HttpRequest
 
 from queueing.hot import keys, rate_limits
-from queueing.hot.client import HotIndexUnavailable
-from queueing.line.join_inputs import arrival_refusal, tiers_for_access_codes
-from queueing.line.joining import JoinRequest
+from queueing.line.joining import JoinRequest, arrival_refusal, tiers_for_access_codes
 from queueing.rules.errors import QueueError, RateLimited
 from queueing.web.client_address import client_ip, rate_key_for_ip
 
@@ -45,12 +43,9 @@ def join_rate_check(*, request: HttpRequest, identity: str) -> None:
     for scope, caller, limit in budgets:
         if not limit:
             continue
-        try:
-            wait = rate_limits.rate_limit_hit(
-                keys.join_rate(scope, caller), now=now, window=WINDOW_SECONDS, limit=limit
-            )
-        except HotIndexUnavailable:
-            return
+        wait = rate_limits.rate_limit_hit(
+            keys.join_rate(scope, caller), now=now, window=WINDOW_SECONDS, limit=limit
+        )
         if wait is not None:
             raise _refuse(wait)
 
@@ -90,15 +85,12 @@ def wrong_code_gate(joins: Sequence[JoinRequest]) -> list[RateLimited | None]:
             assert join.address is not None
             wrong = isinstance(tiers[join.access_code], QueueError)
             judge = rate_limits.rate_limit_hit if wrong else rate_limits.rate_limit_peek
-            try:
-                wait = judge(
-                    keys.wrong_codes(event.id, join.address),
-                    now=time.time(),
-                    window=window,
-                    limit=limit,
-                )
-            except HotIndexUnavailable:
-                return refusals
+            wait = judge(
+                keys.wrong_codes(event.id, join.address),
+                now=time.time(),
+                window=window,
+                limit=limit,
+            )
             if wait is not None:
                 refusals[index] = _refuse(wait, "Too many wrong access codes from your network.")
     return refusals

@@ -14,13 +14,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
 from events.models import Event
+from queueing.line.answers import TicketAnswer, ticket_poll
 from queueing.line.joining import JoinOutcome, JoinRequest, JoinResult, entry_join_many
 from queueing.line.layouts import event_by_slug
 from queueing.line.leaving import entry_leave
 from queueing.line.reads import event_public_view
 from queueing.line.reentry import entry_reenter
-from queueing.line.status import ticket_poll
-from queueing.line.views import TicketView
 from queueing.rules.errors import QueueError
 from queueing.rules.return_urls import return_url_clean
 from queueing.rules.ticket_codec import TicketRef, ticket_read
@@ -37,7 +36,7 @@ def _ticket_ref(ticket: str) -> TicketRef:
     return ticket_read(ticket)  # InvalidTicket: 400 invalid_ticket at the edge
 
 
-def _ticket_payload(view: TicketView) -> dict[str, Any]:
+def _ticket_payload(view: TicketAnswer) -> dict[str, Any]:
     return {
         "ticket": view.ticket,
         "event": view.event_slug,
@@ -51,7 +50,7 @@ def _ticket_payload(view: TicketView) -> dict[str, Any]:
     }
 
 
-def _ticket_response(payload: dict[str, Any], view: TicketView, *, status: int) -> JsonResponse:
+def _ticket_response(payload: dict[str, Any], view: TicketAnswer, *, status: int) -> JsonResponse:
     response = JsonResponse(payload, status=status)
     response["X-Poll-After-Seconds"] = f"{view.poll_after_seconds:g}"
     response["Cache-Control"] = "no-store"
@@ -89,7 +88,7 @@ def join_prepare(request: HttpRequest, event: Event) -> PreparedJoin:
 def join_response(request: HttpRequest, outcome: JoinOutcome, identity: Identity) -> HttpResponse:
     if not isinstance(outcome, JoinResult):
         return api_exception_response(request, outcome)
-    view = outcome.view
+    view = outcome.answer
     # With the pass fields: a join the on-sale's mode lets in at once carries its pass.
     response = _ticket_response(
         ticket_status_payload(view), view, status=201 if outcome.created else 200
@@ -160,7 +159,7 @@ def _wrong_code_refusals(
             answers[index] = api_exception_response(requests[index][0], refusal)
 
 
-def ticket_status_payload(view: TicketView) -> dict[str, Any]:
+def ticket_status_payload(view: TicketAnswer) -> dict[str, Any]:
     issued = view.issued_pass
     return {
         **_ticket_payload(view),

@@ -26,12 +26,10 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
-from queueing.hot import stats
 from queueing.hot.channels import ticket_group
-from queueing.hot.client import HotIndexUnavailable
+from queueing.line.answers import TicketAnswer, ticket_poll, ticket_poll_async
 from queueing.line.layouts import event_layout_async
-from queueing.line.status import hot_ticket_poll, ticket_poll
-from queueing.line.views import TicketView
+from queueing.line.reads import line_reads
 from queueing.live.fanout import TickRelay, tick_relay_close, tick_relay_open
 from queueing.live.sockets import address_slots, ticket_socket_closed, ticket_socket_open
 from queueing.live.watchers import watchers
@@ -59,7 +57,7 @@ logger = logging.getLogger(__name__)
 
 
 def snapshot_message(
-    view: TicketView, layout: EventLayout, last_tick: str | None
+    view: TicketAnswer, layout: EventLayout, last_tick: str | None
 ) -> dict[str, Any]:
     return {
         "type": "snapshot",
@@ -74,13 +72,6 @@ def snapshot_message(
         "redirect_url": view.issued_pass.redirect_url if view.issued_pass else None,
         "tick": json.loads(last_tick) if last_tick else None,
     }
-
-
-async def _last_tick(event_id: int) -> str | None:
-    try:
-        return await stats.last_tick_async(event_id)
-    except HotIndexUnavailable:
-        return None
 
 
 class LineConsumer(AsyncWebsocketConsumer):
@@ -153,7 +144,7 @@ class LineConsumer(AsyncWebsocketConsumer):
         assert self.ref is not None and self.layout is not None
         # From the hot index on the event loop while the fan is in line there (a page
         # connecting is as hot as a status poll when a sale starts); else from the database.
-        view = await hot_ticket_poll(self.ref, self.ticket) if snapshot else None
+        view = await ticket_poll_async(self.ref, self.ticket) if snapshot else None
         if view is None:
             try:
                 view = await database_sync_to_async(ticket_poll)(
@@ -164,7 +155,7 @@ class LineConsumer(AsyncWebsocketConsumer):
                 await self.close(code=CLOSE_TICKET_GONE)
                 return False
         if snapshot:
-            last = last_tick or await _last_tick(self.ref.event_id)
+            last = last_tick or await line_reads.last_tick_async(self.ref.event_id)
             await self.send(text_data=json.dumps(snapshot_message(view, self.layout, last)))
             self.in_prequeue = view.status == EntryStatus.PREQUEUE
             self._watch_for_start()

@@ -6,7 +6,7 @@ on (the gate's cookie on the shop's host, or ``wr_pass`` in the original URL); 4
 the room is otherwise. The lean ASGI path answers it (queueing/web/hot_paths.py) without
 PostgreSQL on most requests: the keys and verified tokens are held in-process
 (queueing/passes/cached.py), and a session's status is read at most once per
-``WR_GATE_STATE_SECONDS`` per process (queueing/line/session_states.py). The Django view
+``WR_GATE_STATE_SECONDS`` per process (queueing/line/sessions.py). The Django view
 below gives the same answers where the lean path is not mounted (a WSGI server, the test
 client); it reads the session's status every time.
 """
@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from queueing.line.session_states import session_status, session_statuses_read
+from queueing.line.sessions import session_status, session_statuses_read
 from queueing.passes.cached import pass_claims, pass_claims_async
 from queueing.passes.signing import PassClaims, PassInvalid
 from queueing.rules.gate import (

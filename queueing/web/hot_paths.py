@@ -6,10 +6,10 @@ measured limits in docs/architecture.md), so they are answered here, in front of
 same functions the Django views call:
 
 - ``GET /api/v1/tickets/{ticket}``: while the fan is in line in the hot index, the answer is
-  one async Lua call plus the pure view of ``queueing.line.views.hot_ticket_view``. While
+  one async Lua call plus the pure answer of ``queueing.line.answers.answer_from_index``. While
   Redis is away or the index is being rebuilt, a fan in a long line is answered here too:
   the entry's row read in a batch with the other polls' and the fan placed from the line's
-  snapshot (``queueing.line.status.hot_ticket_poll``). Anything else (a bad ticket, an
+  snapshot (``queueing.line.answers.ticket_poll_async``). Anything else (a bad ticket, an
   admitted fan, a lost index, a short line) goes to Django.
 - ``POST /api/v1/events/{slug}/join``: each request becomes a Django request and is checked
   by ``api_fan.join_prepare``; the joins that arrive while one batch commits form the next
@@ -43,7 +43,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_vary_headers
 from django.utils.functional import SimpleLazyObject
 
-from queueing.line.status import hot_ticket_poll
+from queueing.line.answers import ticket_poll_async
 from queueing.rules.ticket_codec import InvalidTicket, ticket_read
 from queueing.web.api_errors import body_too_large, error_response
 from queueing.web.api_fan import ticket_status_payload
@@ -134,7 +134,7 @@ class HotPaths:
             ref = ticket_read(ticket)
         except InvalidTicket:
             return None
-        view = await hot_ticket_poll(ref, ticket)
+        view = await ticket_poll_async(ref, ticket)
         if view is None:
             return None
         return json_reply(

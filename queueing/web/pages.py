@@ -18,11 +18,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from events.models import Event, EventMode
+from queueing.line.answers import TicketAnswer, ticket_poll
 from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
-from queueing.line.reads import PageFacts, entry_page_facts, entry_return_url
 from queueing.line.reentry import entry_reenter
-from queueing.line.status import ticket_poll
-from queueing.line.views import TicketView
+from queueing.records.entry_reads import PageFacts, entry_page_facts, entry_return_url
 from queueing.rules.errors import QueueError, ReentryNotAllowed
 from queueing.rules.return_urls import destination_sources, return_url_clean
 from queueing.rules.states import REENTERABLE, EntryStatus
@@ -165,7 +164,9 @@ def _join(
         return _render_join_refused(request, event, error, now, return_url)
     response = HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))
     page_cookie_write(
-        response, event, PageTicket(ticket=result.view.ticket, first_position=result.view.position)
+        response,
+        event,
+        PageTicket(ticket=result.answer.ticket, first_position=result.answer.position),
     )
     identity_remember(response, identity)
     return response
@@ -181,7 +182,7 @@ def _render_ticket(
     request: HttpRequest,
     event: Event,
     page_ticket: PageTicket,
-    view: TicketView,
+    view: TicketAnswer,
     now: datetime,
     *,
     facts: PageFacts | None = None,
@@ -300,7 +301,7 @@ def _waiting_page(request: HttpRequest, event: Event) -> HttpResponse:
 
 def _page_view(
     request: HttpRequest, event: Event, now: datetime
-) -> tuple[PageTicket | None, TicketView | None, PageFacts | None]:
+) -> tuple[PageTicket | None, TicketAnswer | None, PageFacts | None]:
     """The ticket this browser holds for the on-sale, what the fan is told about it, and
     what only the page needs of it."""
     page_ticket = page_cookie_read(request, event)

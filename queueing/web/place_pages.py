@@ -21,9 +21,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from events.models import Event
 from queueing.line.place_links import place_link_check, place_link_claim, place_link_create
-from queueing.line.reads import PageFacts, entry_page_facts
 from queueing.line.turn_mail import turn_mail_address_set
 from queueing.models import PlaceLink
+from queueing.records.entry_reads import PageFacts, entry_page_facts
 from queueing.rules.errors import QueueError
 from queueing.rules.place_links import LinkRefusal, PlaceLinkRefused
 from queueing.rules.states import QUEUED

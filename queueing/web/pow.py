@@ -18,7 +18,6 @@ from django.core import signing
 
 from events.models import Event
 from queueing.hot import keys, rate_limits
-from queueing.hot.client import HotIndexUnavailable
 from queueing.rules.errors import ProofOfWorkInvalid, ProofOfWorkRequired
 
 _SALT = "waitingroom.pow.v1"
@@ -89,11 +88,8 @@ def pow_check(*, event: Event, proof: Any) -> None:
         raise _invalid("That challenge is for another on-sale.")
     if not solves(challenge, nonce, event.pow_difficulty):
         raise _invalid("The nonce does not solve the challenge.")
-    try:
-        fresh = rate_limits.spend_once(
-            keys.pow_used(challenge_id), ttl_seconds=settings.WR_POW_CHALLENGE_SECONDS
-        )
-    except HotIndexUnavailable:
-        fresh = True  # cannot tell reuse apart without Redis; the work was still done
+    fresh = rate_limits.spend_once(
+        keys.pow_used(challenge_id), ttl_seconds=settings.WR_POW_CHALLENGE_SECONDS
+    )
     if not fresh:
         raise _invalid("That challenge was already used; ask for a new one.")

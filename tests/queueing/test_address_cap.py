@@ -163,7 +163,7 @@ def test_a_batch_is_counted_as_if_its_joins_came_one_after_another(make_event) -
         "AddressLimited",
         "created",
     ]
-    assert outcomes[3].view.ticket == outcomes[0].view.ticket
+    assert outcomes[3].answer.ticket == outcomes[0].answer.ticket
     assert isinstance(outcomes[2], AddressLimited) and outcomes[2].retry_after
     assert QueueEntry.objects.filter(address=a).count() == 2
     assert QueueEntry.objects.filter(address=b).count() == 2

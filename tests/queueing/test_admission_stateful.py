@@ -15,10 +15,10 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 
 from queueing.beat import event_tick
 from queueing.hot import epoch
+from queueing.line.answers import ticket_poll
 from queueing.line.joining import entry_join
 from queueing.line.leaving import entry_leave
 from queueing.line.sessions import pass_complete
-from queueing.line.status import ticket_poll
 from queueing.models import AuditRecord, QueueEntry
 from queueing.passes.signing import pass_issue
 from queueing.rules.states import EntryStatus
@@ -63,7 +63,7 @@ class LineMachine(RuleBasedStateMachine):
             result = entry_join(
                 event=self.event, identity=uuid.uuid4().hex, access_code=code, now=self.now
             )
-            self.tickets.append(result.view.ticket)
+            self.tickets.append(result.answer.ticket)
 
     @rule(data=st.data())
     def leave(self, data: st.DataObject) -> None:

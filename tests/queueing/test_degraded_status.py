@@ -19,11 +19,11 @@ from redis.exceptions import MaxConnectionsError
 from events.models import Event
 from queueing.beat import event_tick
 from queueing.hot import epoch, keys
-from queueing.line import heartbeat_gaps
+from queueing.line import expiry
+from queueing.line.answers import ticket_poll_async
 from queueing.line.expiry import queued_expire_unseen
+from queueing.line.index_sync import hot_index_rebuild
 from queueing.line.layouts import event_layout
-from queueing.line.rebuild import hot_index_rebuild
-from queueing.line.status import hot_ticket_poll
 from queueing.models import QueueEntry
 from queueing.rules.polling import poll_after_seconds
 from queueing.rules.ticket_codec import ticket_read
@@ -117,7 +117,7 @@ def test_the_lean_path_answers_from_the_snapshot_while_redis_is_away(make_event,
     async def polls() -> list:
         views = []
         for index in (0, 1500, 1500):
-            views.append(await hot_ticket_poll(ticket_read(tickets[index]), tickets[index]))
+            views.append(await ticket_poll_async(ticket_read(tickets[index]), tickets[index]))
             await asyncio.sleep(0.6)
         return views
 
@@ -133,13 +133,13 @@ def test_the_lean_path_answers_from_the_snapshot_while_redis_is_away(make_event,
 
 
 def test_heartbeats_are_flagged_unrecorded_only_after_failing_for_a_second() -> None:
-    due = heartbeat_gaps.heartbeats_unrecorded_due
+    due = expiry._gaps.unrecorded_due
     assert not due(1, now=100.0)
     assert not due(1, now=100.9)
     assert due(1, now=101.0)
     assert not due(1, now=101.5)  # at most once a second
     assert due(1, now=102.0)
-    heartbeat_gaps.heartbeats_recorded(1)  # a success ends the run of failures
+    expiry._gaps.recorded(1)  # a success ends the run of failures
     assert not due(1, now=103.0)
     assert due(1, now=104.0)
     assert not due(2, now=104.0)  # per on-sale

@@ -12,7 +12,7 @@ from queueing.hot import client, epoch, keys, line_index, stats
 from queueing.hot.client import HotIndexUnavailable
 from queueing.hot.epoch import IndexedEntry
 from queueing.hot.line_index import IndexState, LocateRequest
-from queueing.line import rebuild
+from queueing.line import index_sync
 from queueing.line.layouts import event_layout
 from queueing.models import QueueEntry
 from queueing.rules.ticket_codec import ticket_read
@@ -47,7 +47,7 @@ def test_a_rebuild_restores_every_position_and_new_joins_go_behind(event, redis_
     new_fan().delete(f"/api/v1/tickets/{tickets[2]}")
     before = positions(tickets)
     wipe_event(redis_client, event.id)
-    assert rebuild.hot_index_maintain() == [event.id]
+    assert index_sync.hot_index_maintain() == [event.id]
     assert epoch.epoch_states([event.id]) == {event.id: IndexState.READY}
     assert positions(tickets) == before
     assert join(new_fan(), event.slug).json()["position"] == 6
@@ -56,7 +56,7 @@ def test_a_rebuild_restores_every_position_and_new_joins_go_behind(event, redis_
 def test_the_maintenance_task_rebuilds_events_flagged_stale(event) -> None:
     tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(3)]
     event.__class__.objects.filter(pk=event.pk).update(hot_index_dirty=True)
-    assert rebuild.hot_index_maintain() == [event.id]
+    assert index_sync.hot_index_maintain() == [event.id]
     event.refresh_from_db()
     assert not event.hot_index_dirty
     assert positions(tickets) == [1, 2, 3]
@@ -102,7 +102,7 @@ def test_only_one_rebuild_runs_at_a_time(event) -> None:
     first = epoch.rebuild_begin(event.id, tier_ids=tier_ids, lock_seconds=30)
     assert first is not None
     assert epoch.rebuild_begin(event.id, tier_ids=tier_ids, lock_seconds=30) is None
-    assert not rebuild.hot_index_rebuild(event_id=event.id)
+    assert not index_sync.hot_index_rebuild(event_id=event.id)
     epoch.rebuild_finish(first)
 
 
@@ -189,11 +189,11 @@ def test_a_failed_rebuild_is_retried_until_it_succeeds(event, monkeypatch) -> No
 
     monkeypatch.setattr(epoch, "rebuild_load", blip)
     event.__class__.objects.filter(pk=event.pk).update(hot_index_dirty=True)
-    assert rebuild.hot_index_maintain() == []
+    assert index_sync.hot_index_maintain() == []
     event.refresh_from_db()
     assert event.hot_index_dirty  # flagged again, not left half-built and forgotten
     monkeypatch.setattr(epoch, "rebuild_load", real)
-    assert rebuild.hot_index_maintain() == [event.id]
+    assert index_sync.hot_index_maintain() == [event.id]
     assert epoch.epoch_states([event.id]) == {event.id: IndexState.READY}
     assert positions(tickets) == [1, 2, 3]
 
@@ -205,7 +205,7 @@ def test_a_rebuild_whose_worker_died_is_restarted(event, redis_client) -> None:
     assert handle is not None
     # The worker is killed here: the epoch says "building" and its lock lapses.
     redis_client.delete(keys.rebuild_lock(event.id))
-    assert rebuild.hot_index_maintain() == [event.id]
+    assert index_sync.hot_index_maintain() == [event.id]
     assert positions(tickets) == [1, 2]
 
 
@@ -214,7 +214,7 @@ def test_an_index_written_by_another_redis_run_is_rebuilt(event, redis_client) -
     # What an AOF restart or a failover looks like: the epoch survived, from another run.
     redis_client.set(keys.epoch(event.id), "ready:0123456789abcdef:sometoken")
     assert epoch.epoch_states([event.id]) == {event.id: IndexState.MISSING}
-    assert rebuild.hot_index_maintain() == [event.id]
+    assert index_sync.hot_index_maintain() == [event.id]
     assert epoch.epoch_states([event.id]) == {event.id: IndexState.READY}
     assert positions(tickets) == [1, 2]
 

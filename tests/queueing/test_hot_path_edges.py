@@ -164,7 +164,7 @@ def test_a_bug_on_the_lean_status_path_is_the_apis_json_500(make_event, monkeypa
     async def broken(*args: Any) -> None:
         raise RuntimeError("a bug on the status path")
 
-    monkeypatch.setattr(hot_paths, "hot_ticket_poll", broken)
+    monkeypatch.setattr(hot_paths, "ticket_poll_async", broken)
     with caplog.at_level(logging.ERROR):
         reply = call(HotPaths(_refuse), "GET", f"/api/v1/tickets/{ticket}")
     _assert_the_apis_500(reply, caplog)

@@ -39,7 +39,7 @@ def test_a_batch_joins_in_order_under_one_chain_extension(make_event) -> None:
     event = make_event(capacity=0)
     outcomes = entry_join_many(_requests(event, [f"fan-{i}" for i in range(5)]))
     assert all(isinstance(o, JoinResult) and o.created for o in outcomes)
-    assert [o.view.position for o in outcomes] == [1, 2, 3, 4, 5]
+    assert [o.answer.position for o in outcomes] == [1, 2, 3, 4, 5]
     entries = list(QueueEntry.objects.order_by("order_key"))
     assert [e.identity for e in entries] == [f"fan-{i}" for i in range(5)]
     joined = AuditRecord.objects.filter(action="joined").order_by("seq")
@@ -52,7 +52,7 @@ def test_the_same_fan_twice_in_a_batch_gets_one_ticket(make_event) -> None:
     first, _, again = entry_join_many(_requests(event, ["a", "b", "a"]))
     assert isinstance(first, JoinResult) and isinstance(again, JoinResult)
     assert (first.created, again.created) == (True, False)
-    assert again.view.ticket == first.view.ticket
+    assert again.answer.ticket == first.answer.ticket
     assert QueueEntry.objects.count() == 2
 
 
@@ -85,7 +85,7 @@ def test_refusals_are_per_fan_and_per_event(make_event) -> None:
     assert isinstance(outcomes[0], JoinResult) and isinstance(outcomes[3], JoinResult)
     assert isinstance(outcomes[1], EventClosed) and api_error(outcomes[1]).status == 409
     assert isinstance(outcomes[2], InvalidAccessCode) and outcomes[2].code == "invalid_access_code"
-    assert [o.view.position for o in (outcomes[0], outcomes[3])] == [1, 2]
+    assert [o.answer.position for o in (outcomes[0], outcomes[3])] == [1, 2]
 
 
 def test_a_fan_who_raced_another_process_gets_that_ticket_and_the_batch_survives(
@@ -106,7 +106,7 @@ def test_a_fan_who_raced_another_process_gets_that_ticket_and_the_batch_survives
     outcomes = entry_join_many(_requests(event, ["new-1", "racer", "new-2"]))
     assert all(isinstance(o, JoinResult) for o in outcomes)
     assert [o.created for o in outcomes] == [True, False, True]
-    assert outcomes[1].view.ticket == earlier.view.ticket
+    assert outcomes[1].answer.ticket == earlier.answer.ticket
     assert QueueEntry.objects.count() == 3
     assert audit_chain_verify(event_id=event.id).ok
 
@@ -118,7 +118,7 @@ def test_a_prequeue_batch_waits_for_the_shuffle(make_event, batch: int) -> None:
         starts_at=timezone.now() + timezone.timedelta(hours=1),
     )
     outcomes = entry_join_many(_requests(event, [f"fan-{i}" for i in range(batch)]))
-    assert {o.view.status for o in outcomes} == {"prequeue"}
+    assert {o.answer.status for o in outcomes} == {"prequeue"}
     assert set(QueueEntry.objects.values_list("status", flat=True)) == {"prequeue"}
 
 
@@ -146,7 +146,7 @@ def test_many_rows_keep_their_order_and_values(make_event) -> None:
     outcomes = entry_join_many(_requests(event, [f"fan-{i}" for i in range(40)]))
     entries = QueueEntry.objects.order_by("order_key")
     assert [e.identity for e in entries] == [f"fan-{i}" for i in range(40)]
-    by_ticket = {o.view.ticket: o for o in outcomes if isinstance(o, JoinResult)}
+    by_ticket = {o.answer.ticket: o for o in outcomes if isinstance(o, JoinResult)}
     assert len(by_ticket) == 40
     first = entries[0]
     assert first.quoted_p50 is not None and first.joined_at == first.status_changed_at
@@ -197,8 +197,8 @@ def test_a_committed_join_is_answered_with_its_ticket_even_if_describing_it_fail
     monkeypatch.setattr(index_sync, "QueueEntry", _UnreachableModel)
     outcomes = entry_join_many(_requests(event, ["a", "b"]))
     assert all(isinstance(o, JoinResult) and o.created for o in outcomes)
-    assert [o.view.position for o in outcomes] == [None, None]
-    assert {o.view.status for o in outcomes} == {"waiting"}
+    assert [o.answer.position for o in outcomes] == [None, None]
+    assert {o.answer.status for o in outcomes} == {"waiting"}
     assert QueueEntry.objects.count() == 2
 
 
@@ -224,6 +224,6 @@ def test_a_batch_is_indexed_even_after_redis_forgot_its_scripts(make_event, redi
     event = make_event(capacity=0)
     redis_client.script_flush()
     outcomes = entry_join_many(_requests(event, [f"fan-{i}" for i in range(3)]))
-    assert [o.view.position for o in outcomes] == [1, 2, 3]
+    assert [o.answer.position for o in outcomes] == [1, 2, 3]
     tier = event.tiers.get()
     assert redis_client.zcard(keys.tier_queue(event.id, tier.id)) == 3

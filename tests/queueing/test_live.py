@@ -243,7 +243,7 @@ def _channel_messages_during_one_tick(event, settings) -> tuple[int, int]:
 
 @pytest.mark.django_db(transaction=False)
 def test_messages_per_tick_stay_constant_from_10_to_10000_fans(make_event, settings) -> None:
-    from queueing.line.rebuild import hot_index_rebuild
+    from queueing.line.index_sync import hot_index_rebuild
 
     small = make_event(slug="small", heartbeat_seconds=3600)
     fans_join(small.slug, 10)

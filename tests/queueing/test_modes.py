@@ -151,7 +151,7 @@ def test_safety_net_takes_only_the_room_there_is_in_one_batch(make_event) -> Non
         [JoinRequest(event=event, identity=f"fan-{i}", access_code=None, now=now) for i in range(5)]
     )
     assert all(isinstance(o, JoinResult) for o in outcomes)
-    views = [o.view for o in outcomes if isinstance(o, JoinResult)]
+    views = [o.answer for o in outcomes if isinstance(o, JoinResult)]
     assert [v.status for v in views] == ["admitted"] * 3 + ["waiting"] * 2
     assert [v.position for v in views[3:]] == [1, 2]
     assert all(v.issued_pass is not None for v in views[:3])
@@ -295,7 +295,7 @@ def test_a_join_reads_the_mode_again_under_the_chain_lock(make_event) -> None:
     stale = Event.objects.get(pk=event.pk)
     switch(event, "queue")
     result = entry_join(event=stale, identity="late-1", access_code=None, now=timezone.now())
-    assert result.view.status == "waiting"
+    assert result.answer.status == "waiting"
     stale = Event.objects.get(pk=event.pk)
     stale.mode = "safety_net"  # as read just before staff switched to maintenance
     switch(event, "maintenance")

@@ -8,7 +8,8 @@ import pytest
 from queueing.hot import keys
 from queueing.hot.line_index import IndexState
 from queueing.line.layouts import event_layouts, layout_cache_clear
-from queueing.line.reads import active_counts, current_counts, lines_counts
+from queueing.line.reads import line_reads
+from queueing.records.entry_reads import active_counts
 from staff.services import TierSpec
 from tests.queueing.helpers import fans_join
 
@@ -31,12 +32,12 @@ def test_lines_without_a_hot_index_are_counted_together_in_postgresql(
     layout_cache_clear()
     with django_assert_num_queries(2):  # the events, then their tiers
         layouts = event_layouts([e.id for e in events])
-    hot = {e.id: current_counts(layouts[e.id]) for e in events}
+    hot = {e.id: line_reads.counts(layouts[e.id]) for e in events}
     assert {c.state for c in hot.values()} == {IndexState.READY}
     for event in events:
         redis_client.delete(keys.epoch(event.id))  # Redis lost the index
     with django_assert_num_queries(1):
-        cold = lines_counts([layouts[e.id] for e in events])
+        cold = line_reads.counts_many([layouts[e.id] for e in events])
     assert {c.state for c in cold.values()} == {IndexState.MISSING}
     assert {k: (c.prequeue, c.tiers) for k, c in cold.items()} == {
         k: (c.prequeue, c.tiers) for k, c in hot.items()

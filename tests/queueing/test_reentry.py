@@ -19,11 +19,11 @@ from queueing.hot import line_index
 from queueing.line import reentry
 from queueing.line.expiry import queued_expire_unseen, sessions_expire
 from queueing.line.layouts import event_layout
-from queueing.line.reads import position_from_database
 from queueing.line.reentry import entry_reenter
 from queueing.line.sessions import pass_complete
 from queueing.models import AdmissionState, AuditRecord, QueueEntry
 from queueing.records.audit import audit_chain_verify
+from queueing.records.entry_reads import position_counted
 from queueing.rules.states import EntryStatus
 from queueing.rules.ticket_codec import TicketRef, ticket_issue, ticket_read
 from staff.services import TierSpec, event_close
@@ -140,7 +140,7 @@ def test_a_fan_whose_session_ended_goes_back_to_the_front(line, how: str) -> Non
         ]
     )
     layout = event_layout(event.id)
-    assert position_from_database(back, layout) == 1
+    assert position_counted(back, layout) == 1
 
     # The shop has room again: the returning fan is let in first, with a new pass; the pass
     # of the session that ended is not theirs any more.

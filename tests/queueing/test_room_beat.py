@@ -16,7 +16,7 @@ from queueing.beat import event_beat, event_tick, room_dispatch
 from queueing.hot import epoch, keys, tick_claims
 from queueing.line.activity import events_due_to_start, events_with_fans, events_with_work
 from queueing.line.admission import admission_run
-from queueing.line.rebuild import hot_index_maintain
+from queueing.line.index_sync import hot_index_maintain
 from queueing.models import QueueEntry
 from staff.services import event_close
 from tests.events.bulk import bulk_started

@@ -3,7 +3,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from events.models import Event, EventControl
-from queueing.line.rebuild import hot_index_rebuild
+from queueing.line.index_sync import hot_index_rebuild
 
 
 class Command(BaseCommand):

@@ -1,0 +1,160 @@
+"""Reading queue entries in PostgreSQL: the fans already in line (per identity, per client
+address), counts and positions counted row by row (for what the hot index cannot answer),
+what only a page needs of an entry, and what re-entry reads (the front of a tier, the
+admissions it took out of ``admitted_at``). Reads only: the writes are in entries.py."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, Min, Q
+
+from events.models import Tier
+from queueing.models import AuditAction, AuditRecord, QueueEntry
+from queueing.rules.layout import TierLayout
+from queueing.rules.states import LIVE, EntryStatus
+
+# The key, in a ``reentered`` record's data, of the time the fan's earlier session was admitted:
+# the entry's own ``admitted_at`` is cleared while it waits again ("queued means not admitted").
+FIRST_ADMITTED_AT = "admitted_at"
+
+
+# ------------------------------------------------------------------- the fans in line
+
+
+def live_entries(event_id: int, identities: set[str]) -> dict[str, QueueEntry]:
+    """Each identity's live ticket for the event (one at most: a partial unique index)."""
+    if not identities:
+        return {}
+    return {
+        entry.identity: entry
+        for entry in QueueEntry.objects.filter(
+            event_id=event_id, identity__in=identities, status__in=LIVE
+        )
+    }
+
+
+def live_per_address(event_id: int, addresses: set[str]) -> dict[str, int]:
+    """How many live tickets of the event each client address (digest) holds."""
+    if not addresses:
+        return {}
+    return dict(
+        QueueEntry.objects.filter(event_id=event_id, address__in=addresses, status__in=LIVE)
+        .values("address")
+        .annotate(n=Count("id"))
+        .values_list("address", "n")
+    )
+
+
+def position_counted(entry: QueueEntry, tiers: Sequence[TierLayout]) -> int:
+    """The fan's position counted row by row (``tiers`` in service order): O(position), for
+    short lines only."""
+    tiers_ahead = []
+    for tier in tiers:
+        if tier.id == entry.tier_id:
+            break
+        tiers_ahead.append(tier.id)
+    ahead = QueueEntry.objects.filter(
+        Q(tier_id__in=tiers_ahead) | Q(tier_id=entry.tier_id, order_key__lt=entry.order_key),
+        event_id=entry.event_id,
+        status=EntryStatus.WAITING,
+    ).count()
+    return ahead + 1
+
+
+def waiting_counts(event_ids: Collection[int]) -> dict[int, tuple[int, dict[int, int]]]:
+    """Per on-sale, the pre-queue's size and how many wait in each tier, in one grouped
+    count (on-sales with nobody in line are left out)."""
+    rows = (
+        QueueEntry.objects.filter(
+            event_id__in=event_ids, status__in=[EntryStatus.WAITING, EntryStatus.PREQUEUE]
+        )
+        .values_list("event_id", "status", "tier_id")
+        .annotate(n=Count("id"))
+        .values_list("event_id", "status", "tier_id", "n")
+    )
+    counts: dict[int, tuple[int, dict[int, int]]] = {}
+    for event_id, status, tier_id, n in rows:
+        prequeue, by_tier = counts.get(event_id, (0, {}))
+        if status == EntryStatus.PREQUEUE:
+            prequeue += n
+        else:
+            by_tier[tier_id] = n
+        counts[event_id] = (prequeue, by_tier)
+    return counts
+
+
+def active_counts(event_ids: Collection[int]) -> dict[int, int]:
+    """Fans in the shop per event, in one grouped count (index on event, status)."""
+    rows = (
+        QueueEntry.objects.filter(event_id__in=event_ids, status=EntryStatus.ADMITTED)
+        .values_list("event_id")
+        .annotate(n=Count("id"))
+        .values_list("event_id", "n")
+    )
+    return {event_id: 0 for event_id in event_ids} | dict(rows)
+
+
+def default_tier_ids(event_id: int) -> set[int]:
+    """The tier fans without an access code join (a set: none, or one)."""
+    return set(Tier.objects.filter(event_id=event_id, is_default=True).values_list("id", flat=True))
+
+
+# ------------------------------------------------------------ what a page needs of one
+
+
+def entry_return_url(*, entry_id: int, event_id: int) -> str:
+    """The return URL kept with an entry ("" = none, or no such entry)."""
+    found = (
+        QueueEntry.objects.filter(pk=entry_id, event_id=event_id)
+        .values_list("return_url", flat=True)
+        .first()
+    )
+    return found or ""
+
+
+@dataclass(frozen=True)
+class PageFacts:
+    """What only the waiting page needs of an entry (never the hot status path)."""
+
+    holder_key: str  # which browser shows the place ("" until it was moved)
+    notify_email: str  # the address left for "it's your turn" ("" for none)
+    status: EntryStatus
+    event_id: int
+
+
+def entry_page_facts(entry_id: int) -> PageFacts | None:
+    row = (
+        QueueEntry.objects.filter(pk=entry_id)
+        .values_list("holder_key", "notify_email", "status", "event_id")
+        .first()
+    )
+    if row is None:
+        return None
+    return PageFacts(
+        holder_key=row[0], notify_email=row[1], status=EntryStatus(row[2]), event_id=row[3]
+    )
+
+
+def tier_smallest_waiting_key(*, event_id: int, tier_id: int) -> int | None:
+    """The order key at the front of a tier's line (index entry_waiting_order)."""
+    return QueueEntry.objects.filter(
+        event_id=event_id, tier_id=tier_id, status=EntryStatus.WAITING
+    ).aggregate(smallest=Min("order_key"))["smallest"]
+
+
+def earlier_admissions_since(*, event_id: int, since: datetime) -> int:
+    """Admissions after ``since`` of sessions that a re-entry has since cleared from their
+    entry's ``admitted_at``: the rate window must still count them. Read from the
+    ``reentered`` records (index audit_event_action_at), which keep that time; a re-entry
+    comes after its admission, so only records after ``since`` can hold one."""
+    count = 0
+    for data in AuditRecord.objects.filter(
+        event_id=event_id, action=AuditAction.REENTERED, at__gt=since
+    ).values_list("data", flat=True):
+        first = data.get(FIRST_ADMITTED_AT) if isinstance(data, dict) else None
+        if first is not None and datetime.fromisoformat(first) > since:
+            count += 1
+    return count
