@@ -2,7 +2,7 @@
 chain head lets them through, the pre-queue, admissions, and the polls and sockets of everyone
 in line; and what a poll, a socket and a join batch cost on a line of a given length.
 
-Pure. The poll interval is the room's own rule (queueing/rules/polling.py), imported rather
+Pure. The poll interval is the room's own rule (queueing/rules/layout.py), imported rather
 than restated.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from bench.capacity_inputs import Scenario, UnitCosts
-from queueing.rules.polling import poll_after_seconds
+from queueing.rules.layout import poll_after_seconds
 
 
 @cache

@@ -237,7 +237,7 @@ def gate_checks(base: str, passes: Path, *, seconds: int) -> dict[str, Any]:
 def index_bytes_per_entry(event_id: int, count: int) -> float:
     from queueing.hot import keys
     from queueing.hot.client import client as hot_client
-    from queueing.line.layouts import event_layout
+    from queueing.line.reads import event_layout
 
     client = hot_client()  # the settings' Redis: bench/unit_costs.py runs on its own
     layout = event_layout(event_id, fresh=True)

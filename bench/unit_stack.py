@@ -41,7 +41,7 @@ from events.models import Event
 from queueing.hot import keys
 from queueing.hot.client import LUA_DIR
 from queueing.line.index_sync import hot_index_rebuild
-from queueing.line.layouts import event_layout
+from queueing.line.reads import event_layout
 from queueing.models import AuditRecord, QueueEntry
 from staff.services import event_create, event_pause
 from tests.processes import Stack, wait_until

@@ -26,8 +26,7 @@ from prometheus_client.registry import Collector
 from config.health import readiness
 from events.models import Event
 from queueing.line.activity import events_with_fans
-from queueing.line.layouts import event_layout
-from queueing.line.reads import line_reads
+from queueing.line.reads import event_layout, line_reads
 from queueing.rules.states import EntryStatus
 from queueing.web.client_address import client_ip
 from queueing.web.latency import REGISTRY

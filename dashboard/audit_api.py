@@ -26,7 +26,7 @@ from dashboard.permissions import IsStaffOrAuditorReadOnly
 from dashboard.reports import event_report
 from events.models import Event
 from events.validation import SLUG_RE
-from queueing.line.layouts import event_by_slug
+from queueing.line.reads import event_by_slug
 from queueing.models import AuditAction, AuditRecord, QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.rules.ticket_codec import InvalidTicket, ticket_read

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.models import Event
-from queueing.line.layouts import event_layouts
-from queueing.line.reads import line_reads
+from queueing.line.reads import event_layouts, line_reads
 from queueing.records.entry_reads import active_counts
 from queueing.rules.layout import EventLayout
 

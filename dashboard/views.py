@@ -11,8 +11,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.catalogue import REFRESH_SECONDS, catalogue
+from dashboard.event_figures import event_figures
 from dashboard.preview import preview, preview_form
-from dashboard.stats import event_figures
 from events.catalogue import SEARCH_MAX_LENGTH
 from events.models import Event, EventMode
 from staff import services

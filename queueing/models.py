@@ -47,7 +47,7 @@ class QueueEntry(models.Model):
     quoted_p90 = models.FloatField(null=True, blank=True)
     # The shop URL the fan first asked for (the gate's or the page's ``return``), as given;
     # whether its host may be sent to is decided when the pass is handed over, against the
-    # on-sale's hosts of that moment (queueing/rules/return_urls.py).
+    # on-sale's hosts of that moment (queueing/rules/gate.py).
     # db_default: the join inserts name only the columns they set (records/bulk_insert.py).
     return_url = models.CharField(max_length=2000, blank=True, db_default="")
     # When the fan came back after a session that ended without completing (once per entry).

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from queueing.rules.eta import Eta, Throughput, estimate_wait
-from queueing.rules.layout import EventLayout, TierLayout
-from queueing.rules.positions import position_in_line, rank_from_checkpoints
+from queueing.rules.layout import EventLayout, TierLayout, position_in_line, rank_from_checkpoints
 
 
 @dataclass(frozen=True)

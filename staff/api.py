@@ -25,7 +25,7 @@ from events.models import (
     Tier,
 )
 from events.validation import ACCESS_CODE_MAX_LENGTH, return_host_normalise
-from queueing.line.layouts import event_by_slug
+from queueing.line.reads import event_by_slug
 from queueing.rules.branding import accent_is_low_contrast
 from queueing.web.api_errors import errors
 from queueing.web.branding import logo_url

@@ -18,7 +18,7 @@ from bench.capacity_line import (
     polls_per_second,
 )
 from bench.capacity_plan import plan
-from queueing.rules.polling import poll_after_seconds
+from queueing.rules.layout import poll_after_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 

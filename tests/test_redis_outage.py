@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from queueing.hot import keys
 from queueing.models import QueueEntry
-from queueing.rules.polling import poll_after_seconds
+from queueing.rules.layout import poll_after_seconds
 from queueing.rules.ticket_codec import TicketRef, ticket_issue
 from staff.services import event_pause, event_resume
 from tests.brokers import AMQP_URL, amqp_queue_delete, amqp_require

@@ -55,8 +55,7 @@ from queueing.hot.channels import notify_admitted
 from queueing.hot.line_index import IndexState, Placement
 from queueing.line.answers import TicketAnswer, answer_from_facts
 from queueing.line.index_sync import index_forget, pace_record
-from queueing.line.layouts import event_layout
-from queueing.line.reads import line_reads
+from queueing.line.reads import event_layout, line_reads
 from queueing.line.sessions import entry_pass
 from queueing.line.turn_mail import turn_mail_ask
 from queueing.models import AdmissionState, AuditAction, AuditChainHead, PassKey, QueueEntry

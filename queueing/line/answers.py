@@ -13,7 +13,10 @@ is read only when it cannot answer (admitted, ended, or being rebuilt). While th
 cannot answer for a fan in line (Redis away, the index missing or being rebuilt), the answer
 is degraded, never refused: the entry's row is read by its key and the fan placed from the
 line's snapshot (line/reads.py decides), the answer saying when its position is approximate
-and asking the fan to come back later (``rules/polling.py``).
+and asking the fan to come back later (``rules/layout.py``).
+
+Over 350 lines on purpose: every way a fan's answer is made, the lean path's included, reads
+best side by side, so that they cannot drift apart.
 """
 
 from __future__ import annotations
@@ -28,20 +31,21 @@ from django.db import DatabaseError
 from events.models import Event, EventMode, EventState
 from queueing.hot.client import HotIndexBusy
 from queueing.hot.line_index import IndexState, LineCounts, LocateRequest, Placement, Where
-from queueing.line.entry_rows import entry_row
 from queueing.line.expiry import heartbeat, heartbeat_async
 from queueing.line.index_sync import request_rebuild
-from queueing.line.layouts import event_layout_async, layout_with_tier
-from queueing.line.reads import line_reads
+from queueing.line.reads import event_layout_async, layout_with_tier, line_reads
 from queueing.line.sessions import IssuedPass, entry_pass
 from queueing.line.snapshots import line_snapshot, line_snapshot_async
 from queueing.models import QueueEntry
-from queueing.records.entry_reads import position_counted
+from queueing.records.entry_reads import entry_row, position_counted
 from queueing.rules.errors import TicketNotFound
 from queueing.rules.eta import Eta, Throughput, estimate_wait
-from queueing.rules.layout import EventLayout
-from queueing.rules.polling import poll_after_seconds
-from queueing.rules.positions import SketchedPosition, position_in_line
+from queueing.rules.layout import (
+    EventLayout,
+    SketchedPosition,
+    poll_after_seconds,
+    position_in_line,
+)
 from queueing.rules.reentry import ReentryFacts, reentry_until
 from queueing.rules.states import QUEUED, REENTERABLE, EntryStatus
 from queueing.rules.ticket_codec import TicketRef, ticket_issue

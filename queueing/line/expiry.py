@@ -16,7 +16,7 @@ they never stall the line.
   Redis it reaches; the maintenance task rebuilds the index once Redis answers, and the
   rebuild gives every fan a fresh ``heartbeat_seconds`` from then. A shorter blip flags
   nothing, and needs not: a fan polls at least three times a heartbeat, and a poll answered
-  without the hot index asks to come back within half of one (``rules/polling.py``). The
+  without the hot index asks to come back within half of one (``rules/layout.py``). The
   flag is written at most once per ``FLAG_EVERY_SECONDS`` per process and on-sale, and only
   changes a row not flagged yet.
 - **Expiry.** Waiting (and pre-queue) tickets whose page was not seen within

@@ -35,7 +35,7 @@ from queueing.hot.epoch import RebuildSuperseded
 from queueing.hot.line_index import IndexState, LocateRequest, Placement
 from queueing.line.activity import events_with_fans
 from queueing.line.followups import rebuild_soon
-from queueing.line.layouts import event_layout
+from queueing.line.reads import event_layout
 from queueing.models import QueueEntry
 from queueing.records.transitions import Moved
 from queueing.rules.eta import Throughput

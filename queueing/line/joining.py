@@ -40,8 +40,7 @@ from queueing.hot.line_index import Placement
 from queueing.line.admission import answer_admitted, join_admit, line_length
 from queueing.line.answers import TicketAnswer, answer_unplaced, entry_answer, entry_poll
 from queueing.line.index_sync import index_add
-from queueing.line.layouts import layout_with_tier
-from queueing.line.reads import line_reads
+from queueing.line.reads import layout_with_tier, line_reads
 from queueing.models import AuditAction, PassKey, QueueEntry
 from queueing.passes.signing import signing_key
 from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock

@@ -18,7 +18,7 @@ from events.models import Event
 from queueing.line.answers import TicketAnswer, entry_answer, reentry_facts
 from queueing.line.followups import admission_soon
 from queueing.line.index_sync import index_add
-from queueing.line.layouts import layout_with_tier
+from queueing.line.reads import layout_with_tier
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock
 from queueing.records.entries import Reentered, entry_reenter_cas, is_live_identity_conflict

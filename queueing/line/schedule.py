@@ -10,7 +10,7 @@ from django.db import connection, transaction
 
 from events.models import Event, EventState
 from queueing.line.index_sync import hot_index_rebuild, index_add, index_forget
-from queueing.line.layouts import event_layout
+from queueing.line.reads import event_layout
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.audit import audit_append, audit_chain_lock
 from queueing.records.transitions import Moved, transition_audited

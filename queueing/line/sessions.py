@@ -50,8 +50,7 @@ from queueing.passes.signing import (
 )
 from queueing.records.transitions import transition_audited
 from queueing.rules.errors import InvalidInput, NotAuthorized
-from queueing.rules.gate import PASS_QUERY_PARAMETER
-from queueing.rules.return_urls import admitted_destination
+from queueing.rules.gate import PASS_QUERY_PARAMETER, admitted_destination
 from queueing.rules.states import EntryStatus
 
 

@@ -8,7 +8,7 @@ fall. Instead each process takes a **snapshot** of an on-sale's line when it nee
 its last is older than ``WR_DEGRADED_SNAPSHOT_SECONDS``: per tier, the count and
 ``(rank, order key)`` checkpoints, as a live tick carries them. Every poll then places its
 fan from the snapshot in memory, by the rule the waiting page places itself from a tick
-(``rules/positions.py``, ``position_from_sketch``): exact on a checkpoint, interpolated
+(``rules/layout.py``, ``position_from_sketch``): exact on a checkpoint, interpolated
 between two (the answer then says it is approximate).
 
 A snapshot costs one pass over the on-sale's waiting entries in the partial index behind
@@ -34,8 +34,7 @@ from django.db.backends.utils import CursorWrapper
 
 from queueing.hot.line_index import IndexState, LineCounts
 from queueing.in_process import ProcessCache, closes_old_connections
-from queueing.rules.layout import EventLayout
-from queueing.rules.positions import SketchedPosition, position_from_sketch
+from queueing.rules.layout import EventLayout, SketchedPosition, position_from_sketch
 from queueing.rules.states import EntryStatus
 
 # Every rank of the first FRONT of a tier is a checkpoint (fans near the front are told

@@ -18,8 +18,7 @@ from typing import Any
 
 from events.models import Event, EventState
 from queueing.hot import channels, stats
-from queueing.line.layouts import event_layout
-from queueing.line.reads import line_reads
+from queueing.line.reads import event_layout, line_reads
 from queueing.rules.layout import EventLayout
 
 logger = logging.getLogger(__name__)

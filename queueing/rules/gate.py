@@ -1,4 +1,10 @@
-"""The gate's answer to a web server's sub-request (``GET /gate/{slug}/check``, nginx
+"""The shop's side of the room: where an admitted fan is sent, and the gate's answers.
+
+Where an admitted fan is sent: back to the shop page they first asked for, or the on-sale's
+target URL. Never an open redirect: a return URL is used only when its host is the target
+URL's host or one the on-sale lists in ``allowed_return_hosts`` (docs/api.md, "Fans").
+
+The gate's answer to a web server's sub-request (``GET /gate/{slug}/check``, nginx
 ``auth_request``), as far as it needs no I/O: reading the original request the web server
 describes in headers, the cookie that carries a pass on the shop's host, and the headers of
 the two answers (docs/api.md, "Protected sites"; docs/gate-nginx.md).
@@ -11,11 +17,11 @@ it is a plain DNS name or IPv4 address (with a port).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import quote, quote_from_bytes, unquote_plus
+from urllib.parse import quote, quote_from_bytes, unquote_plus, urlsplit
 
 from events.validation import return_host_normalise
-from queueing.rules.return_urls import return_url_clean
 
 # The query parameter an admitted fan arrives with (the pass's redirect_url).
 PASS_QUERY_PARAMETER = "wr_pass"
@@ -186,3 +192,57 @@ def room_location(*, public_url: str, slug: str, original: OriginalRequest) -> s
     if url is not None and return_url_clean(url) == url:
         location += "?return=" + quote(url, safe="")
     return location
+
+
+# ------------------------------------------------------ where an admitted fan goes
+
+RETURN_URL_MAX_LENGTH = 2000
+
+
+def _netloc_host(url: str) -> str | None:
+    try:
+        parts = urlsplit(url)
+        hostname, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not hostname or parts.username or parts.password:
+        return None
+    return hostname if port is None else f"{hostname}:{port}"
+
+
+def return_url_clean(raw: object) -> str:
+    """A return URL as kept with a join: an absolute http(s) URL with a host, or "" (anything
+    else is dropped, not refused: a fan is never turned away for a bad link)."""
+    if not isinstance(raw, str) or len(raw) > RETURN_URL_MAX_LENGTH:
+        return ""
+    url = raw.strip()
+    if any(ch in url for ch in "\r\n\t\\") or _netloc_host(url) is None:
+        return ""
+    return url
+
+
+def admitted_destination(*, return_url: str, target_url: str, allowed_hosts: Iterable[str]) -> str:
+    """The URL the admitted fan goes to (before the pass is added): ``return_url`` when its
+    host (with its port, if any) is the target URL's or an allowed one, else ``target_url``."""
+    if not return_url:
+        return target_url
+    host = _netloc_host(return_url)
+    allowed = {_netloc_host(target_url), *allowed_hosts}
+    return return_url if host is not None and host in allowed else target_url
+
+
+def destination_sources(*, target_url: str, allowed_hosts: Iterable[str]) -> list[str]:
+    """Every origin ``admitted_destination`` may send a fan to, as Content-Security-Policy
+    source expressions: the target URL's host and each allowed one, over https and http (the
+    return URL's scheme is the fan's; only its host is checked). The room's pages allow their
+    forms these: a browser holds a form's whole redirect chain to ``form-action``, and a join
+    admitted at once ends in a redirect to the shop."""
+    sources: list[str] = []
+    for host in (_netloc_host(target_url), *allowed_hosts):
+        # Only plain hosts: nothing else may reach a header.
+        if host is None or return_host_normalise(host) != host:
+            continue
+        for scheme in ("https", "http"):
+            if (source := f"{scheme}://{host}") not in sources:
+                sources.append(source)
+    return sources

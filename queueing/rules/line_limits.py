@@ -10,8 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from queueing.rules.errors import QueueFull
 from queueing.rules.eta import Eta, Throughput, estimate_wait
-from queueing.rules.layout import EventLayout
-from queueing.rules.positions import position_in_line
+from queueing.rules.layout import EventLayout, position_in_line
 
 # The longest Retry-After a refused fan is told, whatever the predicted wait (seconds).
 MAX_RETRY_AFTER = 3600

@@ -16,20 +16,18 @@ from django.utils import timezone
 from events.models import Event
 from queueing.line.answers import TicketAnswer, ticket_poll
 from queueing.line.joining import JoinOutcome, JoinRequest, JoinResult, entry_join_many
-from queueing.line.layouts import event_by_slug
 from queueing.line.leaving import entry_leave
-from queueing.line.reads import event_public_view
+from queueing.line.reads import event_by_slug, event_public_view
 from queueing.line.reentry import entry_reenter
 from queueing.rules.errors import QueueError
-from queueing.rules.return_urls import return_url_clean
+from queueing.rules.gate import return_url_clean
 from queueing.rules.ticket_codec import TicketRef, ticket_read
-from queueing.web.abuse import join_rate_check, wrong_code_gate
+from queueing.web.abuse import join_rate_check, pow_challenge, pow_check, wrong_code_gate
+from queueing.web.api_errors import json_api, json_body, optional_str
 from queueing.web.client_address import address_digest
-from queueing.web.http import json_api, json_body, optional_str
 from queueing.web.identity import Identity, identity_from_request, identity_remember
 from queueing.web.latency import JOIN_SECONDS, STATUS_SECONDS, observed
 from queueing.web.middleware import api_exception_response
-from queueing.web.pow import pow_challenge, pow_check
 
 
 def _ticket_ref(ticket: str) -> TicketRef:

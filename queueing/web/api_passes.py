@@ -7,8 +7,7 @@ from django.utils import timezone
 
 from queueing.line.sessions import pass_complete, pass_verify
 from queueing.passes.signing import jwks
-from queueing.web.api_errors import ApiError
-from queueing.web.http import json_api, json_body, optional_str
+from queueing.web.api_errors import ApiError, json_api, json_body, optional_str
 
 
 @json_api("GET")

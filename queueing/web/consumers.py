@@ -28,8 +28,7 @@ from django.utils import timezone
 
 from queueing.hot.channels import ticket_group
 from queueing.line.answers import TicketAnswer, ticket_poll, ticket_poll_async
-from queueing.line.layouts import event_layout_async
-from queueing.line.reads import line_reads
+from queueing.line.reads import event_layout_async, line_reads
 from queueing.live.fanout import TickRelay, tick_relay_close, tick_relay_open
 from queueing.live.sockets import address_slots, ticket_socket_closed, ticket_socket_open
 from queueing.live.watchers import watchers

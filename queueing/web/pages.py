@@ -23,18 +23,17 @@ from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
 from queueing.line.reentry import entry_reenter
 from queueing.records.entry_reads import PageFacts, entry_page_facts, entry_return_url
 from queueing.rules.errors import QueueError, ReentryNotAllowed
-from queueing.rules.return_urls import destination_sources, return_url_clean
+from queueing.rules.gate import destination_sources, return_url_clean
 from queueing.rules.states import REENTERABLE, EntryStatus
 from queueing.rules.ticket_codec import ticket_read
 from queueing.rules.turn_text import your_turn_strings
 from queueing.rules.wait_text import js_strings, wait_range_text
-from queueing.web.abuse import join_rate_check, wrong_code_gate
+from queueing.web.abuse import join_rate_check, pow_check, wrong_code_gate
 from queueing.web.api_errors import ApiError, api_error
 from queueing.web.branding import event_branding
 from queueing.web.client_address import address_digest
 from queueing.web.identity import identity_from_request, identity_remember
 from queueing.web.middleware import content_security_policy
-from queueing.web.pow import pow_check
 
 _COOKIE_SALT = "waitingroom.page-ticket.v1"
 

@@ -14,9 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from dashboard.catalogue_figures import Pace
+from queueing import in_process
 from queueing.beat import event_tick
 from queueing.hot import keys
-from queueing.line.layouts import layout_cache_clear
 from staff.services import event_close, event_pause
 from tests.events.bulk import bulk_events, spread
 from tests.queueing.helpers import fans_join
@@ -164,7 +164,7 @@ def test_the_catalogue_is_for_staff_only(make_event) -> None:
 
 
 def _queries(client: Client, url: str) -> int:
-    layout_cache_clear()  # as cold as a page can be
+    in_process.clear_all()  # as cold as a page can be
     with CaptureQueriesContext(connection) as captured:
         assert client.get(url).status_code == 200
     return len(captured)
@@ -177,7 +177,7 @@ def test_a_thousand_on_sales_cost_what_thirty_do(staff, django_assert_max_num_qu
     few = [_queries(staff, url) for url in urls]
     bulk_events(spread(1000, now=now))
     for url, queries in zip(urls, few, strict=True):
-        layout_cache_clear()
+        in_process.clear_all()
         with django_assert_max_num_queries(12):
             page = staff.get(url)
         assert len(page.context["catalogue"].rows) == 25

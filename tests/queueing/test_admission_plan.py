@@ -7,8 +7,7 @@ from queueing.rules.admission_plan import (
     bucket_refill,
     split_batch,
 )
-from queueing.rules.layout import EventLayout, TierLayout
-from queueing.rules.positions import position_in_line
+from queueing.rules.layout import EventLayout, TierLayout, position_in_line
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -23,9 +23,9 @@ from queueing.line import expiry
 from queueing.line.answers import ticket_poll_async
 from queueing.line.expiry import queued_expire_unseen
 from queueing.line.index_sync import hot_index_rebuild
-from queueing.line.layouts import event_layout
+from queueing.line.reads import event_layout
 from queueing.models import QueueEntry
-from queueing.rules.polling import poll_after_seconds
+from queueing.rules.layout import poll_after_seconds
 from queueing.rules.ticket_codec import ticket_read
 from tests.queueing.helpers import fans_join, statuses, tickets_in_line_order, waiting_entries
 

@@ -13,7 +13,7 @@ from queueing.hot.client import HotIndexUnavailable
 from queueing.hot.epoch import IndexedEntry
 from queueing.hot.line_index import IndexState, LocateRequest
 from queueing.line import index_sync
-from queueing.line.layouts import event_layout
+from queueing.line.reads import event_layout
 from queueing.models import QueueEntry
 from queueing.rules.ticket_codec import ticket_read
 from tests.conftest import join, new_fan
@@ -151,7 +151,7 @@ def test_a_join_whose_fan_was_admitted_before_it_reached_redis_leaves_no_ghost(
 ) -> None:
     from queueing.beat import event_tick
     from queueing.line.index_sync import index_add
-    from queueing.line.layouts import event_layout
+    from queueing.line.reads import event_layout
 
     event = make_event(capacity=5, rate_per_minute=0)
     first = join(new_fan(), event.slug).json()["ticket"]

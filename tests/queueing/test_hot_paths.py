@@ -16,7 +16,8 @@ from django.test import Client
 from django.utils import timezone
 
 from config.asgi import django_asgi_app
-from queueing.line import layouts
+from queueing import in_process
+from queueing.line import reads
 from queueing.models import QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.web import join_batcher
@@ -415,16 +416,14 @@ def test_a_server_that_names_itself_with_a_list_is_served(make_event, hot) -> No
 def test_status_goes_to_django_when_the_layout_cannot_be_read(make_event, monkeypatch) -> None:
     from django.db import OperationalError
 
-    from queueing.line.layouts import layout_cache_clear
-
     event = make_event(capacity=0)
     ticket = join(new_fan(), event.slug).json()["ticket"]
-    layout_cache_clear()
+    in_process.clear_all()
 
     def unreachable(event_id: int) -> Any:
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(layouts, "_read_layout", unreachable)
+    monkeypatch.setattr(reads, "_read_layout", unreachable)
     went_to_django = []
 
     async def inner(scope: Any, receive: Any, send: Any) -> None:

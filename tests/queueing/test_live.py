@@ -14,12 +14,13 @@ from channels.testing import WebsocketCommunicator
 from django.utils import timezone
 
 from config.asgi import application
+from queueing import in_process
 from queueing.beat import event_tick
-from queueing.line import layouts
+from queueing.line import reads
 from queueing.live.ticks import broadcast_tick
 from queueing.live.watchers import watchers
 from queueing.models import QueueEntry
-from queueing.rules.positions import rank_from_checkpoints
+from queueing.rules.layout import rank_from_checkpoints
 from queueing.rules.ticket_codec import TicketRef, ticket_issue
 from queueing.web.consumers import START_SPREAD_SECONDS
 from staff.services import event_pause
@@ -264,16 +265,14 @@ def test_messages_per_tick_stay_constant_from_10_to_10000_fans(make_event, setti
 def test_a_database_outage_at_connect_asks_the_page_to_try_again(make_event, monkeypatch) -> None:
     from django.db import OperationalError
 
-    from queueing.line.layouts import layout_cache_clear
-
     event = make_event(capacity=0)
     (ticket,) = fans_join(event.slug, 1)
-    layout_cache_clear()
+    in_process.clear_all()
 
     def unreachable(event_id: int) -> None:
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(layouts, "_read_layout", unreachable)
+    monkeypatch.setattr(reads, "_read_layout", unreachable)
 
     async def scenario() -> None:
         ws = socket(event.slug, ticket)

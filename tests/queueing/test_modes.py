@@ -15,8 +15,7 @@ from events.models import Event
 from queueing.beat import event_tick
 from queueing.line.admission import ADMISSION_LOCK_NAMESPACE, ManualAdmission, admission_run
 from queueing.line.joining import JoinRequest, JoinResult, entry_join, entry_join_many
-from queueing.line.layouts import event_layout
-from queueing.line.reads import event_public_view
+from queueing.line.reads import event_layout, event_public_view
 from queueing.line.sessions import pass_complete, pass_verify
 from queueing.live.ticks import tick_payload
 from queueing.models import AuditRecord, QueueEntry

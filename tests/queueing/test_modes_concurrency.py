@@ -16,7 +16,7 @@ from django.utils import timezone
 from config.asgi import django_asgi_app
 from events.models import Event
 from queueing.beat import event_tick
-from queueing.line.layouts import event_layout
+from queueing.line.reads import event_layout
 from queueing.models import AuditRecord, QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.web.hot_paths import HotPaths

@@ -1,7 +1,7 @@
 """The waiting page's script places the fan by the server's rule.
 
 queueing/static/queueing/waiting.js works out a fan's position on the client from each tick;
-queueing/rules/positions.py (``position_in_line``) is the reference. Both are run here on the
+queueing/rules/layout.py (``position_in_line``) is the reference. Both are run here on the
 same lines, many of them generated (strict and weighted tiers mixed, empty tiers, the fan
 anywhere), and must agree exactly. The script runs in Node, once for all the lines.
 """
@@ -14,8 +14,7 @@ from itertools import pairwise
 import pytest
 
 from queueing.rules.admission_plan import service_groups
-from queueing.rules.layout import EventLayout, TierLayout
-from queueing.rules.positions import position_in_line, rank_from_checkpoints
+from queueing.rules.layout import EventLayout, TierLayout, position_in_line, rank_from_checkpoints
 from tests.waiting_js import run_waiting_js
 
 # For each case: the tiers' counts by id, then the script's own rule.
@@ -178,7 +177,7 @@ def test_the_generated_lines_cover_every_mix():
 
 
 # The page's place in its tier from a tick's checkpoints, against the rule the server places
-# a poll with from a snapshot of the line (rules/positions.py rank_from_checkpoints).
+# a poll with from a snapshot of the line (rules/layout.py rank_from_checkpoints).
 RANKS = r"""
 if (typeof rules.rankIn !== "function") throw new Error("no rankIn exported");
 return input.map((c) => rules.rankIn(c.checkpoints, c.key));

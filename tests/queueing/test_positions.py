@@ -1,6 +1,11 @@
-from queueing.rules.layout import EventLayout, TierLayout
-from queueing.rules.polling import MAX_POLL_SECONDS, MIN_POLL_SECONDS, poll_after_seconds
-from queueing.rules.positions import position_in_line
+from queueing.rules.layout import (
+    MAX_POLL_SECONDS,
+    MIN_POLL_SECONDS,
+    EventLayout,
+    TierLayout,
+    poll_after_seconds,
+    position_in_line,
+)
 
 LAYOUT = EventLayout(
     event_id=1,

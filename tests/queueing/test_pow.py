@@ -3,7 +3,7 @@ import itertools
 import pytest
 from django.test import Client
 
-from queueing.web.pow import leading_zero_bits, solves
+from queueing.web.abuse import leading_zero_bits, solves
 from tests.conftest import join, new_fan
 
 pytestmark = pytest.mark.django_db

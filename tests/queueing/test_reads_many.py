@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from queueing import in_process
 from queueing.hot import keys
 from queueing.hot.line_index import IndexState
-from queueing.line.layouts import event_layouts, layout_cache_clear
-from queueing.line.reads import line_reads
+from queueing.line.reads import event_layouts, line_reads
 from queueing.records.entry_reads import active_counts
 from staff.services import TierSpec
 from tests.queueing.helpers import fans_join
@@ -29,7 +29,7 @@ def test_lines_without_a_hot_index_are_counted_together_in_postgresql(
     fans_join("gig-0", 2)
     fans_join("gig-1", 1, {"access_code": "VIP1CODE"})
     fans_join("gig-1", 3)
-    layout_cache_clear()
+    in_process.clear_all()
     with django_assert_num_queries(2):  # the events, then their tiers
         layouts = event_layouts([e.id for e in events])
     hot = {e.id: line_reads.counts(layouts[e.id]) for e in events}

@@ -18,7 +18,7 @@ from queueing.beat import event_tick
 from queueing.hot import line_index
 from queueing.line import reentry
 from queueing.line.expiry import queued_expire_unseen, sessions_expire
-from queueing.line.layouts import event_layout
+from queueing.line.reads import event_layout
 from queueing.line.reentry import entry_reenter
 from queueing.line.sessions import pass_complete
 from queueing.models import AdmissionState, AuditRecord, QueueEntry

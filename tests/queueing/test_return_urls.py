@@ -1,4 +1,4 @@
-"""Where an admitted fan is sent (queueing/rules/return_urls.py): back to the page first asked
+"""Where an admitted fan is sent (queueing/rules/gate.py): back to the page first asked
 for when its host is the shop's, never anywhere else."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from events.validation import return_host_normalise
-from queueing.rules.return_urls import (
+from queueing.rules.gate import (
     admitted_destination,
     destination_sources,
     return_url_clean,

@@ -112,7 +112,7 @@ def test_a_pre_queue_join_committed_after_the_start_queues_behind_the_cohort(
     make_event, redis_client
 ) -> None:
     from queueing.hot import keys, line_index
-    from queueing.line.layouts import event_layout
+    from queueing.line.reads import event_layout
     from queueing.line.schedule import line_admit_stragglers
 
     starts = timezone.now() + timedelta(minutes=5)

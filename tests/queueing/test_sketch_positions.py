@@ -7,9 +7,10 @@ import random
 
 import pytest
 
-from queueing.rules.layout import EventLayout, TierLayout
-from queueing.rules.positions import (
+from queueing.rules.layout import (
+    EventLayout,
     SketchedPosition,
+    TierLayout,
     position_from_sketch,
     position_in_line,
     rank_from_checkpoints,

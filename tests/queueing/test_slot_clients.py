@@ -12,7 +12,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from queueing.hot import client, keys, line_index
 from queueing.hot.line_index import LocateRequest, Where
-from queueing.line.layouts import event_layout
+from queueing.line.reads import event_layout
 from queueing.rules.ticket_codec import ticket_read
 from tests.conftest import join, new_fan
 

@@ -14,11 +14,12 @@ from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from queueing import in_process
 from queueing.line import snapshots
-from queueing.line.layouts import event_layout
+from queueing.line.reads import event_layout
 from queueing.line.snapshots import FRONT, bucket_bounds, line_snapshot, tier_from_buckets
 from queueing.models import QueueEntry
-from queueing.rules.positions import position_in_line
+from queueing.rules.layout import position_in_line
 from staff.services import TierSpec
 from tests.queueing.helpers import waiting_entries
 
@@ -172,7 +173,7 @@ def test_a_read_that_hangs_elsewhere_makes_the_line_unavailable_not_a_bug(
     event = make_event()
     layout = event_layout(event.id)
     monkeypatch.setattr(snapshots, "WAIT_SECONDS", 0.01)
-    snapshots.snapshots_clear()
+    in_process.clear_all()
     assert snapshots._snapshots.claim(event.id) is None  # a read under way that never ends
     try:
         with pytest.raises(OperationalError):

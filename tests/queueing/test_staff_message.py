@@ -13,7 +13,7 @@ from django.test import Client
 
 from config.asgi import django_asgi_app
 from events.models import Event
-from queueing.line.layouts import layout_cache_clear
+from queueing import in_process
 from queueing.models import AuditAction, AuditRecord
 from queueing.web.hot_paths import HotPaths
 from tests.asgi import call
@@ -95,7 +95,7 @@ def test_every_ticket_status_answer_carries_the_message_lean_and_django(make_eve
     lean = HotPaths(refuse)
     assert call(lean, "GET", path).body["message"] is None
     Event.objects.filter(pk=event.pk).update(message="Back at nine.")
-    layout_cache_clear()  # as the cache's two seconds running out
+    in_process.clear_all()  # as the cache's two seconds running out
     # Django's path reads the layout again (in this test's transaction, which the lean path's
     # own thread could not see); the lean path then answers from it.
     assert Client().get(path).json()["message"] == "Back at nine."

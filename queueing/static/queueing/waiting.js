@@ -107,7 +107,7 @@
     return Math.min(r1 - 1, Math.max(r0 + 1, guess));
   }
 
-  // Same rule as queueing/rules/positions.py (position_in_line): 1-based position of the fan
+  // Same rule as queueing/rules/layout.py (position_in_line): 1-based position of the fan
   // ranked `rank` (0 = first) in tier `tierId`, given `tiers` ([{id, share}], service order)
   // and `counts` ({tier id: fans waiting}). Strict tiers alone, consecutive weighted tiers as
   // one group sharing by weight. Pure; null if `tierId` is not one of `tiers`.
