@@ -2,6 +2,9 @@
 
 Defaults work on a developer machine (PostgreSQL and Redis on 127.0.0.1); production sets
 ``DJANGO_DEBUG=0`` and real secrets. Nothing exists only in a production file.
+
+Over 350 lines on purpose: every setting the room reads, with why it has its default, is
+found in this one file.
 """
 
 from __future__ import annotations

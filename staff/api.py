@@ -1,4 +1,7 @@
-"""Staff API for on-sales (docs/api.md, "Staff API"): one view per operation."""
+"""Staff API for on-sales (docs/api.md, "Staff API"): one view per operation.
+
+Over 350 lines on purpose: the on-sale's input and output serializers and the views that use
+them are one resource, read together."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
-"""The code's shape, held by tests: the rooms' one-way rule (import-linter contracts in
-.importlinter), no import cycles, and no function-local imports that would hide one."""
+"""The code's shape, held by tests: the apps' and rooms' one-way rule (import-linter contracts
+in .importlinter), no import cycles, no function-local imports that would hide one, a map in
+docs/architecture.md that names every module, and long modules that say why they are."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +14,10 @@ import grimp
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("queueing", "events", "staff", "dashboard")
+# The apps of the product, as docs/architecture.md maps them.
+APPS = ("config", "dashboard", "staff", "queueing", "events")
+# A module longer than this says in its docstring why (a sentence with "350 lines" in it).
+LONG_MODULE_LINES = 350
 # Django loads an app's checks when the app is ready: the one import that belongs in a function.
 ALLOWED_LOCAL_IMPORTS = {("queueing/apps.py", "ready")}
 
@@ -103,3 +109,61 @@ def test_the_import_contracts_hold() -> None:
         [str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _product_modules() -> dict[str, set[str]]:
+    """Each folder of the apps (``queueing/line/``) with the names of its modules."""
+    found: dict[str, set[str]] = {}
+    for app in APPS:
+        for path in sorted((ROOT / app).rglob("*.py")):
+            relative = path.relative_to(ROOT)
+            if "migrations" in relative.parts or path.name == "__init__.py":
+                continue
+            found.setdefault(relative.parent.as_posix() + "/", set()).add(path.stem)
+    return found
+
+
+def _mapped_modules(text: str) -> dict[str, set[str]]:
+    """The map in docs/architecture.md: the code block after ``<!-- house map -->``, a
+    folder at the start of a line and its modules after it, continued on indented lines."""
+    block = text.split("<!-- house map -->", 1)[1].split("```", 2)[1]
+    mapped: dict[str, set[str]] = {}
+    folder = None
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        head, *names = line.split()
+        if not line.startswith(" "):
+            folder = head
+            mapped.setdefault(folder, set())
+        else:
+            names = [head, *names]
+        assert folder is not None, f"a line of the map before any folder: {line!r}"
+        mapped[folder].update(names)
+    return mapped
+
+
+def test_the_map_in_the_architecture_doc_names_every_module() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    assert _mapped_modules(text) == _product_modules()
+
+
+def test_the_map_check_notices_a_missing_module() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    without = re.sub(r"(queueing/line/ +)joining ", r"\1", text, count=1)
+    assert without != text
+    assert _mapped_modules(without) != _product_modules()
+
+
+def test_long_modules_say_why_at_their_top() -> None:
+    unexplained = []
+    for app in APPS:
+        for path in sorted((ROOT / app).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            text = path.read_text()
+            lines = text.count("\n")
+            why = ast.get_docstring(ast.parse(text)) or ""
+            if lines > LONG_MODULE_LINES and "350 lines" not in why:
+                unexplained.append(f"{path.relative_to(ROOT)} ({lines} lines)")
+    assert unexplained == []

@@ -44,6 +44,9 @@ settings bound the pace only from below (every fan using their whole session), w
 shop whose checkouts take two seconds of a two-minute session is 50 times too slow; and the
 first seconds after a pre-queue is let go are not the sale's pace. It takes a few seconds of
 a sale, or 15 s after a pre-queue.
+
+Over 350 lines on purpose: the pace, its uncertainty and the range quoted are one model,
+mirrored line for line by the page (waiting.js) and pinned by its tests.
 """
 
 from __future__ import annotations

@@ -47,6 +47,8 @@ slower than ``capacity / stay``; with stays of minutes it does not show); random
 of averages, where a real line is lumpier. The rehearsals in ``rehearsal/`` drive the real
 room with the same settings; the two are held to agree within 20% on the last fan's wait
 (six rehearsals of four kinds agreed within 8%: docs/architecture.md).
+
+Over 350 lines on purpose: one simulation, its inputs and its figures, read in one place.
 """
 
 from __future__ import annotations

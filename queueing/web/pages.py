@@ -1,5 +1,8 @@
 """The fans' waiting page ``/e/<slug>/``: server-rendered, live over WebSockets when it can,
-polling when it cannot, refreshing itself without JavaScript."""
+polling when it cannot, refreshing itself without JavaScript.
+
+Over 350 lines on purpose: every state the page shows (join, scheduled, pre-queue, waiting,
+your turn, ended, moved) comes from one view and one set of page cookies."""
 
 from __future__ import annotations
 
