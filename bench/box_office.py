@@ -9,7 +9,8 @@
    then two worker processes: on-sale ticks completed per second, counted from the workers'
    logs.
 
-Called by bench/run.py on a fresh database, after the other rows, with Django set up.
+Called by bench/run.py (through bench/table_rows.py) on a fresh database, after the other rows,
+with Django set up.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import re
 import time
 from pathlib import Path
 from typing import Any
+
+from bench.load import percentile
 
 BUSY, BUSY_FANS, BUSY_RATE = 10, 2_000, 600
 IDLE_RUNNING, IDLE_SCHEDULED, ENDED = 600, 300, 90
@@ -131,11 +134,6 @@ async def _listen(event_ids: list[int], seconds: float) -> dict[int, list[float]
     return arrivals
 
 
-def _percentile(values: list[float], point: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(point / 100 * len(ordered)))]
-
-
 _SUCCEEDED = re.compile(
     r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+: INFO/[^\]]+\] Task queueing\.tasks\.event_tick\["
     r"[^\]]+\] succeeded",
@@ -217,8 +215,8 @@ def run(
         "worst_pace_error_pct": round(
             100 * max(abs(n - expected) for n in per_event) / expected, 1
         ),
-        "tick_interval_p50_s": round(_percentile(intervals, 50), 3) if intervals else None,
-        "tick_interval_p99_s": round(_percentile(intervals, 99), 3) if intervals else None,
+        "tick_interval_p50_s": round(percentile(intervals, 50), 3) if intervals else None,
+        "tick_interval_p99_s": round(percentile(intervals, 99), 3) if intervals else None,
         "tick_interval_max_s": round(max(intervals), 3) if intervals else None,
         "ticks_received": len(intervals),
     }

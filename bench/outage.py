@@ -20,36 +20,18 @@ import json
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import redis
+from django.db import connection
 
+from bench.lines import bulk_line, write_spread_tickets
+from bench.load import status_polls
+from bench.meters import CpuWindow
+from queueing.hot import keys
 from tests.faults import RedisServer
 from tests.processes import Stack, wait_until
-
-
-def write_spread_tickets(event_id: int, path: Path, count: int = 2000) -> int:
-    """``count`` tickets of waiting fans spread evenly over the whole line (a poll's cost
-    in degraded mode does not depend on the position, but its answer's exactness does)."""
-    from queueing.models import QueueEntry
-    from queueing.rules.ticket_codec import TicketRef, ticket_issue
-
-    rows = list(
-        QueueEntry.objects.filter(event_id=event_id, status="waiting")
-        .order_by("order_key")
-        .values_list("id", "tier_id")
-    )
-    step = max(1, len(rows) // count)
-    picked = rows[::step][:count]
-    path.write_text(
-        "".join(
-            ticket_issue(TicketRef(entry_id=i, event_id=event_id, tier_id=t)) + "\n"
-            for i, t in picked
-        )
-    )
-    return len(rows)
 
 
 def _index_ready(probe: redis.Redis, key: str) -> bool:
@@ -78,15 +60,8 @@ def run(
     seconds: int,
     web_workers: int,
     database: str,
-    status_polls: Callable[..., dict[str, Any]],
 ) -> dict[str, Any]:
     """The row, for ``event`` (paused, started, empty; ``fans`` are loaded here)."""
-    from django.db import connection
-
-    from bench.meters import CpuWindow
-    from bench.run import bulk_line
-    from queueing.hot import keys
-
     bulk_line(event, fans)
     with connection.cursor() as cursor:
         # As autovacuum would have done while a line this long grew (joins are measured in

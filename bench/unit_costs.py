@@ -45,7 +45,7 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import run as bench  # noqa: E402
+from bench.environment import ENV, ensure_tools, fresh_database, machine  # noqa: E402
 from bench.meters import PrivateRedis  # noqa: E402
 
 DB_NAME = "waitingroom_units"
@@ -58,7 +58,7 @@ LINE_SIZES = (3_000, 50_000, 1_000_000, 5_000_000)
 
 def units_env(hot: PrivateRedis, aux: PrivateRedis) -> dict[str, str]:
     # The bench's production settings, with the join limits left at their defaults.
-    env = {k: v for k, v in bench.ENV.items() if not k.startswith("WR_JOIN_LIMIT")}
+    env = {k: v for k, v in ENV.items() if not k.startswith("WR_JOIN_LIMIT")}
     env.update(
         {
             "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{DB_NAME}",
@@ -141,7 +141,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "unit_costs.json")
     options = parser.parse_args()
-    bench.ensure_tools()
+    ensure_tools()
     # Thousands of sockets need as many descriptors, in the server and the clients.
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -149,7 +149,7 @@ def main() -> None:
     result: dict[str, Any] = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "command": f"python bench/unit_costs.py --runs {options.runs}",
-        "machine": bench.machine(),
+        "machine": machine(),
         "load_average_before": [round(v, 2) for v in os.getloadavg()],
         "runs": options.runs,
     }
@@ -157,7 +157,7 @@ def main() -> None:
     try:
         env = units_env(hot, aux)
         os.environ.update(env)
-        bench.fresh_database(DB_NAME, env)
+        fresh_database(DB_NAME, env)
         import django
 
         django.setup()

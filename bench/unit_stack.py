@@ -18,10 +18,10 @@ from typing import Any
 
 import redis
 from django.db import connection
-from django.utils import timezone
 
 from bench import box_office
-from bench import run as bench
+from bench.lines import bulk_line, index_bytes_per_entry, new_on_sale, write_tickets
+from bench.load import websocket_fanout, wrk
 from bench.meters import (
     CpuWindow,
     PrivateRedis,
@@ -43,7 +43,6 @@ from queueing.hot.client import LUA_DIR
 from queueing.line.index_sync import hot_index_rebuild
 from queueing.line.reads import event_layout
 from queueing.models import AuditRecord, QueueEntry
-from staff.services import event_create, event_pause
 from tests.processes import Stack, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,21 +74,16 @@ class Rig:
 def on_sale(slug: str, *, paused: bool = True, fans: int = 0, **fields: Any) -> Event:
     """An on-sale whose line has started; paused (the line only grows) unless told otherwise;
     ``fans`` waiting fans loaded in one COPY, with their hot index."""
-    fields = {"capacity": 0, "rate_per_minute": 0, "heartbeat_seconds": 3600, **fields}
-    event = event_create(
-        actor="units",
-        now=timezone.now(),
-        slug=slug,
-        name=slug,
-        target_url="https://shop.example/",
-        session_seconds=3600,
+    fields = {
+        "capacity": 0,
+        "rate_per_minute": 0,
+        "heartbeat_seconds": 3600,
+        "session_seconds": 3600,
         **fields,
-    )
-    if paused:
-        event_pause(event=event, actor="units", now=timezone.now())
-    Event.objects.filter(pk=event.pk).update(started_at=timezone.now())
+    }
+    event = new_on_sale(slug, actor="units", paused=paused, **fields)
     if fans:
-        bench.bulk_line(event, fans)
+        bulk_line(event, fans)
         assert hot_index_rebuild(event_id=event.pk)
     return Event.objects.get(pk=event.pk)
 
@@ -158,7 +152,7 @@ def _joins_run(rig: Rig, url: str, event_id: int, web_pgid: int) -> dict[str, An
     entries = QueueEntry.objects.filter(event_id=event_id)
     before, hot_before = entries.count(), rig.hot.reading()
     with CpuWindow({"web": web_pgid}, connection.cursor(), rig.database) as cpu:
-        load = bench.wrk(
+        load = wrk(
             url,
             seconds=JOIN_SECONDS,
             connections=JOIN_CONNECTIONS,
@@ -182,7 +176,7 @@ def _joins_run(rig: Rig, url: str, event_id: int, web_pgid: int) -> dict[str, An
 def _polls_run(rig: Rig, base: str, tickets: Path, web_pgid: int) -> dict[str, Any]:
     hot_before = rig.hot.reading()
     with CpuWindow({"web": web_pgid}) as cpu:
-        load = bench.wrk(
+        load = wrk(
             base,
             seconds=POLL_SECONDS,
             connections=POLL_CONNECTIONS,
@@ -227,10 +221,10 @@ def http_costs(rig: Rig, workers: int, event: Event) -> dict[str, Any]:
         web = stack.procs["web"].pid
         url = f"{base}/api/v1/events/{event.slug}/join"
         # Warm-up, not measured: the processes' connection pools fill.
-        bench.wrk(url, seconds=2, connections=JOIN_CONNECTIONS, script=JOIN_LUA, warmup_seconds=0)
+        wrk(url, seconds=2, connections=JOIN_CONNECTIONS, script=JOIN_LUA, warmup_seconds=0)
         joins = [_joins_run(rig, url, event.pk, web) for _ in range(rig.runs)]
         tickets = stack.logdir / "tickets.txt"
-        bench.write_tickets(event.pk, tickets)
+        write_tickets(event.pk, tickets)
         polls = [_polls_run(rig, base, tickets, web) for _ in range(rig.runs)]
     finally:
         stack.stop()
@@ -343,7 +337,7 @@ def line_size_costs(rig: Rig, sizes: tuple[int, ...]) -> dict[str, Any]:
 
 def storage_per_row(event_id: int) -> dict[str, Any]:
     """Bytes per row of the two tables that grow with the fans (heap, indexes, TOAST), and
-    Redis bytes per waiting fan (bench/run.py's measure), after the joins made over HTTP."""
+    Redis bytes per waiting fan (bench/lines.py's measure), after the joins made over HTTP."""
     cursor = connection.cursor()
     waiting = QueueEntry.objects.filter(event_id=event_id).count()
     return {
@@ -356,7 +350,7 @@ def storage_per_row(event_id: int) -> dict[str, Any]:
             table_bytes(cursor, AuditRecord._meta.db_table) / AuditRecord.objects.count()
         ),
         "redis_line": waiting,
-        "redis_bytes_per_waiting_fan": round(bench.index_bytes_per_entry(event_id, waiting), 1),
+        "redis_bytes_per_waiting_fan": round(index_bytes_per_entry(event_id, waiting), 1),
     }
 
 
@@ -401,7 +395,7 @@ def _socket_window(
 def socket_costs(rig: Rig, event: Event) -> dict[str, Any]:
     """One web process (with beat and a worker ticking the on-sale) holding N sockets."""
     tickets = rig.logdir / "socket-tickets.txt"
-    bench.write_tickets(event.pk, tickets, limit=max(SOCKET_SIZES))
+    write_tickets(event.pk, tickets, limit=max(SOCKET_SIZES))
     out: dict[str, Any] = {}
     for sockets in SOCKET_SIZES:
         stack = rig.stack(f"sockets-{sockets}")
@@ -419,7 +413,7 @@ def socket_costs(rig: Rig, event: Event) -> dict[str, Any]:
                 target=_socket_window, args=(rig, event.pk, port, sockets, web, window)
             )
             sampler.start()
-            fanout = bench.websocket_fanout(base, event.slug, tickets, sockets, web)
+            fanout = websocket_fanout(base, event.slug, tickets, sockets, web)
             sampler.join()
         finally:
             stack.stop()
