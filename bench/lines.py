@@ -107,7 +107,7 @@ def write_gate_passes(event: Event, path: Path, count: int = 1000) -> None:
 
 
 def index_bytes_per_entry(event_id: int, count: int) -> float:
-    from queueing.line.layouts import event_layout
+    from queueing.line.reads import event_layout
 
     client = hot_client()  # the settings' Redis: bench/unit_costs.py runs on its own
     layout = event_layout(event_id, fresh=True)

@@ -29,7 +29,7 @@ REDIS_DB = int(os.environ.get("WR_REHEARSAL_REDIS_DB", "13"))
 
 
 def rehearsal_env() -> dict[str, str]:
-    from bench.run import ENV
+    from bench.environment import ENV
 
     return {
         **ENV,
@@ -72,7 +72,7 @@ def main() -> None:
     names = options.scenario or list(SCENARIOS)
 
     if not options.base_url:
-        from bench.run import fresh_database
+        from bench.environment import fresh_database
 
         os.environ.update(rehearsal_env())
         fresh_database(DB_NAME, rehearsal_env())

@@ -176,7 +176,7 @@ def test_the_event_page_and_the_admin_link_to_it(staff_client, make_event) -> No
     # codes) ends up in an address; the script adds the three settings as they stand.
     assert 'id="line-preview-link"' in form
     assert 'href="/dashboard/events/linked/preview"' in form
-    assert "events/line_preview_admin.js" in form
+    assert "staff/line_preview_admin.js" in form
     assert 'formaction="/dashboard/events/linked/preview"' not in form
     # What the script sends: the settings as typed; anything else in a query is ignored.
     sent = admin.get(
