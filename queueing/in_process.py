@@ -4,6 +4,8 @@
   line's snapshot, the pass keys...), each with the moment it was kept, a time to live, an
   optional bound on how many are kept (least recently used out first) and one lock. Every
   cache is listed in one registry, so that tests forget them all with ``clear_all()``.
+- ``PerEventLoop``: one value per running event loop (a future, a task, a connection
+  belongs to the loop that made it), made on first use and forgotten with the loop.
 - ``closes_old_connections``: a function handed to a thread (from the event loop, or a
   background read) runs as Django runs a request, closing a connection that broke or aged
   out before and after, so that a PostgreSQL restart is not kept in that thread.
@@ -13,6 +15,7 @@ Kept at the package's root, outside the rooms: every room may use it, and it use
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import threading
 import time
@@ -107,6 +110,23 @@ def clear_all() -> None:
     """Forget everything every cache of this process keeps (tests, between cases)."""
     for cache in list(_CACHES):
         cache.clear()
+
+
+class PerEventLoop(Generic[V]):
+    """One ``V`` per running event loop, made by ``make`` on first use."""
+
+    def __init__(self, make: Callable[[], V]) -> None:
+        self._make = make
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, V] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def get(self) -> V:
+        loop = asyncio.get_running_loop()
+        found = self._by_loop.get(loop)
+        if found is None:
+            found = self._by_loop[loop] = self._make()
+        return found
 
 
 def closes_old_connections(func: Callable[P, R]) -> Callable[P, R]:

@@ -26,7 +26,6 @@ import asyncio
 import hmac
 import time
 import uuid
-import weakref
 from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from django.conf import settings
 from django.db import transaction
 
 from events.models import Event
-from queueing.in_process import closes_old_connections
+from queueing.in_process import PerEventLoop, closes_old_connections
 from queueing.line.followups import admission_soon
 from queueing.models import AuditAction, PassKey, QueueEntry
 from queueing.passes.signing import (
@@ -301,15 +300,9 @@ class SessionStates:
             self._known.popitem(last=False)
 
 
-_PER_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SessionStates] = (
-    weakref.WeakKeyDictionary()
-)
+_per_loop = PerEventLoop(SessionStates)
 
 
 async def session_status(key: SessionKey) -> str | None:
     """``SessionStates.status`` of the running loop's states."""
-    loop = asyncio.get_running_loop()
-    states = _PER_LOOP.get(loop)
-    if states is None:
-        states = _PER_LOOP[loop] = SessionStates()
-    return await states.status(key)
+    return await _per_loop.get().status(key)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,7 +32,7 @@ from django.db import OperationalError, connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from queueing.hot.line_index import IndexState, LineCounts
-from queueing.in_process import ProcessCache, closes_old_connections
+from queueing.in_process import PerEventLoop, ProcessCache, closes_old_connections
 from queueing.rules.layout import EventLayout, SketchedPosition, position_from_sketch
 from queueing.rules.states import EntryStatus
 
@@ -265,9 +264,7 @@ def _read_in_thread(layout: EventLayout) -> LineSnapshot:
 
 
 # Per event loop: the snapshot reads it started, so that its polls start one, not many.
-_UNDER_WAY: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[int, asyncio.Future[LineSnapshot]]
-] = weakref.WeakKeyDictionary()
+_under_way: PerEventLoop[dict[int, asyncio.Future[LineSnapshot]]] = PerEventLoop(dict)
 
 
 async def line_snapshot_async(layout: EventLayout) -> LineSnapshot:
@@ -277,8 +274,7 @@ async def line_snapshot_async(layout: EventLayout) -> LineSnapshot:
     kept, fresh = _snapshots.kept(event_id)
     if fresh and kept is not None:
         return kept
-    loop = asyncio.get_running_loop()
-    under_way = _UNDER_WAY.setdefault(loop, {})
+    under_way = _under_way.get()
     future = under_way.get(event_id)
     if future is None:
         future = asyncio.ensure_future(asyncio.to_thread(_read_in_thread, layout))

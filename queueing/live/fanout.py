@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.layers import get_channel_layer
 
 from queueing.hot.channels import event_group
+from queueing.in_process import PerEventLoop
 
 logger = logging.getLogger(__name__)
 
@@ -122,16 +122,14 @@ class EventFanout:
                 logger.info("could not unsubscribe from the ticks of event %s", self.event_id)
 
 
-_fanouts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, EventFanout]] = (
-    weakref.WeakKeyDictionary()
-)
+_fanouts: PerEventLoop[dict[int, EventFanout]] = PerEventLoop(dict)
 
 
 async def tick_relay_open(event_id: int, send: Send) -> TickRelay:
     """Start relaying the event's ticks to a page (from the next tick broadcast after this
     returns); ``tick_relay_close`` when it leaves. Raises ConnectionError when the ticks
     cannot be subscribed to (Redis unreachable): the page then polls."""
-    by_event = _fanouts.setdefault(asyncio.get_running_loop(), {})
+    by_event = _fanouts.get()
     fanout = by_event.get(event_id)
     if fanout is None or fanout.ended:
         fanout = by_event[event_id] = EventFanout(event_id)
@@ -150,7 +148,7 @@ async def tick_relay_open(event_id: int, send: Send) -> TickRelay:
 def tick_relay_close(event_id: int, relay: TickRelay) -> None:
     """Stop a page's relay; the event's subscription ends with its last page."""
     relay.close()
-    by_event = _fanouts.get(asyncio.get_running_loop(), {})
+    by_event = _fanouts.get()
     fanout = by_event.get(event_id)
     if fanout is None:
         return

@@ -14,7 +14,6 @@ must be as fresh as the read (an admitted fan must hear so).
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,7 +22,7 @@ from django.db import connection
 from django.db.models import Count, Min, Q
 
 from events.models import Tier
-from queueing.in_process import closes_old_connections
+from queueing.in_process import PerEventLoop, closes_old_connections
 from queueing.models import AuditAction, AuditRecord, QueueEntry
 from queueing.rules.layout import TierLayout
 from queueing.rules.states import LIVE, EntryStatus
@@ -250,15 +249,9 @@ class EntryRowReads:
             self._reader = None
 
 
-_PER_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EntryRowReads] = (
-    weakref.WeakKeyDictionary()
-)
+_per_loop = PerEventLoop(EntryRowReads)
 
 
 async def entry_row(entry_id: int) -> EntryRow | None:
     """``EntryRowReads.row`` of the running loop's reads."""
-    loop = asyncio.get_running_loop()
-    reads = _PER_LOOP.get(loop)
-    if reads is None:
-        reads = _PER_LOOP[loop] = EntryRowReads()
-    return await reads.row(entry_id)
+    return await _per_loop.get().row(entry_id)

@@ -320,7 +320,7 @@ def test_the_last_page_to_leave_ends_the_events_subscription(make_event) -> None
         for page in pages:
             assert (await page.connect())[0]
             assert (await page.receive_json_from(timeout=5))["type"] == "snapshot"
-        fanouts = tick_fanout._fanouts[asyncio.get_running_loop()]
+        fanouts = tick_fanout._fanouts.get()
         for _ in range(100):  # each page opens its relay just after its snapshot
             if event.id in fanouts and len(fanouts[event.id].relays) == 2:
                 break

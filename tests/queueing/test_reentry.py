@@ -140,7 +140,7 @@ def test_a_fan_whose_session_ended_goes_back_to_the_front(line, how: str) -> Non
         ]
     )
     layout = event_layout(event.id)
-    assert position_counted(back, layout) == 1
+    assert position_counted(back, layout.tiers) == 1
 
     # The shop has room again: the returning fan is let in first, with a new pass; the pass
     # of the session that ended is not theirs any more.
