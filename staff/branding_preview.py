@@ -26,7 +26,7 @@ from queueing.rules.branding import (
 )
 from queueing.rules.eta import Eta
 from queueing.rules.states import EntryStatus
-from queueing.rules.wait_text import wait_range_text
+from queueing.rules.wording import wait_range_text
 from queueing.web.branding import logo_url
 
 LOGO_HELP = (

@@ -12,9 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse
 
+from queueing.in_process import closes_old_connections
 from queueing.web.api_fan import join_batch
 from queueing.web.middleware import (
     api_exception_response,
@@ -121,9 +121,9 @@ class JoinBatcher:
                     waiting.future.set_exception(exc)
 
 
+@closes_old_connections
 def _commit_batch(items: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse]:
     """In the batch thread: like one Django request, with its connection checks around it."""
-    close_old_connections()
     try:
         return join_batch(items)
     except Exception as exc:  # noqa: BLE001  every fan of the batch gets the API's answer
@@ -131,5 +131,3 @@ def _commit_batch(items: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse
         # join of the batch committed. The middleware's mapping says what fans are told
         # (503 while PostgreSQL is unreachable, never an HTML page).
         return [api_exception_response(request, exc) for request, _ in items]
-    finally:
-        close_old_connections()

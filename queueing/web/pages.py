@@ -29,8 +29,7 @@ from queueing.rules.errors import QueueError, ReentryNotAllowed
 from queueing.rules.gate import destination_sources, return_url_clean
 from queueing.rules.states import REENTERABLE, EntryStatus
 from queueing.rules.ticket_codec import ticket_read
-from queueing.rules.turn_text import your_turn_strings
-from queueing.rules.wait_text import js_strings, wait_range_text
+from queueing.rules.wording import js_strings, wait_range_text, your_turn_strings
 from queueing.web.abuse import join_rate_check, pow_check, wrong_code_gate
 from queueing.web.api_errors import ApiError, api_error
 from queueing.web.branding import event_branding

@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import translation
 
 from queueing.rules.eta import Eta
-from queueing.rules.wait_text import wait_range_text
+from queueing.rules.wording import wait_range_text
 
 pytestmark = pytest.mark.django_db
 

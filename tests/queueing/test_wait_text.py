@@ -2,7 +2,7 @@ import pytest
 from django.utils import translation
 
 from queueing.rules.eta import Eta
-from queueing.rules.wait_text import wait_range_text
+from queueing.rules.wording import wait_range_text
 
 
 @pytest.mark.parametrize(

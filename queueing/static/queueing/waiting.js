@@ -59,7 +59,7 @@
   } catch (e) { numbers = null; }
   function number(n) { return numbers ? numbers.format(n) : String(n); }
 
-  // Same wording as queueing/rules/wait_text.py.
+  // Same wording as queueing/rules/wording.py.
   function waitText(eta) {
     if (!eta) return S.unknown;
     var lo = Math.floor(eta.p10 / 60), hi = Math.ceil(eta.p90 / 60);

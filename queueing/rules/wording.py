@@ -1,4 +1,7 @@
-"""How a wait is put into words for fans: a range, never false precision. Pure."""
+"""How the room puts things into words for fans: a wait as a range, never false precision;
+and the words of "it's your turn" for the waiting page's script
+(queueing/static/queueing/your_turn.js: the notification, the held page in a background
+tab, the alert controls). Pure."""
 
 from __future__ import annotations
 
@@ -49,4 +52,15 @@ def js_strings() -> dict[str, str]:
         "paused": gettext("The sale is paused for a moment. You keep your place."),
         "countdownDays": gettext("%(d)dd %(h)02d:%(m)02d:%(s)02d"),
         "countdown": gettext("%(h)02d:%(m)02d:%(s)02d"),
+    }
+
+
+def your_turn_strings() -> dict[str, str]:
+    return {
+        "yourTurnTitle": gettext("It's your turn!"),
+        "yourTurnBody": gettext("The shop is ready for you. Come back to the waiting room tab."),
+        "notifyOn": gettext("We'll notify you when it's your turn."),
+        "notifyDenied": gettext(
+            "Notifications are blocked in this browser; keep this tab where you can see it."
+        ),
     }
