@@ -59,12 +59,16 @@ class ProcessCache(Generic[K, V]):
 
     def kept(self, key: K) -> tuple[V, float] | None:
         """The value kept for ``key`` and its age in seconds, fresh or not (None: none)."""
-        with self.lock:
+        if self._max_entries is None:
+            # One dict read, atomic as it is: the polls' hot path takes no lock for it.
             found = self._kept.get(key)
-            if found is None:
-                return None
-            if self._max_entries is not None:
-                self._kept.move_to_end(key)
+        else:
+            with self.lock:
+                found = self._kept.get(key)
+                if found is not None:
+                    self._kept.move_to_end(key)
+        if found is None:
+            return None
         kept_at, value = found
         return value, time.monotonic() - kept_at
 

@@ -298,7 +298,8 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
         )
         for i in holders
     }
-    newcomers = _newcomers(requests, [i for i in batch.open if i not in holders], batch.tiers)
+    held = set(holders)
+    newcomers = _newcomers(requests, [i for i in batch.open if i not in held], batch.tiers)
     if not newcomers:
         return _in_order(answered, len(requests))
 
