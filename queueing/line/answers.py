@@ -46,8 +46,7 @@ from queueing.rules.layout import (
     poll_after_seconds,
     position_in_line,
 )
-from queueing.rules.reentry import ReentryFacts, reentry_until
-from queueing.rules.states import QUEUED, REENTERABLE, EntryStatus
+from queueing.rules.states import QUEUED, REENTERABLE, EntryStatus, ReentryFacts, reentry_until
 from queueing.rules.ticket_codec import TicketRef, ticket_issue
 
 
@@ -67,7 +66,7 @@ class TicketAnswer:
     tier_id: int | None = None
     order_key: int | None = None
     # The fan had a session in the shop that ended without completing, and may go back in
-    # line until then (queueing/rules/reentry.py); None otherwise.
+    # line until then (queueing/rules/states.py); None otherwise.
     reentry_until: datetime | None = None
     # The ticket's last session was in the shop (its end is told apart from a lapsed place).
     was_admitted: bool = False
@@ -209,7 +208,7 @@ def answer_unplaced(
 
 
 def reentry_facts(entry: QueueEntry, event: Event, *, now: datetime) -> ReentryFacts:
-    """What the re-entry rule (rules/reentry.py) is told about an entry and its on-sale:
+    """What the re-entry rule (rules/states.py) is told about an entry and its on-sale:
     read by the ticket's answer (``reentry_until``) and by the re-entry itself."""
     return ReentryFacts(
         status=EntryStatus(entry.status),

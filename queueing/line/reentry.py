@@ -1,6 +1,6 @@
 """A fan goes back in line after a shop session that ended without completing (their pass
 expired, or the session was abandoned): once per ticket, within the on-sale's
-``reentry_seconds``, at the front of their tier (queueing/rules/reentry.py).
+``reentry_seconds``, at the front of their tier (queueing/rules/states.py).
 
 The entry goes back to ``waiting``, not straight to ``admitted``: admission alone decides
 who goes in (capacity, pace, tiers, heartbeats), and it is asked to run at once after the
@@ -30,7 +30,7 @@ from queueing.records.entry_reads import (
 )
 from queueing.rules.errors import ReentryNotAllowed, TicketNotFound
 from queueing.rules.line_limits import within_address_cap
-from queueing.rules.reentry import front_order_key, reentry_refusal
+from queueing.rules.states import front_order_key, reentry_refusal
 from queueing.rules.ticket_codec import TicketRef
 
 # Marked for translation (the page says them in the fan's language); the API says them as is.

@@ -154,4 +154,4 @@ class ReentryNotAllowed(
     code=ErrorCode.REENTRY_NOT_ALLOWED,
     detail=gettext_noop("This ticket cannot go back in line."),
 ):
-    """A ``reenter`` the rules refuse; ``detail`` says why (queueing/rules/reentry.py)."""
+    """A ``reenter`` the rules refuse; ``detail`` says why (queueing/rules/states.py)."""

@@ -178,7 +178,7 @@ def test_the_script_catalog_follows_its_path_not_the_browser() -> None:
 
 
 def test_refusals_the_page_shows_are_translated() -> None:
-    # Marked with gettext_noop where they are made (queueing/rules/reentry.py); the page
+    # Marked with gettext_noop where they are made (queueing/rules/states.py); the page
     # translates them (templates/queueing/waiting.html), the API says them in English.
     with translation.override("es"):
         assert translation.gettext("This ticket has already gone back in line once.") == (

@@ -1,5 +1,5 @@
 """Going back in line after a shop session that ended without completing
-(``POST /api/v1/tickets/{ticket}/reenter``; queueing/line/reentry.py, rules/reentry.py)."""
+(``POST /api/v1/tickets/{ticket}/reenter``; queueing/line/reentry.py, rules/states.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The re-entry rule on its own (queueing/rules/reentry.py): pure, no database."""
+"""The re-entry rule on its own (queueing/rules/states.py): pure, no database."""
 
 from __future__ import annotations
 
@@ -7,8 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from queueing.rules.reentry import ReentryFacts, front_order_key, reentry_refusal, reentry_until
-from queueing.rules.states import EntryStatus
+from queueing.rules.states import (
+    EntryStatus,
+    ReentryFacts,
+    front_order_key,
+    reentry_refusal,
+    reentry_until,
+)
 
 ENDED = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 FACTS = ReentryFacts(
