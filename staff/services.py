@@ -66,6 +66,13 @@ class TierSpec:
     access_codes: list[str] = field(default_factory=list)
 
 
+def _audit_changed(*, event_id: int, actor: str, now: datetime, data: dict[str, Any]) -> None:
+    """An ``event_changed`` record, in the caller's transaction."""
+    audit_append(
+        event_id=event_id, action=AuditAction.EVENT_CHANGED, actor=actor, at=now, data=data
+    )
+
+
 def _audit_value(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
 
@@ -211,13 +218,7 @@ def event_update(
             _apply_tiers(locked, specs)
             diff["tiers"] = _tiers_summary(specs)
         if diff:
-            audit_append(
-                event_id=locked.id,
-                action=AuditAction.EVENT_CHANGED,
-                actor=actor,
-                at=now,
-                data={"changes": diff},
-            )
+            _audit_changed(event_id=locked.id, actor=actor, now=now, data={"changes": diff})
         if _SHOWN_LIVE & diff.keys():
             _after_commit_broadcast(locked.id)
     return locked
@@ -226,13 +227,7 @@ def event_update(
 def event_record_admin_change(*, event: Event, actor: str, now: datetime, what: str) -> None:
     """Audit a change made through the admin's inline forms (tiers, access codes)."""
     with transaction.atomic():
-        audit_append(
-            event_id=event.id,
-            action=AuditAction.EVENT_CHANGED,
-            actor=actor,
-            at=now,
-            data={"changes": {"admin": what}},
-        )
+        _audit_changed(event_id=event.id, actor=actor, now=now, data={"changes": {"admin": what}})
 
 
 def event_logo_change(*, event: Event, actor: str, now: datetime, image: bytes | None) -> Event:
@@ -265,13 +260,7 @@ def event_logo_change(*, event: Event, actor: str, now: datetime, image: bytes |
             data["logo"] = {"content_type": content_type, "bytes": len(image)}
         locked.logo_sha256 = sha256
         locked.save(update_fields=["logo_sha256", "updated_at"])
-        audit_append(
-            event_id=locked.id,
-            action=AuditAction.EVENT_CHANGED,
-            actor=actor,
-            at=now,
-            data=data,
-        )
+        _audit_changed(event_id=locked.id, actor=actor, now=now, data=data)
     return locked
 
 
@@ -284,11 +273,10 @@ def integration_key_rotate(*, event: Event, actor: str, now: datetime) -> Event:
         locked = Event.objects.select_for_update(no_key=True).get(pk=event.pk)
         locked.integration_key = new_integration_key()
         locked.save(update_fields=["integration_key", "updated_at"])
-        audit_append(
+        _audit_changed(
             event_id=locked.id,
-            action=AuditAction.EVENT_CHANGED,
             actor=actor,
-            at=now,
+            now=now,
             data={"changes": {"integration_key": "rotated"}},
         )
     return locked
