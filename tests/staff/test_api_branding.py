@@ -9,8 +9,8 @@ from django.utils import timezone
 from events.models import Event
 from queueing.models import AuditRecord
 from staff.services import event_logo_change
-from tests.events.test_manage_api import BASE, EDITOR, create, staff_with
 from tests.images import TINY_PNG
+from tests.staff.test_api import BASE, EDITOR, create, staff_with
 
 pytestmark = pytest.mark.django_db
 

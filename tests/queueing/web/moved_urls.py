@@ -1,6 +1,6 @@
 """A URLconf for tests: the fan API's two hot views under other prefixes (and one renamed
 segment), with the same URL names. The lean paths must follow them here
-(tests/queueing/test_hot_path_edges.py)."""
+(tests/queueing/web/test_hot_path_edges.py)."""
 
 from django.urls import include, path
 

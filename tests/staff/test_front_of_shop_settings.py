@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from queueing.models import AuditRecord
-from tests.events.test_manage_api import BASE, EDITOR, create, staff_with
+from tests.staff.test_api import BASE, EDITOR, create, staff_with
 
 pytestmark = pytest.mark.django_db
 

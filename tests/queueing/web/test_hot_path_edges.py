@@ -76,7 +76,7 @@ def test_the_lean_paths_stand_where_the_project_urlconf_names_them() -> None:
 
 def test_moving_the_urls_in_the_urlconf_moves_the_lean_paths(make_event, settings) -> None:
     event = make_event(capacity=0)
-    settings.ROOT_URLCONF = "tests.queueing.moved_urls"
+    settings.ROOT_URLCONF = "tests.queueing.web.moved_urls"
     django = _ToDjango()
     hot = HotPaths(django)
     joined = call(

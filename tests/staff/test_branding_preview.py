@@ -18,8 +18,8 @@ from django.utils import timezone
 from events.models import LOGO_MAX_BYTES, Event, EventLogo
 from queueing.models import AuditRecord
 from staff.services import event_logo_change, event_update
-from tests.events.admin_forms import change_form_data
 from tests.images import GIF, HTML_PAGE, JPEG, SVG_WITH_SCRIPT, TINY_PNG, WEBP, badge_png
+from tests.staff.admin_forms import change_form_data
 
 pytestmark = pytest.mark.django_db
 
