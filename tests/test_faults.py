@@ -20,9 +20,9 @@ from queueing.models import AuditRecord, QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.rules.shuffle import shuffled_order
 from tests.faults import RedisServer, TcpProxy, kill_process_group
+from tests.helpers import waiting_entries
 from tests.http import request
 from tests.processes import running_stack, wait_until
-from tests.queueing.helpers import waiting_entries
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 

@@ -14,7 +14,7 @@ from queueing.beat import event_tick
 from queueing.models import AuditAction, AuditRecord, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many
 from queueing.rules.states import EntryStatus
-from tests.queueing.helpers import entry_of, fans_join, poll
+from tests.helpers import entry_of, fans_join, poll
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from queueing.beat import event_tick
 from queueing.hot import keys
 from staff.services import event_close, event_pause
 from tests.events.bulk import bulk_events, spread
-from tests.queueing.helpers import fans_join
+from tests.helpers import fans_join
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from django.utils import timezone
 from events.models import EventControl
 from queueing.models import AuditRecord, QueueEntry
 from staff.services import event_pause
-from tests.queueing.helpers import fans_join
+from tests.helpers import fans_join
 
 pytestmark = pytest.mark.django_db
 

@@ -24,7 +24,7 @@ from rest_framework.test import APIClient
 from dashboard.sale_report import sale_report
 from queueing.models import QueueEntry
 from tests.dashboard.report_history import FANS, T, build_history, in_line
-from tests.queueing.helpers import fans_join
+from tests.helpers import fans_join
 
 pytestmark = pytest.mark.django_db
 

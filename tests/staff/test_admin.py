@@ -9,7 +9,7 @@ from queueing.beat import event_tick
 from queueing.models import AuditRecord, QueueEntry
 from staff.services import event_pause
 from tests.conftest import join, new_fan
-from tests.queueing.helpers import fans_join
+from tests.helpers import fans_join
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from queueing.beat import event_tick
 from queueing.models import AuditRecord
 from queueing.records.audit import audit_chain_verify
 from tests.conftest import join, new_fan
-from tests.queueing.helpers import fans_join, poll, statuses
+from tests.helpers import fans_join, poll, statuses
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from queueing.rules.eta import SETTLING_SECONDS, estimate_wait
 from queueing.rules.states import EntryStatus
 from staff.services import TierSpec, event_pause, event_resume
 from tests.conftest import join, new_fan
-from tests.queueing.helpers import entry_of, fans_join, poll, statuses
+from tests.helpers import entry_of, fans_join, poll, statuses
 
 pytestmark = pytest.mark.django_db
 

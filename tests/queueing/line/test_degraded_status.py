@@ -27,7 +27,7 @@ from queueing.line.reads import event_layout
 from queueing.models import QueueEntry
 from queueing.rules.layout import poll_after_seconds
 from queueing.rules.ticket_codec import ticket_read
-from tests.queueing.helpers import fans_join, statuses, tickets_in_line_order, waiting_entries
+from tests.helpers import fans_join, statuses, tickets_in_line_order, waiting_entries
 
 pytestmark = pytest.mark.django_db
 

@@ -23,7 +23,7 @@ from queueing.records.audit import audit_chain_verify
 from queueing.rules.errors import EventMaintenance
 from staff.services import event_pause, event_update
 from tests.conftest import join, new_fan
-from tests.queueing.helpers import entry_of, poll, statuses
+from tests.helpers import entry_of, poll, statuses
 
 pytestmark = pytest.mark.django_db
 

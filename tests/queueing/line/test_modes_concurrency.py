@@ -23,7 +23,7 @@ from queueing.web.hot_paths import HotPaths
 from staff.services import event_update
 from tests.asgi import asgi_call, call
 from tests.conftest import join, new_fan
-from tests.queueing.helpers import poll
+from tests.helpers import poll
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,7 @@ from queueing.hot.line_index import IndexState
 from queueing.line.reads import event_layouts, line_reads
 from queueing.records.entry_reads import active_counts
 from staff.services import TierSpec
-from tests.queueing.helpers import fans_join
+from tests.helpers import fans_join
 
 pytestmark = pytest.mark.django_db
 

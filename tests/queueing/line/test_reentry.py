@@ -28,7 +28,7 @@ from queueing.rules.states import EntryStatus
 from queueing.rules.ticket_codec import TicketRef, ticket_issue, ticket_read
 from staff.services import TierSpec, event_close
 from tests.conftest import join, new_fan
-from tests.queueing.helpers import entry_of, fans_join, poll, statuses
+from tests.helpers import entry_of, fans_join, poll, statuses
 
 pytestmark = pytest.mark.django_db
 

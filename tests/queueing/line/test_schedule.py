@@ -9,7 +9,7 @@ from queueing.beat import event_tick
 from queueing.models import AuditRecord, QueueEntry
 from queueing.rules.shuffle import shuffled_order
 from staff.services import event_close, event_pause, event_update
-from tests.queueing.helpers import entry_of, fans_join, poll, statuses
+from tests.helpers import entry_of, fans_join, poll, statuses
 
 pytestmark = pytest.mark.django_db
 

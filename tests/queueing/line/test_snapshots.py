@@ -21,7 +21,7 @@ from queueing.line.snapshots import FRONT, bucket_bounds, line_snapshot, tier_fr
 from queueing.models import QueueEntry
 from queueing.rules.layout import position_in_line
 from staff.services import TierSpec
-from tests.queueing.helpers import waiting_entries
+from tests.helpers import waiting_entries
 
 pytestmark = pytest.mark.django_db
 

@@ -12,9 +12,9 @@ from queueing.hot import epoch
 from queueing.hot.line_index import IndexState
 from queueing.models import QueueEntry
 from queueing.rules.ticket_codec import ticket_read
+from tests.helpers import admission_halted
 from tests.http import request
 from tests.processes import running_stack, wait_until
-from tests.queueing.helpers import admission_halted
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 

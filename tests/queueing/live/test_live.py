@@ -24,7 +24,7 @@ from queueing.rules.layout import rank_from_checkpoints
 from queueing.rules.ticket_codec import TicketRef, ticket_issue
 from queueing.web.consumers import START_SPREAD_SECONDS
 from staff.services import event_pause
-from tests.queueing.helpers import entry_of, fans_join, waiting_entries
+from tests.helpers import entry_of, fans_join, waiting_entries
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,9 +11,9 @@ from websockets.sync.client import connect
 
 from queueing.live.ticks import broadcast_tick
 from staff.services import event_pause
+from tests.helpers import entry_of
 from tests.http import request
 from tests.processes import running_stack, wait_until
-from tests.queueing.helpers import entry_of
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from queueing.passes.signing import PassInvalid, pass_decode, pass_issue
 from queueing.rules.ticket_codec import InvalidTicket, TicketRef, ticket_issue, ticket_read
-from tests.queueing.helpers import entry_of, fans_join
+from tests.helpers import entry_of, fans_join
 
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.=+/ \x00é"
 

@@ -17,7 +17,7 @@ from queueing.beat import event_tick
 from queueing.line import followups
 from queueing.models import AuditRecord, PassKey
 from queueing.passes.signing import pass_key_rotate
-from tests.queueing.helpers import entry_of, fans_join, poll, statuses
+from tests.helpers import entry_of, fans_join, poll, statuses
 
 pytestmark = pytest.mark.django_db
 

@@ -19,9 +19,9 @@ from queueing.line.expiry import sessions_expire
 from queueing.models import QueueEntry
 from queueing.rules.states import EntryStatus
 from staff.services import event_close, event_logo_change, event_update
+from tests.helpers import fans_join
 from tests.images import TINY_PNG
 from tests.markup import assert_only_the_safe_subset, tags_of
-from tests.queueing.helpers import fans_join
 
 pytestmark = pytest.mark.django_db
 

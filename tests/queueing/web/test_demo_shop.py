@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from queueing.beat import event_tick
 from queueing.web import demo_shop
-from tests.queueing.helpers import fans_join, poll, statuses
+from tests.helpers import fans_join, poll, statuses
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

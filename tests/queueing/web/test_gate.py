@@ -29,7 +29,7 @@ from queueing.passes import cached
 from queueing.passes.signing import pass_issue, pass_key_rotate
 from queueing.web.hot_paths import HotPaths
 from tests.asgi import AsgiReply, asgi_call, call
-from tests.queueing.helpers import fans_join, poll
+from tests.helpers import fans_join, poll
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

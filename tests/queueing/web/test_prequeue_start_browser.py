@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from staff.services import TierSpec
 from tests.browser import chromium, screenshot, wait_for_true
+from tests.helpers import staff_token
 from tests.http import pass_complete, request
 from tests.processes import running_stack
-from tests.queueing.helpers import staff_token
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 

@@ -15,7 +15,7 @@ from queueing.line.expiry import sessions_expire
 from queueing.line.sessions import pass_complete
 from queueing.models import AuditRecord, QueueEntry
 from queueing.rules.states import EntryStatus
-from tests.queueing.helpers import fans_join
+from tests.helpers import fans_join
 
 pytestmark = pytest.mark.django_db
 

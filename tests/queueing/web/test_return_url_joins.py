@@ -20,7 +20,7 @@ from queueing.beat import event_tick
 from queueing.web.hot_paths import HotPaths
 from tests.asgi import call
 from tests.conftest import join, new_fan
-from tests.queueing.helpers import entry_of, poll
+from tests.helpers import entry_of, poll
 
 TARGET = "https://shop.example/checkout"
 DEEP = "https://shop.example/events/42/seats?block=C"

@@ -10,9 +10,9 @@ import time
 import pytest
 
 from tests.browser import chromium, screenshot, wait_for_true
+from tests.helpers import staff_token
 from tests.http import pass_complete, request
 from tests.processes import running_stack, wait_until
-from tests.queueing.helpers import staff_token
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
