@@ -1,6 +1,4 @@
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.test import Client
 from django.utils import timezone
 
@@ -8,18 +6,14 @@ from events.models import Event
 from queueing.beat import event_tick
 from queueing.models import AuditRecord, QueueEntry
 from staff.services import event_pause
-from tests.conftest import join, new_fan
-from tests.helpers import fans_join
+from tests.helpers import fans_join, join, new_fan, staff_client
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def admin_client_() -> Client:
-    user = get_user_model().objects.create_superuser("boss", "b@example.com", "pw-123456")
-    client = Client()
-    client.force_login(user)
-    return client
+    return staff_client("boss", superuser=True)
 
 
 def test_creating_an_event_in_the_admin_goes_through_the_service(admin_client_) -> None:
@@ -76,16 +70,6 @@ def test_the_audit_trail_is_read_only_in_the_admin(admin_client_, event) -> None
     assert admin_client_.post(f"/admin/queueing/auditrecord/{record.pk}/delete/").status_code == 403
 
 
-def staff_login(username: str, *codenames: str) -> Client:
-    user = get_user_model().objects.create_user(username, password="pw-123456", is_staff=True)
-    user.user_permissions.set(
-        Permission.objects.filter(content_type__app_label="events", codename__in=codenames)
-    )
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def run_action(client: Client, event: Event, action: str, **extra: str):
     return client.post(
         "/admin/events/event/", {"action": action, "_selected_action": [event.pk], **extra}
@@ -117,7 +101,7 @@ ACTIONS = [
 def test_view_only_staff_can_neither_see_nor_run_the_actions(make_event) -> None:
     event = started_with_one_admitted(make_event)
     records = AuditRecord.objects.count()
-    viewer = staff_login("viewer", "view_event")
+    viewer = staff_client("viewer", "view_event")
     for action, extra in ACTIONS:
         run_action(viewer, event, action, **extra)
         after = Event.objects.get(pk=event.pk)
@@ -132,7 +116,7 @@ def test_view_only_staff_can_neither_see_nor_run_the_actions(make_event) -> None
 
 def test_change_permitted_staff_run_the_actions(make_event) -> None:
     event = started_with_one_admitted(make_event)
-    changer = staff_login("carl", "view_event", "change_event")
+    changer = staff_client("carl", "view_event", "change_event")
     run_action(changer, event, "admit_now", count="1")
     assert admitted_count() == 2
     run_action(changer, event, "pause_events")
@@ -148,7 +132,7 @@ def test_change_permitted_staff_run_the_actions(make_event) -> None:
 
 
 def test_the_key_permission_shows_and_rotates_the_key_in_the_admin(event) -> None:
-    keeper = staff_login("kim", "view_event", "change_event", "manage_integration_key")
+    keeper = staff_client("kim", "view_event", "change_event", "manage_integration_key")
     page = keeper.get(f"/admin/events/event/{event.pk}/change/")
     assert event.integration_key.encode() in page.content
     run_action(keeper, event, "rotate_keys")
@@ -175,8 +159,7 @@ def test_admin_actions_need_their_csrf_token(make_event, action, extra, done) ->
     event_tick(event_id=event.id, now=timezone.now())  # the line starts; the rate lets one in
     if action == "resume_events":
         event_pause(event=event, actor="test", now=timezone.now())
-    admin = Client(enforce_csrf_checks=True)
-    admin.force_login(get_user_model().objects.create_superuser("root", "r@x.example", "pw"))
+    admin = staff_client("root", superuser=True, csrf_checks=True)
     post = {"action": action, "_selected_action": [event.pk], "index": "0", **extra}
     records = AuditRecord.objects.filter(event=event).count()
     assert admin.post("/admin/events/event/", post).status_code == 403
@@ -190,8 +173,7 @@ def test_admin_actions_need_their_csrf_token(make_event, action, extra, done) ->
 
 
 def test_admin_saves_need_their_csrf_token(event) -> None:
-    admin = Client(enforce_csrf_checks=True)
-    admin.force_login(get_user_model().objects.create_superuser("root", "r@x.example", "pw"))
+    admin = staff_client("root", superuser=True, csrf_checks=True)
     response = admin.post(f"/admin/events/event/{event.pk}/change/", {"capacity": 999})
     assert response.status_code == 403
     event.refresh_from_db()

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
 from staff.services import event_close, event_pause
 from tests.events.bulk import bulk_events, spread
+from tests.helpers import staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -20,11 +20,7 @@ LIST = "/admin/events/event/"
 
 @pytest.fixture
 def boss() -> Client:
-    client = Client()
-    client.force_login(
-        get_user_model().objects.create_superuser("boss", "b@example.com", "pw-123456")
-    )
-    return client
+    return staff_client("boss", superuser=True)
 
 
 def listed(page) -> set[str]:

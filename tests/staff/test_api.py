@@ -1,50 +1,34 @@
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
-from django.test import Client
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from events.models import Event, EventControl
 from queueing.beat import event_tick
 from queueing.models import AuditRecord
 from queueing.records.audit import audit_chain_verify
-from tests.conftest import join, new_fan
-from tests.helpers import fans_join, poll, statuses
+from tests.helpers import (
+    EDITOR,
+    STAFF_API,
+    fans_join,
+    join,
+    new_fan,
+    poll,
+    shop_completes,
+    staff_api_create,
+    staff_client,
+    statuses,
+)
 
 pytestmark = pytest.mark.django_db
-
-BASE = "/api/v1/manage/events/"
-
-
-EDITOR = ("view_event", "add_event", "change_event", "manage_integration_key")
-
-
-def staff_with(username: str, *codenames: str) -> APIClient:
-    """A staff account holding exactly these permissions of the events app."""
-    user = get_user_model().objects.create_user(username, password="pw-123456", is_staff=True)
-    user.user_permissions.set(
-        Permission.objects.filter(content_type__app_label="events", codename__in=codenames)
-    )
-    assert user.user_permissions.count() == len(codenames)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-    return client
 
 
 @pytest.fixture
 def staff() -> APIClient:
-    return staff_with("ann", *EDITOR)
-
-
-def create(staff: APIClient, **fields):
-    body = {"slug": "tour", "name": "The Tour", "target_url": "https://shop.example/", **fields}
-    return staff.post(BASE, body, format="json")
+    return staff_client("ann", *EDITOR, api=True, token=True)
 
 
 def test_staff_create_an_event_with_a_default_tier(staff) -> None:
-    response = create(staff, capacity=50, rate_per_minute=120)
+    response = staff_api_create(staff, capacity=50, rate_per_minute=120)
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["slug"] == "tour"
@@ -64,7 +48,7 @@ def test_staff_create_tiers_with_access_codes_that_fans_can_use(staff) -> None:
         {"name": "Fan club", "priority": 10, "access_codes": ["fan-club-123"]},
         {"name": "General", "priority": 100},
     ]
-    body = create(staff, tiers=tiers).json()
+    body = staff_api_create(staff, tiers=tiers).json()
     assert [(t["name"], t["is_default"], t["access_codes"]) for t in body["tiers"]] == [
         ("Fan club", False, ["FAN-CLUB-123"]),
         ("General", True, []),
@@ -73,10 +57,12 @@ def test_staff_create_tiers_with_access_codes_that_fans_can_use(staff) -> None:
 
 
 def test_staff_read_list_and_patch(staff) -> None:
-    create(staff)
-    assert [e["slug"] for e in staff.get(BASE).json()] == ["tour"]
-    assert staff.get(f"{BASE}tour/").json()["name"] == "The Tour"
-    response = staff.patch(f"{BASE}tour/", {"capacity": 9, "rate_per_minute": 0}, format="json")
+    staff_api_create(staff)
+    assert [e["slug"] for e in staff.get(STAFF_API).json()] == ["tour"]
+    assert staff.get(f"{STAFF_API}tour/").json()["name"] == "The Tour"
+    response = staff.patch(
+        f"{STAFF_API}tour/", {"capacity": 9, "rate_per_minute": 0}, format="json"
+    )
     assert response.status_code == 200
     assert (response.json()["capacity"], response.json()["rate_per_minute"]) == (9, 0)
     change = AuditRecord.objects.get(action="event_changed")
@@ -84,31 +70,31 @@ def test_staff_read_list_and_patch(staff) -> None:
 
 
 def test_patching_tiers_keeps_tiers_that_have_fans(staff) -> None:
-    create(staff)
+    staff_api_create(staff)
     join(new_fan(), "tour")
     tiers = [
         {"name": "General", "priority": 50},
         {"name": "VIP", "priority": 1, "access_codes": ["V"]},
     ]
-    response = staff.patch(f"{BASE}tour/", {"tiers": tiers}, format="json")
+    response = staff.patch(f"{STAFF_API}tour/", {"tiers": tiers}, format="json")
     assert response.status_code == 200
     assert [t["name"] for t in response.json()["tiers"]] == ["VIP", "General"]
     # Removing the tier that has a fan in line is refused.
-    response = staff.patch(f"{BASE}tour/", {"tiers": [tiers[1]]}, format="json")
+    response = staff.patch(f"{STAFF_API}tour/", {"tiers": [tiers[1]]}, format="json")
     assert response.status_code == 400
     assert response.json()["error"] == "validation_error"
 
 
 def test_pause_resume_close(staff) -> None:
-    create(staff)
-    assert staff.post(f"{BASE}tour/pause").json()["state"] == "paused"
+    staff_api_create(staff)
+    assert staff.post(f"{STAFF_API}tour/pause").json()["state"] == "paused"
     # Paused still accepts joins.
     assert join(new_fan(), "tour").status_code == 201
-    assert staff.post(f"{BASE}tour/resume").json()["state"] == "open"
-    assert staff.post(f"{BASE}tour/close").json()["state"] == "closed"
+    assert staff.post(f"{STAFF_API}tour/resume").json()["state"] == "open"
+    assert staff.post(f"{STAFF_API}tour/close").json()["state"] == "closed"
     assert join(new_fan(), "tour").json()["error"] == "event_closed"
     # Closing is final: resume does nothing.
-    assert staff.post(f"{BASE}tour/resume").json()["state"] == "closed"
+    assert staff.post(f"{STAFF_API}tour/resume").json()["state"] == "closed"
     actions = list(AuditRecord.objects.order_by("seq").values_list("action", flat=True))
     assert actions == ["event_created", "event_paused", "joined", "event_resumed", "event_closed"]
     assert audit_chain_verify(event_id=Event.objects.get().id).ok
@@ -131,7 +117,7 @@ def test_pause_resume_close(staff) -> None:
     ],
 )
 def test_bad_input_is_a_validation_error(staff, fields) -> None:
-    response = create(staff, **fields)
+    response = staff_api_create(staff, **fields)
     assert response.status_code == 400, response.json()
     body = response.json()
     assert body["error"] == "validation_error"
@@ -140,37 +126,35 @@ def test_bad_input_is_a_validation_error(staff, fields) -> None:
 
 
 def test_a_duplicate_slug_is_a_validation_error(staff) -> None:
-    create(staff)
-    response = create(staff)
+    staff_api_create(staff)
+    response = staff_api_create(staff)
     assert response.status_code == 400
     assert "slug" in response.json()["fields"]
 
 
 def test_malformed_json_is_a_bad_request(staff) -> None:
-    response = staff.post(BASE, b"{nope", content_type="application/json")
+    response = staff.post(STAFF_API, b"{nope", content_type="application/json")
     assert response.status_code == 400
     assert response.json()["error"] == "bad_request"
 
 
 def test_a_method_not_served_is_405_with_allow(staff) -> None:
-    response = staff.delete(BASE)
+    response = staff.delete(STAFF_API)
     assert (response.status_code, response.json()["error"]) == (405, "method_not_allowed")
     assert response["Allow"] == "GET, POST, HEAD, OPTIONS"
 
 
 def test_unknown_event_is_404(staff) -> None:
-    assert staff.get(f"{BASE}nope/").json()["error"] == "event_not_found"
-    assert staff.post(f"{BASE}nope/pause").status_code == 404
+    assert staff.get(f"{STAFF_API}nope/").json()["error"] == "event_not_found"
+    assert staff.post(f"{STAFF_API}nope/pause").status_code == 404
 
 
 def test_anonymous_callers_get_401_and_fans_get_403(db) -> None:
-    response = APIClient().get(BASE)
+    response = APIClient().get(STAFF_API)
     assert response.status_code == 401
     assert response.json()["error"] == "unauthorized"
-    fan = get_user_model().objects.create_user("fan", password="pw-123456")
-    client = APIClient()
-    client.force_authenticate(fan)
-    response = client.post(BASE, {}, format="json")
+    fan = staff_client("fan", staff=False, api=True)
+    response = fan.post(STAFF_API, {}, format="json")
     assert response.status_code == 403
     assert response.json()["error"] == "forbidden"
 
@@ -186,14 +170,14 @@ def test_anonymous_callers_get_401_and_fans_get_403(db) -> None:
     ],
 )
 def test_bad_patches_are_validation_errors(staff, body) -> None:
-    create(staff)
-    response = staff.patch(f"{BASE}tour/", body, format="json")
+    staff_api_create(staff)
+    response = staff.patch(f"{STAFF_API}tour/", body, format="json")
     assert response.status_code == 400, response.content
     assert response.json()["error"] == "validation_error"
 
 
 def test_json_nested_too_deep_is_a_bad_request_for_staff_too(staff) -> None:
-    response = staff.post(BASE, b"[" * 5000, content_type="application/json")
+    response = staff.post(STAFF_API, b"[" * 5000, content_type="application/json")
     assert response.status_code == 400
     assert response.json()["error"] == "bad_request"
 
@@ -201,23 +185,13 @@ def test_json_nested_too_deep_is_a_bad_request_for_staff_too(staff) -> None:
 # Permissions: staff status lets a user in, the model permissions decide what they may do.
 
 WRITES = [
-    ("post", BASE, {"slug": "other", "name": "Other", "target_url": "https://evil.example/"}),
-    ("patch", f"{BASE}tour/", {"target_url": "https://evil.example/", "name": "Gone"}),
-    ("post", f"{BASE}tour/pause", None),
-    ("post", f"{BASE}tour/resume", None),
-    ("post", f"{BASE}tour/close", None),
-    ("post", f"{BASE}tour/rotate-key", None),
+    ("post", STAFF_API, {"slug": "other", "name": "Other", "target_url": "https://evil.example/"}),
+    ("patch", f"{STAFF_API}tour/", {"target_url": "https://evil.example/", "name": "Gone"}),
+    ("post", f"{STAFF_API}tour/pause", None),
+    ("post", f"{STAFF_API}tour/resume", None),
+    ("post", f"{STAFF_API}tour/close", None),
+    ("post", f"{STAFF_API}tour/rotate-key", None),
 ]
-
-
-def complete(token: str, key: str):
-    """The shop reports the pass used, with this integration key."""
-    return Client().post(
-        "/api/v1/passes/complete",
-        {"pass": token},
-        content_type="application/json",
-        headers={"Authorization": f"Bearer {key}"},
-    )
 
 
 def forbidden(response) -> bool:
@@ -225,14 +199,14 @@ def forbidden(response) -> bool:
 
 
 def test_staff_without_permissions_may_not_read_write_or_see_the_key(staff) -> None:
-    key = create(staff).json()["integration_key"]
+    key = staff_api_create(staff).json()["integration_key"]
     event = Event.objects.get()
-    nobody = staff_with("nobody")
+    nobody = staff_client("nobody", api=True, token=True)
     for method, path, body in WRITES:
         response = getattr(nobody, method)(path, body, format="json")
         assert forbidden(response), (method, path, response.content)
         assert key.encode() not in response.content
-    for path in (BASE, f"{BASE}tour/"):
+    for path in (STAFF_API, f"{STAFF_API}tour/"):
         assert forbidden(nobody.get(path))
     assert Event.objects.count() == 1
     after = Event.objects.get()
@@ -246,18 +220,20 @@ def test_staff_without_permissions_may_not_read_write_or_see_the_key(staff) -> N
 
 
 def test_a_missing_permission_is_named(staff) -> None:
-    create(staff)
-    response = staff_with("viewer", "view_event").patch(f"{BASE}tour/", {"capacity": 1})
+    staff_api_create(staff)
+    response = staff_client("viewer", "view_event", api=True, token=True).patch(
+        f"{STAFF_API}tour/", {"capacity": 1}
+    )
     assert response.json()["detail"] == "You lack the permission 'events.change_event'."
 
 
 def test_view_only_staff_see_on_sales_without_the_key_and_change_nothing(staff) -> None:
-    create(staff)
-    viewer = staff_with("viewer", "view_event")
-    listed = viewer.get(BASE).json()
+    staff_api_create(staff)
+    viewer = staff_client("viewer", "view_event", api=True, token=True)
+    listed = viewer.get(STAFF_API).json()
     assert [e["slug"] for e in listed] == ["tour"]
     assert listed[0]["integration_key"] is None
-    detail = viewer.get(f"{BASE}tour/").json()
+    detail = viewer.get(f"{STAFF_API}tour/").json()
     assert (detail["name"], detail["integration_key"]) == ("The Tour", None)
     for method, path, body in WRITES:
         assert forbidden(getattr(viewer, method)(path, body, format="json")), (method, path)
@@ -266,10 +242,12 @@ def test_view_only_staff_see_on_sales_without_the_key_and_change_nothing(staff) 
 
 
 def test_changing_needs_change_and_the_audit_keeps_old_and_new_target(staff) -> None:
-    create(staff)
-    changer = staff_with("carl", "change_event")
+    staff_api_create(staff)
+    changer = staff_client("carl", "change_event", api=True, token=True)
     response = changer.patch(
-        f"{BASE}tour/", {"target_url": "https://shop2.example/buy", "name": "Tour"}, format="json"
+        f"{STAFF_API}tour/",
+        {"target_url": "https://shop2.example/buy", "name": "Tour"},
+        format="json",
     )
     assert response.status_code == 200, response.content
     assert response.json()["target_url"] == "https://shop2.example/buy"
@@ -281,19 +259,19 @@ def test_changing_needs_change_and_the_audit_keeps_old_and_new_target(staff) -> 
         "https://shop2.example/buy",
     ]
     assert record.data["changes"]["name"] == ["The Tour", "Tour"]
-    assert changer.post(f"{BASE}tour/pause").json()["control"] == "paused"
+    assert changer.post(f"{STAFF_API}tour/pause").json()["control"] == "paused"
     # Changing includes seeing, as in Django's admin; creating is a right of its own.
-    assert changer.get(f"{BASE}tour/").status_code == 200
-    assert forbidden(create(changer, slug="other"))
-    assert forbidden(changer.post(f"{BASE}tour/rotate-key"))
+    assert changer.get(f"{STAFF_API}tour/").status_code == 200
+    assert forbidden(staff_api_create(changer, slug="other"))
+    assert forbidden(changer.post(f"{STAFF_API}tour/rotate-key"))
 
 
 def test_creating_needs_add(db) -> None:
-    creator = staff_with("cleo", "add_event")
-    response = create(creator)
+    creator = staff_client("cleo", "add_event", api=True, token=True)
+    response = staff_api_create(creator)
     assert response.status_code == 201, response.content
     assert response.json()["integration_key"] is None
-    assert forbidden(creator.patch(f"{BASE}tour/", {"capacity": 1}, format="json"))
+    assert forbidden(creator.patch(f"{STAFF_API}tour/", {"capacity": 1}, format="json"))
 
 
 def test_the_key_permission_shows_and_rotates_the_key(staff, make_event) -> None:
@@ -301,17 +279,17 @@ def test_the_key_permission_shows_and_rotates_the_key(staff, make_event) -> None
     tickets = fans_join(event.slug, 1)
     event_tick(event_id=event.id, now=timezone.now())
     token = poll(tickets[0])["pass"]
-    keeper = staff_with("kim", "view_event", "manage_integration_key")
-    old_key = keeper.get(f"{BASE}tour/").json()["integration_key"]
+    keeper = staff_client("kim", "view_event", "manage_integration_key", api=True, token=True)
+    old_key = keeper.get(f"{STAFF_API}tour/").json()["integration_key"]
     assert old_key == event.integration_key
 
-    response = keeper.post(f"{BASE}tour/rotate-key")
+    response = keeper.post(f"{STAFF_API}tour/rotate-key")
     assert response.status_code == 200, response.content
     new_key = response.json()["integration_key"]
     assert len(new_key) >= 32 and new_key != old_key
-    assert complete(token, old_key).status_code == 401
+    assert shop_completes(token, old_key).status_code == 401
     assert statuses(tickets) == ["admitted"]
-    assert complete(token, new_key).status_code == 204
+    assert shop_completes(token, new_key).status_code == 204
     assert statuses(tickets) == ["completed"]
 
     record = AuditRecord.objects.filter(action="event_changed").get()
@@ -319,13 +297,15 @@ def test_the_key_permission_shows_and_rotates_the_key(staff, make_event) -> None
     assert old_key not in str(record.data) and new_key not in str(record.data)
     assert audit_chain_verify(event_id=event.id).ok
     # Without the right to view the on-sale, the key permission alone opens nothing.
-    assert forbidden(staff_with("kay", "manage_integration_key").post(f"{BASE}tour/rotate-key"))
+    assert forbidden(
+        staff_client("kay", "manage_integration_key", api=True, token=True).post(
+            f"{STAFF_API}tour/rotate-key"
+        )
+    )
 
 
 def test_superusers_hold_every_permission(db) -> None:
-    boss = get_user_model().objects.create_superuser("boss", "b@example.com", "pw-123456")
-    client = APIClient()
-    client.force_authenticate(boss)
-    assert create(client).json()["integration_key"]
-    assert client.post(f"{BASE}tour/rotate-key").json()["integration_key"]
-    assert client.patch(f"{BASE}tour/", {"capacity": 3}, format="json").json()["capacity"] == 3
+    client = staff_client("boss", superuser=True, api=True)
+    assert staff_api_create(client).json()["integration_key"]
+    assert client.post(f"{STAFF_API}tour/rotate-key").json()["integration_key"]
+    assert client.patch(f"{STAFF_API}tour/", {"capacity": 3}, format="json").json()["capacity"] == 3

@@ -9,28 +9,28 @@ from django.utils import timezone
 from events.models import Event
 from queueing.models import AuditRecord
 from staff.services import event_logo_change
+from tests.helpers import EDITOR, STAFF_API, staff_api_create, staff_client
 from tests.images import TINY_PNG
-from tests.staff.test_api import BASE, EDITOR, create, staff_with
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def staff():
-    return staff_with("ann", *EDITOR)
+    return staff_client("ann", *EDITOR, api=True, token=True)
 
 
 def test_a_new_on_sale_has_the_rooms_own_look(staff) -> None:
-    body = create(staff).json()
+    body = staff_api_create(staff).json()
     assert body["accent_color"] == "" and body["intro_text"] == ""
     assert body["next_steps_text"] == ""
     assert body["logo_url"] is None and body["accent_contrast_low"] is False
 
 
 def test_staff_set_and_clear_the_look(staff) -> None:
-    create(staff, accent_color="#1D4ED8", intro_text="**Hi**")
+    staff_api_create(staff, accent_color="#1D4ED8", intro_text="**Hi**")
     response = staff.patch(
-        f"{BASE}tour/",
+        f"{STAFF_API}tour/",
         {"intro_text": "Presale *sold out*", "next_steps_text": "- pay in 10 minutes"},
         format="json",
     )
@@ -44,13 +44,13 @@ def test_staff_set_and_clear_the_look(staff) -> None:
     record = AuditRecord.objects.filter(action="event_changed").order_by("-seq").first()
     assert record.data["changes"]["intro_text"] == ["**Hi**", "Presale *sold out*"]
     cleared = staff.patch(
-        f"{BASE}tour/", {"accent_color": None, "intro_text": None}, format="json"
+        f"{STAFF_API}tour/", {"accent_color": None, "intro_text": None}, format="json"
     ).json()
     assert cleared["accent_color"] == "" and cleared["intro_text"] == ""
 
 
 def test_a_low_contrast_colour_is_accepted_and_flagged(staff) -> None:
-    body = create(staff, accent_color="#ffcc00").json()
+    body = staff_api_create(staff, accent_color="#ffcc00").json()
     assert body["accent_color"] == "#ffcc00" and body["accent_contrast_low"] is True
 
 
@@ -68,8 +68,8 @@ def test_a_low_contrast_colour_is_accepted_and_flagged(staff) -> None:
     ],
 )
 def test_bad_look_values_are_refused_by_field(staff, field, value) -> None:
-    create(staff)
-    response = staff.patch(f"{BASE}tour/", {field: value}, format="json")
+    staff_api_create(staff)
+    response = staff.patch(f"{STAFF_API}tour/", {field: value}, format="json")
     body = response.json()
     assert response.status_code == 400, body
     assert body["error"] == "validation_error" and field in body["fields"]
@@ -78,12 +78,14 @@ def test_bad_look_values_are_refused_by_field(staff, field, value) -> None:
 
 
 def test_the_logo_url_is_read_only(staff) -> None:
-    create(staff)
+    staff_api_create(staff)
     event = event_logo_change(
         event=Event.objects.get(slug="tour"), actor="t", now=timezone.now(), image=TINY_PNG
     )
-    body = staff.get(f"{BASE}tour/").json()
+    body = staff.get(f"{STAFF_API}tour/").json()
     assert body["logo_url"] == f"/e/tour/logo/{event.logo_sha256}"
-    ignored = staff.patch(f"{BASE}tour/", {"logo_url": "https://evil.example/x.png"}, format="json")
+    ignored = staff.patch(
+        f"{STAFF_API}tour/", {"logo_url": "https://evil.example/x.png"}, format="json"
+    )
     assert ignored.status_code == 200
     assert ignored.json()["logo_url"] == f"/e/tour/logo/{event.logo_sha256}"

@@ -8,8 +8,6 @@ import hashlib
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
@@ -18,6 +16,7 @@ from django.utils import timezone
 from events.models import LOGO_MAX_BYTES, Event, EventLogo
 from queueing.models import AuditRecord
 from staff.services import event_logo_change, event_update
+from tests.helpers import staff_client
 from tests.images import GIF, HTML_PAGE, JPEG, SVG_WITH_SCRIPT, TINY_PNG, WEBP, badge_png
 from tests.staff.admin_forms import change_form_data
 
@@ -26,19 +25,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def boss() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_superuser("boss", "b@x.example", "pw"))
-    return client
-
-
-def staff(username: str, *codenames: str) -> Client:
-    user = get_user_model().objects.create_user(username, password="pw-123456", is_staff=True)
-    user.user_permissions.set(
-        Permission.objects.filter(content_type__app_label="events", codename__in=codenames)
-    )
-    client = Client()
-    client.force_login(user)
-    return client
+    return staff_client("boss", superuser=True)
 
 
 def change_url(event: Event) -> str:
@@ -317,23 +304,23 @@ def test_only_those_who_may_change_on_sales_may_preview(event) -> None:
     data = {"name": "X", "accent_color": "#1d4ed8"}
     anonymous = Client().post(preview_url(event), data)
     assert anonymous.status_code == 302 and "/admin/login/" in anonymous["Location"]
-    fan = Client()
-    fan.force_login(get_user_model().objects.create_user("fan", password="pw-123456"))
+    fan = staff_client("fan", staff=False)
     not_staff = fan.post(preview_url(event), data)
     assert not_staff.status_code == 302 and "/admin/login/" in not_staff["Location"]
-    assert staff("nobody").post(preview_url(event), data).status_code == 403
-    assert staff("viewer", "view_event").post(preview_url(event), data).status_code == 403
-    assert staff("viewer2", "view_event").post(preview_url(None), data).status_code == 403
+    assert staff_client("nobody").post(preview_url(event), data).status_code == 403
+    assert staff_client("viewer", "view_event").post(preview_url(event), data).status_code == 403
+    assert staff_client("viewer2", "view_event").post(preview_url(None), data).status_code == 403
     assert (
-        staff("changer", "view_event", "change_event").post(preview_url(event), data).status_code
+        staff_client("changer", "view_event", "change_event")
+        .post(preview_url(event), data)
+        .status_code
         == 200
     )
-    assert staff("adder", "add_event").post(preview_url(None), data).status_code == 200
-    assert staff("adder2", "add_event").post(preview_url(event), data).status_code == 403
+    assert staff_client("adder", "add_event").post(preview_url(None), data).status_code == 200
+    assert staff_client("adder2", "add_event").post(preview_url(event), data).status_code == 403
 
 
 def test_the_preview_needs_its_csrf_token_and_a_post(event) -> None:
-    admin = Client(enforce_csrf_checks=True)
-    admin.force_login(get_user_model().objects.create_superuser("root", "r@x.example", "pw"))
+    admin = staff_client("root", superuser=True, csrf_checks=True)
     assert admin.post(preview_url(event), {"name": "X"}).status_code == 403
     assert admin.get(preview_url(event)).status_code == 405

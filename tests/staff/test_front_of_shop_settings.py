@@ -8,18 +8,18 @@ import pytest
 from django.test import Client
 
 from queueing.models import AuditRecord
-from tests.staff.test_api import BASE, EDITOR, create, staff_with
+from tests.helpers import EDITOR, STAFF_API, staff_api_create, staff_client
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def staff():
-    return staff_with("ann", *EDITOR)
+    return staff_client("ann", *EDITOR, api=True, token=True)
 
 
 def test_a_new_on_sale_queues_with_no_return_hosts_no_reentry_no_message(staff) -> None:
-    body = create(staff).json()
+    body = staff_api_create(staff).json()
     assert body["mode"] == "queue"
     assert body["allowed_return_hosts"] == []
     assert body["reentry_seconds"] == 0
@@ -27,9 +27,9 @@ def test_a_new_on_sale_queues_with_no_return_hosts_no_reentry_no_message(staff) 
 
 
 def test_staff_set_mode_hosts_reentry_and_message_and_each_change_is_audited(staff) -> None:
-    create(staff)
+    staff_api_create(staff)
     response = staff.patch(
-        f"{BASE}tour/",
+        f"{STAFF_API}tour/",
         {
             "mode": "safety_net",
             "allowed_return_hosts": ["WWW.Shop.example", "shop.example:8443", "www.shop.example"],
@@ -50,7 +50,7 @@ def test_staff_set_mode_hosts_reentry_and_message_and_each_change_is_audited(sta
     public = Client().get("/api/v1/events/tour").json()
     assert (public["mode"], public["message"]) == ("safety_net", "General sale at 10:00")
     # null clears the message.
-    cleared = staff.patch(f"{BASE}tour/", {"message": None}, format="json").json()
+    cleared = staff.patch(f"{STAFF_API}tour/", {"message": None}, format="json").json()
     assert cleared["message"] is None
     assert Client().get("/api/v1/events/tour").json()["message"] is None
 
@@ -69,8 +69,8 @@ def test_staff_set_mode_hosts_reentry_and_message_and_each_change_is_audited(sta
     ],
 )
 def test_bad_settings_are_refused_with_the_field_named(staff, field, value) -> None:
-    create(staff)
-    response = staff.patch(f"{BASE}tour/", {field: value}, format="json")
+    staff_api_create(staff)
+    response = staff.patch(f"{STAFF_API}tour/", {field: value}, format="json")
     assert response.status_code == 400
     assert response.json()["error"] == "validation_error"
     assert field in response.json()["fields"]

@@ -16,7 +16,7 @@ from queueing.line import index_sync
 from queueing.line.reads import event_layout
 from queueing.models import QueueEntry
 from queueing.rules.ticket_codec import ticket_read
-from tests.conftest import join, new_fan
+from tests.helpers import join, new_fan
 from tests.processes import free_port
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ from queueing.hot import client, keys, line_index
 from queueing.hot.line_index import LocateRequest, Where
 from queueing.line.reads import event_layout
 from queueing.rules.ticket_codec import ticket_read
-from tests.conftest import join, new_fan
+from tests.helpers import join, new_fan
 
 cluster_only = pytest.mark.skipif(
     not settings.REDIS_CLUSTER, reason="runs in the Redis Cluster pass of `make test`"

@@ -10,14 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test import Client, override_settings
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from config.asgi import django_asgi_app
 from queueing.line import joining
@@ -27,7 +23,7 @@ from queueing.rules.errors import AddressLimited
 from queueing.rules.line_limits import within_address_cap
 from queueing.web.hot_paths import HotPaths
 from tests.asgi import asgi_call
-from tests.conftest import join
+from tests.helpers import STAFF_API, join, staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -245,13 +241,8 @@ def test_batches_of_two_processes_cannot_both_fill_the_cap(make_event, monkeypat
 
 def test_staff_set_the_cap_through_the_api(make_event) -> None:
     event = make_event()
-    user = get_user_model().objects.create_user("ann", password="pw-123456", is_staff=True)
-    user.user_permissions.add(
-        *Permission.objects.filter(content_type__app_label="events", codename="change_event")
-    )
-    staff = APIClient()
-    staff.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-    url = f"/api/v1/manage/events/{event.slug}/"
+    staff = staff_client("ann", "change_event", api=True, token=True)
+    url = f"{STAFF_API}{event.slug}/"
     assert staff.get(url).json()["max_live_per_address"] == 0
     changed = staff.patch(url, {"max_live_per_address": 4}, format="json")
     assert changed.status_code == 200

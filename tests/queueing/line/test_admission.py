@@ -4,21 +4,15 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from queueing.beat import event_tick
 from queueing.hot import keys, stats
 from queueing.line.admission import admission_run
 from queueing.models import AuditRecord, QueueEntry
 from queueing.rules.eta import SETTLING_SECONDS, estimate_wait
 from queueing.rules.states import EntryStatus
 from staff.services import TierSpec, event_pause, event_resume
-from tests.conftest import join, new_fan
-from tests.helpers import entry_of, fans_join, poll, statuses
+from tests.helpers import entry_of, fans_join, join, new_fan, poll, statuses, tick
 
 pytestmark = pytest.mark.django_db
-
-
-def tick(event, now=None):
-    return event_tick(event_id=event.id, now=now or timezone.now())
 
 
 def test_capacity_3_with_10_fans_admits_exactly_the_first_3(make_event) -> None:

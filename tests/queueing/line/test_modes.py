@@ -12,7 +12,6 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from events.models import Event
-from queueing.beat import event_tick
 from queueing.line.admission import ADMISSION_LOCK_NAMESPACE, ManualAdmission, admission_run
 from queueing.line.joining import JoinRequest, JoinResult, entry_join, entry_join_many
 from queueing.line.reads import event_layout, event_public_view
@@ -22,14 +21,9 @@ from queueing.models import AuditRecord, QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.rules.errors import EventMaintenance
 from staff.services import event_pause, event_update
-from tests.conftest import join, new_fan
-from tests.helpers import entry_of, poll, statuses
+from tests.helpers import entry_of, join, new_fan, poll, statuses, tick
 
 pytestmark = pytest.mark.django_db
-
-
-def tick(event: Event, now=None):
-    return event_tick(event_id=event.id, now=now or timezone.now())
 
 
 def opened(event: Event) -> Event:

@@ -22,8 +22,7 @@ from queueing.records.audit import audit_chain_verify
 from queueing.web.hot_paths import HotPaths
 from staff.services import event_update
 from tests.asgi import asgi_call, call
-from tests.conftest import join, new_fan
-from tests.helpers import poll
+from tests.helpers import join, new_fan, poll
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from events.models import Event
-from tests.http import request
+from tests.http import pass_complete, request
 from tests.processes import running_stack, wait_until
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
@@ -43,13 +43,7 @@ def test_a_safety_net_join_on_an_empty_line_comes_back_admitted_with_a_valid_pas
         second = request("POST", f"{base}/api/v1/events/net/join", {}).body
         third = request("POST", f"{base}/api/v1/events/net/join", {}).body
         assert (second["status"], third["status"], third["position"]) == ("admitted", "waiting", 1)
-        done = request(
-            "POST",
-            f"{base}/api/v1/passes/complete",
-            {"pass": body["pass"], "outcome": "completed"},
-            {"Authorization": f"Bearer {event.integration_key}"},
-        )
-        assert done.status == 204
+        pass_complete(base, event.integration_key, body["pass"])
         wait_until(
             lambda: (
                 request("GET", f"{base}/api/v1/tickets/{third['ticket']}").body["status"]

@@ -16,7 +16,7 @@ from queueing.beat import event_tick
 from queueing.line.place_links import place_link_claim, place_link_create
 from queueing.models import PlaceLink, QueueEntry
 from queueing.rules.place_links import LinkRefusal, PlaceLinkRefused
-from tests.conftest import new_fan
+from tests.helpers import new_fan
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,6 @@ from django.utils import timezone
 
 from dashboard.reports import event_report
 from events.models import Event
-from queueing.beat import event_tick
 from queueing.hot import line_index
 from queueing.line import reentry
 from queueing.line.expiry import queued_expire_unseen, sessions_expire
@@ -27,16 +26,11 @@ from queueing.records.entry_reads import position_counted
 from queueing.rules.states import EntryStatus
 from queueing.rules.ticket_codec import TicketRef, ticket_issue, ticket_read
 from staff.services import TierSpec, event_close
-from tests.conftest import join, new_fan
-from tests.helpers import entry_of, fans_join, poll, statuses
+from tests.helpers import entry_of, fans_join, join, new_fan, poll, shop_completes, statuses, tick
 
 pytestmark = pytest.mark.django_db
 
 WINDOW = 300
-
-
-def tick(event: Event, now: Any = None) -> Any:
-    return event_tick(event_id=event.id, now=now or timezone.now())
 
 
 def reenter(ticket: str) -> Any:
@@ -67,12 +61,7 @@ def expire_pass(event: Event, ticket: str) -> None:
 
 
 def shop_abandons(event: Event, ticket: str) -> None:
-    response = Client().post(
-        "/api/v1/passes/complete",
-        {"pass": pass_of(ticket), "outcome": "abandoned"},
-        content_type="application/json",
-        headers={"Authorization": f"Bearer {event.integration_key}"},
-    )
+    response = shop_completes(pass_of(ticket), event.integration_key, "abandoned")
     assert response.status_code == 204
 
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from queueing.beat import event_tick
 from queueing.line.turn_mail import turn_mail_send
 from queueing.models import QueueEntry
-from tests.conftest import new_fan
+from tests.helpers import new_fan
 from tests.http import request
 from tests.mailbox import smtp_server
 from tests.processes import running_stack, wait_until

@@ -17,7 +17,7 @@ from queueing.beat import event_tick
 from queueing.line import followups
 from queueing.models import AuditRecord, PassKey
 from queueing.passes.signing import pass_key_rotate
-from tests.helpers import entry_of, fans_join, poll, statuses
+from tests.helpers import entry_of, fans_join, poll, shop_completes, statuses
 
 pytestmark = pytest.mark.django_db
 
@@ -35,15 +35,6 @@ def verify(token, **extra):
         Client()
         .post("/api/v1/passes/verify", {"pass": token, **extra}, content_type="application/json")
         .json()
-    )
-
-
-def complete(token, key, outcome="completed"):
-    return Client().post(
-        "/api/v1/passes/complete",
-        {"pass": token, "outcome": outcome},
-        content_type="application/json",
-        headers={"Authorization": f"Bearer {key}"},
     )
 
 
@@ -106,7 +97,7 @@ def test_expired_completed_and_other_event_passes_are_rejected(admitted, make_ev
     event, tickets, token = admitted
     assert verify(token, event="some-other-event") == {"valid": False, "reason": "wrong_event"}
     second = poll(tickets[1])["pass"]
-    assert complete(token, event.integration_key).status_code == 204
+    assert shop_completes(token, event.integration_key).status_code == 204
     assert verify(token) == {"valid": False, "reason": "completed"}
     # Expired: the session ran out.
     event_tick(event_id=event.id, now=timezone.now() + timedelta(seconds=event.session_seconds + 5))
@@ -116,18 +107,18 @@ def test_expired_completed_and_other_event_passes_are_rejected(admitted, make_ev
 
 def test_complete_needs_the_events_integration_key_and_is_idempotent(admitted) -> None:
     event, tickets, token = admitted
-    assert complete(token, "wrong").status_code == 401
+    assert shop_completes(token, "wrong").status_code == 401
     assert (
         Client()
         .post("/api/v1/passes/complete", {"pass": token}, content_type="application/json")
         .status_code
         == 401
     )
-    assert complete(token, event.integration_key, "abandoned").status_code == 204
-    assert complete(token, event.integration_key, "abandoned").status_code == 204
+    assert shop_completes(token, event.integration_key, "abandoned").status_code == 204
+    assert shop_completes(token, event.integration_key, "abandoned").status_code == 204
     assert statuses(tickets[:1]) == ["abandoned"]
     assert AuditRecord.objects.filter(action="abandoned").count() == 1
-    assert complete("garbage", event.integration_key).status_code == 400
+    assert shop_completes("garbage", event.integration_key).status_code == 400
     # The freed slot goes to the next fan.
     event_tick(event_id=event.id, now=timezone.now())
     assert statuses(tickets) == ["abandoned", "admitted", "admitted"]
@@ -175,7 +166,7 @@ def test_completion_stands_when_the_broker_is_down(admitted, monkeypatch) -> Non
     from django.test import TestCase
 
     with TestCase.captureOnCommitCallbacks(execute=True):
-        assert complete(token, event.integration_key).status_code == 204
+        assert shop_completes(token, event.integration_key).status_code == 204
     assert statuses(tickets[:1]) == ["completed"]
 
 
@@ -289,7 +280,7 @@ def test_forged_headers_are_worthless_to_verify_and_complete(admitted) -> None:
             {"valid": False, "reason": "bad_signature"},
             {"valid": False, "reason": "malformed"},
         ), name
-        refused = complete(forged, event.integration_key)
+        refused = shop_completes(forged, event.integration_key)
         assert refused.status_code == 400, name
         assert refused.json()["error"] == "bad_request", name
     # None of them touched the real session, which still verifies.

@@ -7,7 +7,7 @@ from django.utils import timezone
 from queueing.models import GENESIS_HASH, AuditRecord
 from queueing.records.audit import audit_chain_verify, record_hash
 from staff.services import event_pause, event_resume, event_update
-from tests.conftest import join, new_fan
+from tests.helpers import join, new_fan
 
 pytestmark = pytest.mark.django_db
 

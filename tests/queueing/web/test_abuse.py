@@ -8,7 +8,7 @@ from django.test import Client, RequestFactory, override_settings
 from queueing.models import QueueEntry
 from queueing.web import client_address
 from queueing.web.client_address import client_ip
-from tests.conftest import join
+from tests.helpers import join
 
 pytestmark = pytest.mark.django_db
 

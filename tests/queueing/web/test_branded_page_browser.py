@@ -18,6 +18,7 @@ from events.models import Event, EventLogo
 from queueing.models import AuditRecord
 from staff.services import event_logo_change, event_update
 from tests.browser import chromium
+from tests.helpers import staff_user
 from tests.http import request
 from tests.images import badge_png
 from tests.processes import ROOT, running_stack
@@ -136,7 +137,7 @@ def test_the_admin_preview_shows_unsaved_changes_and_saves_nothing(
     make_event, tmp_path: Path
 ) -> None:
     event = branded_event(make_event)
-    boss = get_user_model().objects.create_superuser("boss", "b@x.example", password=None)
+    boss = staff_user("boss", superuser=True, password=None)
     get_user_model().objects.filter(pk=boss.pk).update(
         password=make_password("a-long-pass-123", hasher="pbkdf2_sha256")
     )

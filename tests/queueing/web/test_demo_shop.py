@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from queueing.beat import event_tick
 from queueing.web import demo_shop
-from tests.helpers import fans_join, poll, statuses
+from tests.helpers import fans_join, poll, shop_completes, statuses
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -68,12 +68,7 @@ def test_a_live_pass_opens_the_shop_and_completes_once(shop) -> None:
 
 def test_a_pass_completed_through_the_api_is_refused_by_the_shop(shop) -> None:
     event, _ticket, status = shop
-    completed = Client().post(
-        "/api/v1/passes/complete",
-        {"pass": status["pass"], "outcome": "completed"},
-        content_type="application/json",
-        headers={"Authorization": f"Bearer {event.integration_key}"},
-    )
+    completed = shop_completes(status["pass"], event.integration_key)
     assert completed.status_code == 204
     _browser, page = shop_page(status["redirect_url"])
     assert page.status_code == 403

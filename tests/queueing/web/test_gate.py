@@ -29,7 +29,7 @@ from queueing.passes import cached
 from queueing.passes.signing import pass_issue, pass_key_rotate
 from queueing.web.hot_paths import HotPaths
 from tests.asgi import AsgiReply, asgi_call, call
-from tests.helpers import fans_join, poll
+from tests.helpers import fans_join, poll, shop_completes
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -181,12 +181,13 @@ def test_a_session_the_shop_completed_is_refused_within_the_bound(
 
     monkeypatch.setattr(session_states, "session_statuses_read", counted)
     cookie = f"wr_pass_sale={token}"
+    key = Event.objects.get(slug="sale").integration_key
 
     async def scenario() -> list[int]:
         statuses = [(await gate(lean_only, cookie)).status for _ in range(20)]
         assert reads == [1]  # twenty requests, one read: no query per request
-        completed = await asyncio.to_thread(complete, token)
-        assert completed == 204
+        completed = await asyncio.to_thread(shop_completes, token, key)
+        assert completed.status_code == 204
         statuses.append((await gate(lean_only, cookie)).status)  # still trusted, for now
         await asyncio.sleep(settings.WR_GATE_STATE_SECONDS + 0.05)
         statuses.append((await gate(lean_only, cookie)).status)
@@ -232,20 +233,6 @@ def test_a_status_past_half_its_time_is_read_again_without_making_the_fan_wait(
 async def gate(app: Any, cookie: str, slug: str = "sale") -> AsgiReply:
     headers = {**SHOP, "x-original-uri": "/", "cookie": cookie}
     return await asgi_call(app, "GET", f"/gate/{slug}/check", headers=headers)
-
-
-def complete(token: str) -> int:
-    key = Event.objects.get(slug="sale").integration_key
-    return (
-        Client()
-        .post(
-            "/api/v1/passes/complete",
-            {"pass": token, "outcome": "completed"},
-            content_type="application/json",
-            headers={"Authorization": f"Bearer {key}"},
-        )
-        .status_code
-    )
 
 
 def test_sessions_asked_for_together_are_read_in_one_query(

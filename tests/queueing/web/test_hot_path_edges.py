@@ -23,7 +23,7 @@ from queueing.web import api_fan, hot_paths, join_batcher, lean_routes
 from queueing.web.hot_paths import HotPaths
 from queueing.web.middleware import hot_path_headers
 from tests.asgi import AsgiReply, asgi_call, call
-from tests.conftest import join, new_fan
+from tests.helpers import join, new_fan
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -24,7 +24,7 @@ from queueing.web import join_batcher
 from queueing.web.hot_paths import HotPaths
 from staff.services import TierSpec
 from tests.asgi import AsgiReply, asgi_call, call
-from tests.conftest import join, new_fan
+from tests.helpers import join, new_fan, staff_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -273,10 +273,8 @@ def test_an_oversized_join_body_is_refused(make_event, hot, settings) -> None:
 
 
 def test_a_logged_in_fan_joins_through_django_as_their_account(make_event, hot) -> None:
-    from django.contrib.auth.models import User
-
     event = make_event(capacity=0)
-    user = User.objects.create_user("fan", password="pw-for-a-fan-123")
+    user = staff_user("fan", staff=False)
     browser = Client()
     browser.force_login(user)
     session = browser.cookies["sessionid"].value

@@ -1,13 +1,12 @@
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
 from queueing.models import AuditRecord, QueueEntry
 from staff.services import TierSpec, event_close
-from tests.conftest import join, new_fan
+from tests.helpers import join, new_fan, staff_user
 
 pytestmark = pytest.mark.django_db
 
@@ -77,7 +76,7 @@ def test_the_idempotency_key_identifies_clients_without_cookies(event) -> None:
 
 
 def test_a_logged_in_user_has_one_ticket_across_browsers(event) -> None:
-    user = get_user_model().objects.create_user("fan", password="pw-123456")
+    user = staff_user("fan", staff=False)
     browsers = [Client(), Client()]
     for browser in browsers:
         browser.force_login(user)

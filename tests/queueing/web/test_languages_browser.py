@@ -14,7 +14,7 @@ from django.contrib.humanize.templatetags.humanize import intcomma
 from django.utils import translation
 
 from tests.browser import chromium, wait_for_true
-from tests.http import request
+from tests.http import pass_complete, request
 from tests.processes import ROOT, running_stack, wait_until
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
@@ -47,13 +47,7 @@ def _let_in_and_finish(base: str, ticket: str, key: str) -> None:
         timeout=15,
         what="the fan ahead to be admitted",
     )
-    done = request(
-        "POST",
-        f"{base}/api/v1/passes/complete",
-        {"pass": body["pass"], "outcome": "completed"},
-        {"Authorization": f"Bearer {key}"},
-    )
-    assert done.status == 204
+    pass_complete(base, key, body["pass"])
 
 
 def _box(page, selector: str) -> dict[str, float]:

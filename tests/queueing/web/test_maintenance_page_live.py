@@ -5,10 +5,9 @@ their place, and it goes again when staff switch back."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
 
 from tests.browser import chromium
+from tests.helpers import staff_token
 from tests.http import request
 from tests.processes import running_stack, wait_until
 
@@ -31,8 +30,7 @@ def test_the_notice_comes_and_goes_with_the_mode_without_a_reload(make_event) ->
     with running_stack() as stack:
         base = stack.web()
         make_event(slug="fix", capacity=1, rate_per_minute=0, heartbeat_seconds=600)
-        staff = get_user_model().objects.create_superuser("ann", "ann@example.com", None)
-        token = Token.objects.create(user=staff).key
+        token = staff_token("ann", superuser=True)
         stack.worker()
         stack.beat()
         # Someone in the shop already: the page's fan waits, first in line.

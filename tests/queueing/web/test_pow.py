@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 
 from queueing.web.abuse import leading_zero_bits, solves
-from tests.conftest import join, new_fan
+from tests.helpers import join, new_fan
 
 pytestmark = pytest.mark.django_db
 

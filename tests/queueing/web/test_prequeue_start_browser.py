@@ -42,7 +42,7 @@ def test_a_prequeue_page_becomes_the_waiting_page_in_place_at_the_start(
             ]
             for _ in range(5)
         ]
-        token = staff_token()
+        token = staff_token("ann", superuser=True)
         stack.worker()
         stack.beat()
         with chromium() as browser:

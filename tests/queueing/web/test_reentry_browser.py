@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.browser import chromium
-from tests.http import request
+from tests.http import pass_complete, request
 from tests.processes import ROOT, running_stack, wait_until
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
@@ -37,15 +37,6 @@ def test_a_fan_goes_back_to_the_deep_link_and_back_in_line_after_an_abandoned_vi
         stack.worker()
         stack.beat()
 
-        def complete(token: str, outcome: str) -> None:
-            answer = request(
-                "POST",
-                f"{base}/api/v1/passes/complete",
-                {"pass": token, "outcome": outcome},
-                {"Authorization": f"Bearer {key}"},
-            )
-            assert answer.status == 204
-
         def admitted_pass(ticket: str) -> str:
             body = wait_until(
                 lambda: (
@@ -66,7 +57,7 @@ def test_a_fan_goes_back_to_the_deep_link_and_back_in_line_after_an_abandoned_vi
             first_pass = page.url.split("wr_pass=", 1)[1]
 
             other = request("POST", f"{base}/api/v1/events/encore/join", {}).body["ticket"]
-            complete(first_pass, "abandoned")  # the shop gives up on this visit
+            pass_complete(base, key, first_pass, "abandoned")  # the shop gives up on this visit
             other_pass = admitted_pass(other)  # the slot went to the fan behind
 
             page.goto(f"{base}/e/encore/")
@@ -81,7 +72,7 @@ def test_a_fan_goes_back_to_the_deep_link_and_back_in_line_after_an_abandoned_vi
             assert page.inner_text("#position") == "1"
             # The page is a waiting page again: when the shop frees the slot, it goes on
             # by itself, to the deep link with a new pass.
-            complete(other_pass, "completed")
+            pass_complete(base, key, other_pass)
             page.wait_for_url(f"{deep}&wr_pass=*", timeout=15_000)
             second_pass = page.url.split("wr_pass=", 1)[1]
             assert second_pass != first_pass

@@ -12,22 +12,15 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import Client
-from django.utils import timezone
 
 from config.asgi import application, django_asgi_app
 from events.models import Event
-from queueing.beat import event_tick
 from queueing.web.hot_paths import HotPaths
 from tests.asgi import call
-from tests.conftest import join, new_fan
-from tests.helpers import entry_of, poll
+from tests.helpers import entry_of, join, new_fan, poll, tick
 
 TARGET = "https://shop.example/checkout"
 DEEP = "https://shop.example/events/42/seats?block=C"
-
-
-def tick(event: Event) -> None:
-    event_tick(event_id=event.id, now=timezone.now())
 
 
 def admitted_redirect(event: Event, ticket: str) -> str:

@@ -7,8 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.test import Client
 
 from config.asgi import django_asgi_app
@@ -17,22 +15,11 @@ from queueing import in_process
 from queueing.models import AuditAction, AuditRecord
 from queueing.web.hot_paths import HotPaths
 from tests.asgi import call
-from tests.conftest import join, new_fan
+from tests.helpers import join, new_fan, staff_client
 
 pytestmark = pytest.mark.django_db
 
 HOSTILE = '<script>alert(1)</script>\n<img src=x onerror="alert(2)">'
-
-
-def staff(*, may_change: bool = True) -> Client:
-    user = get_user_model().objects.create_user(
-        f"staff-{may_change}", password="x-long-password", is_staff=True
-    )
-    if may_change:
-        user.user_permissions.add(Permission.objects.get(codename="change_event"))
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def say(client: Client, slug: str, **form: str) -> Any:
@@ -41,7 +28,7 @@ def say(client: Client, slug: str, **form: str) -> Any:
 
 def test_staff_set_and_clear_the_message_from_the_dashboard_audited(make_event) -> None:
     event = make_event(slug="word")
-    client = staff()
+    client = staff_client("staff-True", "change_event")
     assert (
         say(client, "word", message="  Presale sold out.\nGeneral sale at 10:00.  ").status_code
         == 302
@@ -66,7 +53,7 @@ def test_staff_set_and_clear_the_message_from_the_dashboard_audited(make_event) 
 
 def test_a_message_too_long_is_refused_and_nothing_changes(make_event) -> None:
     event = make_event(slug="long")
-    client = staff()
+    client = staff_client("staff-True", "change_event")
     reply = say(client, "long", message="x" * 501)
     assert reply.status_code == 302
     event.refresh_from_db()
@@ -76,7 +63,7 @@ def test_a_message_too_long_is_refused_and_nothing_changes(make_event) -> None:
 
 def test_staff_who_may_only_look_cannot_change_the_message(make_event) -> None:
     event = make_event(slug="look")
-    say(staff(may_change=False), "look", message="Hello")
+    say(staff_client("staff-False"), "look", message="Hello")
     event.refresh_from_db()
     assert event.message == ""
     assert Client().post("/dashboard/events/look/message", {"message": "x"}).status_code == 302

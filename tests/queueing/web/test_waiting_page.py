@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser import chromium
-from tests.http import request
+from tests.http import pass_complete, request
 from tests.processes import ROOT, running_stack, wait_until
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
@@ -54,15 +54,7 @@ def test_a_fan_watches_the_line_move_and_lands_in_the_shop(make_event, tmp_path:
                     timeout=15,
                     what="the fan ahead to be admitted",
                 )
-                assert (
-                    request(
-                        "POST",
-                        f"{base}/api/v1/passes/complete",
-                        {"pass": body["pass"], "outcome": "completed"},
-                        {"Authorization": f"Bearer {key}"},
-                    ).status
-                    == 204
-                )
+                pass_complete(base, key, body["pass"])
                 deadline = time.monotonic() + 10
                 while time.monotonic() < deadline and "/shop/" not in page.url:
                     text = page.inner_text("#position") if page.locator("#position").count() else ""

@@ -10,7 +10,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client, override_settings
 from django.utils import timezone
 
@@ -23,7 +22,7 @@ from queueing.web import abuse
 from queueing.web.hot_paths import HotPaths
 from staff.services import TierSpec, event_close
 from tests.asgi import asgi_call
-from tests.conftest import join, new_fan
+from tests.helpers import join, new_fan, staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -152,8 +151,7 @@ def test_the_dashboard_shows_wrong_codes_of_the_last_hour(make_event) -> None:
     event = _presale(make_event)
     for i in range(4):
         _guess(event.slug, f"GUESS-{i}")
-    staff = Client()
-    staff.force_login(get_user_model().objects.create_user("ann", password="pw", is_staff=True))
+    staff = staff_client("ann")
     page = staff.get(f"/dashboard/events/{event.slug}/").content.decode()
     assert "Wrong access codes (last hour)" in page
     assert '<strong id="fig-wrong-codes">4</strong>' in page

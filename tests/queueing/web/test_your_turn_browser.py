@@ -75,7 +75,7 @@ def test_a_message_reaches_live_and_polling_pages_and_goes_again(make_event, tmp
     with running_stack() as stack:
         base = stack.web()
         make_event(slug="word", capacity=1, rate_per_minute=0, heartbeat_seconds=30)
-        token = staff_token()
+        token = staff_token("ann", superuser=True)
         stack.worker()
         stack.beat()
         fill_the_shop(base, "word")
