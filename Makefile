@@ -61,9 +61,9 @@ messages: $(STAMP)
 
 # Re-take the screenshots kept in docs/ (from the real-browser tests).
 screenshots: setup
-	WR_SAVE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/queueing/test_waiting_page.py tests/queueing/test_languages_browser.py \
-		tests/queueing/test_your_turn_browser.py tests/queueing/test_place_links_browser.py \
-		tests/queueing/test_branded_page_browser.py tests/dashboard/test_report_browser.py tests/dashboard/test_preview_browser.py tests/dashboard/test_dashboard_browser.py tests/dashboard/test_catalogue_browser.py
+	WR_SAVE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/queueing/web/test_waiting_page.py tests/queueing/web/test_languages_browser.py \
+		tests/queueing/web/test_your_turn_browser.py tests/queueing/web/test_place_links_browser.py \
+		tests/queueing/web/test_branded_page_browser.py tests/dashboard/test_report_browser.py tests/dashboard/test_preview_browser.py tests/dashboard/test_dashboard_browser.py tests/dashboard/test_catalogue_browser.py
 
 # The benchmark (docs/benchmarks.md); bench-quick is the under-two-minutes version for
 # checking hot-path changes before committing. Neither is run by CI.

@@ -5,7 +5,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 from django_redis import get_redis_connection
 
@@ -64,20 +63,6 @@ def make_event(db: None, django_capture_on_commit_callbacks: Any) -> MakeEvent:
 @pytest.fixture
 def event(make_event: MakeEvent) -> Event:
     return make_event()
-
-
-def join(client: Client, slug: str, body: dict[str, Any] | None = None, **headers: str) -> Any:
-    return client.post(
-        f"/api/v1/events/{slug}/join",
-        data=body or {},
-        content_type="application/json",
-        headers=headers,
-    )
-
-
-def new_fan() -> Client:
-    """A browser of its own: its own cookie jar, hence its own identity."""
-    return Client()
 
 
 @pytest.fixture(scope="session", autouse=True)

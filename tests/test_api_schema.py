@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
-from rest_framework.authtoken.models import Token
 
+from tests.helpers import staff_token
 from tests.processes import BIN, ROOT, running_stack
 
 SCHEMATHESIS_CHECKS = ",".join(
@@ -56,8 +55,7 @@ def test_schemathesis_finds_no_server_errors_and_no_schema_violations(
 ) -> None:
     make_event(slug="demo")
     # Every permission, so that the writes are exercised too (docs/api.md, "Staff API").
-    staff = get_user_model().objects.create_superuser("robot", "robot@example.com", None)
-    token = Token.objects.create(user=staff).key
+    token = staff_token("robot", superuser=True)
     with running_stack() as stack:
         base = stack.web(workers=2)
         result = subprocess.run(

@@ -1,6 +1,7 @@
 """The code's shape, held by tests: the apps' and rooms' one-way rule (import-linter contracts
 in .importlinter), no import cycles, no function-local imports that would hide one, a map in
-docs/architecture.md that names every module, and long modules that say why they are."""
+docs/architecture.md that names every module, and long modules that say why they are. And the
+tests' own: no test module imports another (what two of them share is in a helpers module)."""
 
 from __future__ import annotations
 
@@ -167,3 +168,59 @@ def test_long_modules_say_why_at_their_top() -> None:
             if lines > LONG_MODULE_LINES and "350 lines" not in why:
                 unexplained.append(f"{path.relative_to(ROOT)} ({lines} lines)")
     assert unexplained == []
+
+
+def _test_module_imports(source: str, module: str) -> list[str]:
+    """What the module ``module`` (dotted, ``tests.staff.test_api``) imports of a test module:
+    a ``test_*`` module, or a ``test_*`` name from a package (which pytest would collect
+    again), absolute or relative; each as ``line: tests.x.test_y``."""
+    package = module.split(".")[:-1]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            origin = ".".join([*base, *([node.module] if node.module else [])])
+            if any(part.startswith("test_") for part in origin.split(".")):
+                names = [origin]
+            else:
+                names = [f"{origin}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found += [
+            f"{node.lineno}: {name}"
+            for name in names
+            if any(part.startswith("test_") for part in name.split("."))
+        ]
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    found = []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        relative = path.relative_to(ROOT)
+        module = ".".join(relative.with_suffix("").parts)
+        found += [f"{relative}:{hit}" for hit in _test_module_imports(path.read_text(), module)]
+    assert found == []
+
+
+def test_the_test_import_check_finds_test_modules_imported() -> None:
+    source = "\n".join(
+        [
+            "from tests.helpers import join",
+            "from tests.staff.test_api import forbidden, WRITES",
+            "import tests.events.test_catalogue",
+            "from tests.dashboard import report_history, test_metrics",
+            "from . import test_admin",
+            "from ..events.test_catalogue import GROUPS",
+            "from .admin_forms import change_form_data",
+        ]
+    )
+    assert _test_module_imports(source, "tests.staff.test_branding_preview") == [
+        "2: tests.staff.test_api",
+        "3: tests.events.test_catalogue",
+        "4: tests.dashboard.test_metrics",
+        "5: tests.staff.test_admin",
+        "6: tests.events.test_catalogue",
+    ]

@@ -20,19 +20,17 @@ from queueing.models import AuditRecord, QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.rules.shuffle import shuffled_order
 from tests.faults import RedisServer, TcpProxy, kill_process_group
-from tests.http import request
+from tests.helpers import waiting_entries
+from tests.http import fan_joins, request, ticket_complete
 from tests.processes import running_stack, wait_until
-from tests.queueing.helpers import waiting_entries
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 STABLE_REDIS = settings.REDIS_URL  # the broker and channel layer stay up in these tests
 
 
-def join(base: str, slug: str) -> dict:
-    reply = request("POST", f"{base}/api/v1/events/{slug}/join", {})
-    assert reply.status in (200, 201), (reply.status, reply.body)
-    return reply.body
+# A join's answers: a new place (201), or the place this fan already holds (200).
+JOINED = (200, 201)
 
 
 def count(event, status: str) -> int:
@@ -49,17 +47,6 @@ def no_double_admission(event) -> None:
     assert len(ids) == QueueEntry.objects.filter(event=event, admitted_at__isnull=False).count()
 
 
-def complete(base: str, event, ticket: str) -> None:
-    token = request("GET", f"{base}/api/v1/tickets/{ticket}").body["pass"]
-    reply = request(
-        "POST",
-        f"{base}/api/v1/passes/complete",
-        {"pass": token},
-        {"Authorization": f"Bearer {event.integration_key}"},
-    )
-    assert reply.status == 204
-
-
 def test_redis_killed_and_restarted_mid_sale_loses_nothing(make_event, tmp_path) -> None:
     hot = RedisServer(tmp_path)
     hot.start()
@@ -71,16 +58,16 @@ def test_redis_killed_and_restarted_mid_sale_loses_nothing(make_event, tmp_path)
             base = stack.web()
             stack.worker()
             stack.beat()
-            tickets = [join(base, "rr")["ticket"] for _ in range(20)]
+            tickets = [fan_joins(base, "rr", accept=JOINED)["ticket"] for _ in range(20)]
             wait_until(lambda: count(event, "admitted") == 2, timeout=20, what="admissions")
 
             hot.kill()
             # Joins and status still work, from PostgreSQL.
-            during = [join(base, "rr") for _ in range(5)]
+            during = [fan_joins(base, "rr", accept=JOINED) for _ in range(5)]
             assert {body["status"] for body in during} == {"waiting"}
             assert [body["position"] for body in during] == [19, 20, 21, 22, 23]
             # Admission carries on: a slot frees and the next fan is let in.
-            complete(base, event, tickets[0])
+            ticket_complete(base, event, tickets[0])
             wait_until(
                 lambda: count(event, "admitted") == 2 and count(event, "completed") == 1,
                 timeout=10,
@@ -103,7 +90,7 @@ def test_redis_killed_and_restarted_mid_sale_loses_nothing(make_event, tmp_path)
             ]
             assert positions == list(range(1, len(waiting) + 1))
             assert QueueEntry.objects.filter(event=event).count() == 25  # every acknowledged join
-            after = join(base, "rr")
+            after = fan_joins(base, "rr", accept=JOINED)
             assert after["position"] == len(waiting) + 1
             no_double_admission(event)
             assert audit_chain_verify(event_id=event.id).ok
@@ -156,7 +143,7 @@ def test_two_beats_at_once_admit_nobody_twice(make_event) -> None:
     event = make_event(slug="beats", capacity=3, rate_per_minute=0, heartbeat_seconds=600)
     with running_stack() as stack:
         base = stack.web()
-        tickets = [join(base, "beats")["ticket"] for _ in range(30)]
+        tickets = [fan_joins(base, "beats", accept=JOINED)["ticket"] for _ in range(30)]
         stack.worker(name="w1")
         stack.worker(name="w2")
         stack.beat(name="beat1")
@@ -170,7 +157,7 @@ def test_two_beats_at_once_admit_nobody_twice(make_event) -> None:
                     continue
                 body = request("GET", f"{base}/api/v1/tickets/{ticket}").body
                 if body["status"] == "admitted":
-                    complete(base, event, ticket)
+                    ticket_complete(base, event, ticket)
                     done.add(ticket)
                     break
             time.sleep(0.2)
@@ -191,7 +178,7 @@ def test_postgresql_unreachable_answers_503_and_recovers(make_event) -> None:
             DATABASE_CONNECT_TIMEOUT="1",
         ) as stack:
             base = stack.web(workers=1)
-            acknowledged = [join(base, "pg")["ticket"] for _ in range(5)]
+            acknowledged = [fan_joins(base, "pg", accept=JOINED)["ticket"] for _ in range(5)]
             proxy.cut()
             started = time.monotonic()
             refused = request("POST", f"{base}/api/v1/events/pg/join", {})
@@ -233,7 +220,7 @@ def test_a_burst_of_joins_at_the_sale_start_while_admission_runs(make_event) -> 
             delay = (starts - timezone.now()).total_seconds() - 2 + i * 4 / 400
             if delay > 0:
                 time.sleep(delay)
-            return join(base, "burst")
+            return fan_joins(base, "burst", accept=JOINED)
 
         with ThreadPoolExecutor(max_workers=48) as pool:
             replies = list(pool.map(timed_join, range(400)))

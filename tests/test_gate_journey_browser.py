@@ -22,14 +22,13 @@ from typing import Any
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from django.contrib.auth import get_user_model
 from playwright.sync_api import BrowserContext, Page, Response, expect
-from rest_framework.authtoken.models import Token
 
 from events.models import Event
 from tests.browser import chromium
 from tests.edge import needs_nginx
 from tests.gate_rig import SLUG, GatedShop, gated_shop
+from tests.helpers import staff_token
 from tests.http import pass_complete, request
 from tests.processes import wait_until
 
@@ -115,8 +114,7 @@ def run_journey(rig: GatedShop, make_event, tmp_path: Path) -> None:  # type: ig
     )
     other = make_event(slug="other", capacity=1, rate_per_minute=0, heartbeat_seconds=600)
     key = event.integration_key
-    staff = get_user_model().objects.create_superuser("ann", "ann@example.com", None)
-    token = Token.objects.create(user=staff).key
+    token = staff_token("ann", superuser=True)
     rig.stack.worker()
     rig.stack.beat()
     wait_until(

@@ -21,7 +21,7 @@ from queueing.passes.signing import pass_issue
 from tests.edge import needs_nginx
 from tests.faults import kill_process_group
 from tests.gate_rig import SLUG, STATE_SECONDS, GatedShop, gated_shop
-from tests.http import request
+from tests.http import pass_complete
 
 pytestmark = [
     pytest.mark.processes,
@@ -74,13 +74,7 @@ def test_the_shop_opens_only_to_a_valid_pass_through_nginx(make_event, shop) -> 
 
     # The shop reports the session completed: refused within WR_GATE_STATE_SECONDS (plus
     # one read) by the room, and so by nginx.
-    completed = request(
-        "POST",
-        f"{shop.room}/api/v1/passes/complete",
-        {"pass": token, "outcome": "completed"},
-        headers={"Authorization": f"Bearer {event.integration_key}"},
-    )
-    assert completed.status == 204
+    pass_complete(shop.room, event.integration_key, token)
     at = time.monotonic()
     while (answer := fan.request("GET", "/seats/12?row=a")).status == 200:
         assert time.monotonic() - at < STATE_SECONDS + 1.0, "still let in past the bound"

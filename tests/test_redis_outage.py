@@ -28,9 +28,9 @@ from queueing.rules.ticket_codec import TicketRef, ticket_issue
 from staff.services import event_pause, event_resume
 from tests.brokers import AMQP_URL, amqp_queue_delete, amqp_require
 from tests.faults import RedisServer
+from tests.helpers import admission_halted, tickets_in_line_order, waiting_entries
 from tests.http import request
 from tests.processes import celery_queue, running_stack, wait_until
-from tests.queueing.helpers import admission_halted, tickets_in_line_order, waiting_entries
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 

@@ -10,11 +10,8 @@ import json
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.test import Client, RequestFactory
-from rest_framework.authtoken.models import Token
 
 from config.asgi import application
 from events.models import Event
@@ -22,28 +19,18 @@ from queueing.models import QueueEntry
 from queueing.web.api_errors import drf_exception_handler
 from queueing.web.middleware import ApiErrorMiddleware
 from tests.asgi import AsgiReply, call
-from tests.conftest import join, new_fan
+from tests.helpers import join, new_fan, staff_client, staff_token
 
 LIMIT = 64 * 1024
 CHUNK = 8 * 1024
 # The most body messages an app behind the limit may ask for: the one crossing it is the last.
 MOST_CHUNKS_READ = LIMIT // CHUNK + 1
+# Allowed to read, add and change on-sales: what is refused here is the request, not the user.
+STAFF_RIGHTS = ("view_event", "add_event", "change_event")
 
 
 def _fields(count: int) -> str:
     return "&".join(f"f{i}=1" for i in range(count))
-
-
-def _staff_token() -> str:
-    user = get_user_model().objects.create_user("ann", password="pw-123456", is_staff=True)
-    # Allowed to read, add and change on-sales: what is refused here is the request, not the user.
-    user.user_permissions.add(
-        *Permission.objects.filter(
-            content_type__app_label="events",
-            codename__in=["view_event", "add_event", "change_event"],
-        )
-    )
-    return Token.objects.create(user=user).key
 
 
 def _assert_bad_request(status: int, content_type: str, body: Any) -> None:
@@ -55,7 +42,7 @@ def _assert_bad_request(status: int, content_type: str, body: Any) -> None:
 
 @pytest.fixture
 def staff() -> Client:
-    return Client(headers={"authorization": f"Token {_staff_token()}"})
+    return staff_client("ann", *STAFF_RIGHTS, token=True)
 
 
 @pytest.mark.django_db
@@ -136,7 +123,9 @@ def _huge_json() -> bytes:
 @pytest.mark.django_db(transaction=True)
 def test_a_chunked_body_over_the_limit_is_cut_there_on_the_staff_api() -> None:
     reply = _chunked(
-        "/api/v1/manage/events/", _huge_json(), authorization=f"Token {_staff_token()}"
+        "/api/v1/manage/events/",
+        _huge_json(),
+        authorization=f"Token {staff_token('ann', *STAFF_RIGHTS)}",
     )
     _assert_bad_request(reply.status, reply.headers["content-type"], reply.body)
     assert reply.headers["x-frame-options"] == "DENY"  # the security headers, as Django's
@@ -181,7 +170,7 @@ def test_a_declared_length_over_the_limit_is_refused_before_a_byte_is_read() -> 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_chunked_body_within_the_limit_is_read_like_any_other(make_event) -> None:
-    token = _staff_token()
+    token = staff_token("ann", *STAFF_RIGHTS)
     body = {"slug": "tour", "name": "The Tour", "target_url": "https://shop.example/"}
     created = _chunked(
         "/api/v1/manage/events/", json.dumps(body).encode(), authorization=f"Token {token}"

@@ -5,10 +5,10 @@ import subprocess
 import sys
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from config.workers import uvicorn_config
+from tests.helpers import staff_client
 from tests.processes import ROOT
 
 pytestmark = pytest.mark.django_db
@@ -55,8 +55,7 @@ def test_pages_carry_security_headers(event) -> None:
 def test_forms_need_their_csrf_token(event) -> None:
     browser = Client(enforce_csrf_checks=True)
     assert browser.post(f"/e/{event.slug}/", {"access_code": ""}).status_code == 403
-    staff = Client(enforce_csrf_checks=True)
-    staff.force_login(get_user_model().objects.create_user("s", password="pw", is_staff=True))
+    staff = staff_client("s", csrf_checks=True)
     response = staff.post(
         f"/dashboard/events/{event.slug}/control", {"action": "pause", "confirmed": "yes"}
     )

@@ -3,8 +3,6 @@ import io
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 from django.db import connection, transaction
 from django.utils import timezone
@@ -14,23 +12,14 @@ from queueing.beat import event_tick
 from queueing.models import AuditAction, AuditRecord, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many
 from queueing.rules.states import EntryStatus
-from tests.queueing.helpers import entry_of, fans_join, poll
+from tests.helpers import AUDITOR, entry_of, fans_join, poll, shop_completes, staff_client
 
 pytestmark = pytest.mark.django_db
 
 
-def client_for(user=None) -> APIClient:
-    client = APIClient()
-    if user is not None:
-        client.force_authenticate(user)
-    return client
-
-
 @pytest.fixture
 def auditor():
-    user = get_user_model().objects.create_user("audrey", password="pw-123456")
-    user.groups.add(Group.objects.get(name="auditors"))
-    return client_for(user)
+    return staff_client("audrey", api=True, **AUDITOR)
 
 
 def test_a_full_lifecycle_appears_in_the_trail_in_order(make_event, auditor) -> None:
@@ -38,13 +27,8 @@ def test_a_full_lifecycle_appears_in_the_trail_in_order(make_event, auditor) -> 
     first, second = fans_join(event.slug, 2)
     event_tick(event_id=event.id, now=timezone.now())
     token = poll(first)["pass"]
-    client_for().post(
-        "/api/v1/passes/complete",
-        {"pass": token},
-        format="json",
-        HTTP_AUTHORIZATION=f"Bearer {event.integration_key}",
-    )
-    client_for().delete(f"/api/v1/tickets/{second}")
+    shop_completes(token, event.integration_key)
+    APIClient().delete(f"/api/v1/tickets/{second}")
     body = auditor.get(f"/api/v1/audit/records/?event={event.slug}").json()
     assert [r["action"] for r in body["results"]] == [
         "event_created",
@@ -109,10 +93,7 @@ def test_an_auditor_can_read_but_not_change_anything(make_event, auditor) -> Non
 @pytest.mark.parametrize("who", ["auditor", "staff"])
 def test_a_write_on_the_audit_api_is_405_with_allow_for_those_who_may_read(make_event, who) -> None:
     event = make_event()
-    user = get_user_model().objects.create_user(who, password="pw-123456", is_staff=who == "staff")
-    if who == "auditor":
-        user.groups.add(Group.objects.get(name="auditors"))
-    reader = client_for(user)
+    reader = staff_client(who, api=True, **(AUDITOR if who == "auditor" else {}))
     paths = [
         "/api/v1/audit/records/",
         f"/api/v1/audit/events/{event.slug}/verify",
@@ -129,14 +110,14 @@ def test_a_write_on_the_audit_api_is_405_with_allow_for_those_who_may_read(make_
 
 def test_everyone_else_is_kept_out(make_event) -> None:
     event = make_event()
-    assert client_for().get("/api/v1/audit/records/").status_code == 401
-    fan = get_user_model().objects.create_user("fan", password="pw-123456")
-    response = client_for(fan).get(f"/api/v1/audit/events/{event.slug}/verify")
+    assert APIClient().get("/api/v1/audit/records/").status_code == 401
+    fan = staff_client("fan", staff=False, api=True)
+    response = fan.get(f"/api/v1/audit/events/{event.slug}/verify")
     assert response.status_code == 403
     assert response.json()["error"] == "forbidden"
     # A write is refused as what they may not do, before the method is looked at.
-    assert client_for().delete("/api/v1/audit/records/").status_code == 401
-    response = client_for(fan).delete("/api/v1/audit/records/")
+    assert APIClient().delete("/api/v1/audit/records/").status_code == 401
+    response = fan.delete("/api/v1/audit/records/")
     assert (response.status_code, response.json()["error"]) == (403, "forbidden")
 
 

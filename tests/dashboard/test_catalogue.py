@@ -7,7 +7,6 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -19,7 +18,7 @@ from queueing.beat import event_tick
 from queueing.hot import keys
 from staff.services import event_close, event_pause
 from tests.events.bulk import bulk_events, spread
-from tests.queueing.helpers import fans_join
+from tests.helpers import fans_join, staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -28,9 +27,7 @@ HOUR = timedelta(hours=1)
 
 @pytest.fixture
 def staff() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_user("ann", password="pw", is_staff=True))
-    return client
+    return staff_client("ann")
 
 
 def slugs(page) -> list[str]:
@@ -158,8 +155,7 @@ def test_waiting_is_counted_in_postgresql_when_redis_lost_the_index(
 
 def test_the_catalogue_is_for_staff_only(make_event) -> None:
     assert Client().get("/dashboard/catalogue/figures").status_code == 302
-    fan = Client()
-    fan.force_login(get_user_model().objects.create_user("fan", password="pw"))
+    fan = staff_client("fan", staff=False)
     assert fan.get("/dashboard/").status_code == 302
 
 

@@ -11,7 +11,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from events.models import Event
@@ -19,6 +18,7 @@ from queueing.beat import event_tick
 from staff.services import event_pause
 from tests.browser import chromium
 from tests.events.bulk import bulk_events, spread
+from tests.helpers import staff_user
 from tests.http import request
 from tests.processes import ROOT, wait_until
 
@@ -32,7 +32,7 @@ def rows(page) -> list[str]:
 
 
 def test_staff_browse_search_and_page_the_catalogue(live_server, make_event, tmp_path: Path):
-    get_user_model().objects.create_user("ann", password="a-long-pass-123", is_staff=True)
+    staff_user("ann", password="a-long-pass-123")
     now = timezone.now()
     hour = timedelta(hours=1)
     bulk_events(spread(90, now=now))  # 30 live (open an hour ago), 30 upcoming, 30 ended

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
-from django.contrib.auth.models import Permission
 
 from events.models import Event, EventControl
 from tests.browser import chromium
+from tests.helpers import staff_user
 from tests.http import request
 from tests.processes import ROOT, running_stack, wait_until
 
@@ -20,8 +20,7 @@ pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 def test_staff_watch_figures_change_and_pause_from_the_page(make_event, tmp_path: Path) -> None:
     # Hashed the way the server process (production settings) can check it.
-    ann = get_user_model().objects.create_user("ann", password=None, is_staff=True)
-    ann.user_permissions.add(Permission.objects.get(codename="change_event"))
+    ann = staff_user("ann", "change_event", password=None)
     get_user_model().objects.filter(pk=ann.pk).update(
         password=make_password("a-long-pass-123", hasher="pbkdf2_sha256")
     )

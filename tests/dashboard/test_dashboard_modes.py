@@ -6,21 +6,18 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from events.models import EventMode
 from queueing.models import AuditRecord
-from tests.dashboard.test_dashboard_views import steering_staff
+from tests.helpers import staff_client
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def staff() -> Client:
-    client = Client()
-    client.force_login(steering_staff("ann"))
-    return client
+    return staff_client("ann", "change_event")
 
 
 def test_the_catalogue_and_the_on_sales_page_show_the_mode(staff, make_event) -> None:
@@ -69,8 +66,7 @@ def test_an_unknown_mode_changes_nothing(staff, make_event) -> None:
 
 def test_changing_the_mode_needs_the_right_to_steer(make_event) -> None:
     event = make_event()
-    onlooker = Client()
-    onlooker.force_login(get_user_model().objects.create_user("viv", password="pw", is_staff=True))
+    onlooker = staff_client("viv")
     onlooker.post(
         f"/dashboard/events/{event.slug}/control",
         {"action": "mode", "value": "passthrough", "confirmed": "yes"},
@@ -81,8 +77,7 @@ def test_changing_the_mode_needs_the_right_to_steer(make_event) -> None:
 
 def test_changing_the_mode_needs_the_csrf_token(make_event) -> None:
     event = make_event()
-    browser = Client(enforce_csrf_checks=True)
-    browser.force_login(steering_staff("bea"))
+    browser = staff_client("bea", "change_event", csrf_checks=True)
     url = f"/dashboard/events/{event.slug}/control"
     form = {"action": "mode", "value": "passthrough", "confirmed": "yes"}
     assert browser.post(url, form).status_code == 403

@@ -1,34 +1,23 @@
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.test import Client
 from django.utils import timezone
 
 from events.models import EventControl
 from queueing.models import AuditRecord, QueueEntry
 from staff.services import event_pause
-from tests.queueing.helpers import fans_join
+from tests.helpers import fans_join, staff_client
 
 pytestmark = pytest.mark.django_db
 
 
-def steering_staff(username: str):
-    user = get_user_model().objects.create_user(username, password="pw", is_staff=True)
-    user.user_permissions.add(Permission.objects.get(codename="change_event"))
-    return user
-
-
 @pytest.fixture
 def staff() -> Client:
-    client = Client()
-    client.force_login(steering_staff("ann"))
-    return client
+    return staff_client("ann", "change_event")
 
 
 def test_staff_without_change_rights_may_look_but_not_steer(make_event) -> None:
     event = make_event()
-    onlooker = Client()
-    onlooker.force_login(get_user_model().objects.create_user("viv", password="pw", is_staff=True))
+    onlooker = staff_client("viv")
     assert onlooker.get(f"/dashboard/events/{event.slug}/").status_code == 200
     onlooker.post(
         f"/dashboard/events/{event.slug}/control", {"action": "close", "confirmed": "yes"}
@@ -40,8 +29,7 @@ def test_staff_without_change_rights_may_look_but_not_steer(make_event) -> None:
 def test_the_dashboard_is_for_staff_only(make_event) -> None:
     event = make_event()
     assert Client().get("/dashboard/").status_code == 302  # to the login page
-    fan = Client()
-    fan.force_login(get_user_model().objects.create_user("fan", password="pw"))
+    fan = staff_client("fan", staff=False)
     assert fan.get(f"/dashboard/events/{event.slug}/stats").status_code == 302
 
 
@@ -86,8 +74,7 @@ def test_admit_n_now_from_the_admin(make_event) -> None:
     event = make_event(capacity=5, rate_per_minute=1)
     fans_join(event.slug, 5)
     event_tick(event_id=event.id, now=timezone.now())  # the rate lets one in
-    admin = Client()
-    admin.force_login(get_user_model().objects.create_superuser("root", "r@x.example", "pw"))
+    admin = staff_client("root", superuser=True)
     admin.post(
         "/admin/events/event/",
         {"action": "admit_now", "_selected_action": [event.pk], "count": "3"},
@@ -124,8 +111,7 @@ def test_every_control_needs_its_csrf_token(make_event, control, start, post, ch
     if start == EventControl.PAUSED:
         event_pause(event=event, actor="test", now=timezone.now())
     url = f"/dashboard/events/{event.slug}/control"
-    browser = Client(enforce_csrf_checks=True)
-    browser.force_login(steering_staff("eve"))
+    browser = staff_client("eve", "change_event", csrf_checks=True)
     records = AuditRecord.objects.filter(event=event).count()
     # A cross-site form: neither the confirmation step nor the confirmed control goes through.
     assert browser.post(url, post).status_code == 403

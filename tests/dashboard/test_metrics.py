@@ -1,7 +1,7 @@
 import pytest
 from django.test import Client
 
-from tests.queueing.helpers import fans_join
+from tests.helpers import fans_join
 
 pytestmark = pytest.mark.django_db
 

@@ -5,26 +5,18 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.contrib.auth.models import Permission, User
 from django.forms.models import model_to_dict
 from django.test import Client
 
 from queueing.models import AuditRecord
+from tests.helpers import staff_client
 
 pytestmark = pytest.mark.django_db
 
 
-def staff_with(*codenames: str, username: str = "planner") -> Client:
-    user = User.objects.create_user(username, password="pw-planner-1", is_staff=True)
-    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.fixture
-def staff_client() -> Client:
-    return staff_with("view_event")
+def planner() -> Client:
+    return staff_client("planner", "view_event")
 
 
 def figure(html: str, name: str) -> str:
@@ -33,9 +25,9 @@ def figure(html: str, name: str) -> str:
     return found.group(1)
 
 
-def test_the_preview_runs_the_sales_own_settings_at_first(staff_client, make_event) -> None:
+def test_the_preview_runs_the_sales_own_settings_at_first(planner, make_event) -> None:
     make_event(slug="tour", capacity=0, rate_per_minute=6000, session_seconds=600)
-    reply = staff_client.get("/dashboard/events/tour/preview")
+    reply = planner.get("/dashboard/events/tour/preview")
     assert reply.status_code == 200
     html = reply.content.decode()
     # The example: 50,000 in 10 minutes, at 100 a second: nobody waits past the next tick,
@@ -50,11 +42,11 @@ def test_the_preview_runs_the_sales_own_settings_at_first(staff_client, make_eve
     assert "<svg" in html and "Expected fans in line over time" in html
 
 
-def test_a_line_longer_than_the_pace_shows_its_waits(staff_client, make_event) -> None:
+def test_a_line_longer_than_the_pace_shows_its_waits(planner, make_event) -> None:
     """600 a minute let in, 50,000 in 10 minutes: 44,000 are left at 10 minutes, and the
     last goes in at about 83 minutes (50,000 / 600), 73 minutes after arriving."""
     make_event(slug="busy", capacity=0, rate_per_minute=600)
-    html = staff_client.get("/dashboard/events/busy/preview").content.decode()
+    html = planner.get("/dashboard/events/busy/preview").content.decode()
     assert figure(html, "peak") == "44,000"
     assert figure(html, "last") == "1 h 13 min"
     assert figure(html, "empty") == "1 h 23 min"
@@ -63,13 +55,13 @@ def test_a_line_longer_than_the_pace_shows_its_waits(staff_client, make_event) -
     assert ">15 min</text>" in html and ">1 h 15 min</text>" in html
 
 
-def test_staff_try_other_settings_and_nothing_is_saved(staff_client, make_event) -> None:
+def test_staff_try_other_settings_and_nothing_is_saved(planner, make_event) -> None:
     event = make_event(slug="drop", capacity=100, rate_per_minute=600, session_seconds=600)
     before = model_to_dict(event)
     records = AuditRecord.objects.count()
 
     def last_wait(**query: str) -> str:
-        reply = staff_client.get(
+        reply = planner.get(
             "/dashboard/events/drop/preview",
             {"fans": "600", "over_minutes": "1", "shop_minutes": "1"} | query,
         )
@@ -88,9 +80,9 @@ def test_staff_try_other_settings_and_nothing_is_saved(staff_client, make_event)
     assert AuditRecord.objects.count() == records
 
 
-def test_the_form_keeps_what_staff_tried(staff_client, make_event) -> None:
+def test_the_form_keeps_what_staff_tried(planner, make_event) -> None:
     make_event(slug="kept", capacity=100)
-    html = staff_client.get(
+    html = planner.get(
         "/dashboard/events/kept/preview", {"capacity": "250", "tail_per_minute": "30"}
     ).content.decode()
     assert 'name="capacity" value="250"' in html
@@ -116,18 +108,18 @@ def test_the_form_keeps_what_staff_tried(staff_client, make_event) -> None:
         {"capacity": ""},
     ],
 )
-def test_bad_input_is_a_form_error_not_a_crash(staff_client, make_event, query) -> None:
+def test_bad_input_is_a_form_error_not_a_crash(planner, make_event, query) -> None:
     make_event(slug="oops")
-    reply = staff_client.get("/dashboard/events/oops/preview", query)
+    reply = planner.get("/dashboard/events/oops/preview", query)
     assert reply.status_code == 400
     html = reply.content.decode()
     assert 'role="alert"' in html and 'id="fig-last"' not in html
 
 
-def test_the_worst_a_query_can_ask_is_still_a_page(staff_client, make_event) -> None:
+def test_the_worst_a_query_can_ask_is_still_a_page(planner, make_event) -> None:
     """The most fans, the slowest shop: the simulation stops at its horizon (a day)."""
     make_event(slug="huge")
-    reply = staff_client.get(
+    reply = planner.get(
         "/dashboard/events/huge/preview",
         {
             "capacity": "1",
@@ -151,26 +143,22 @@ def test_who_may_see_it(make_event) -> None:
     url = "/dashboard/events/private/preview"
     anonymous = Client().get(url)
     assert anonymous.status_code == 302 and "login" in anonymous["Location"]
-    fan = User.objects.create_user("fan", password="pw-fan-12345")
-    client = Client()
-    client.force_login(fan)
-    assert client.get(url).status_code == 302  # not staff: the admin's login
-    assert staff_with(username="bare").get(url).status_code == 403
-    assert staff_with("view_event", username="viewer").get(url).status_code == 200
-    assert staff_with("change_event", username="editor").get(url).status_code == 200
-    root = Client()
-    root.force_login(User.objects.create_superuser("root", password="pw-root-12345"))
+    fan = staff_client("fan", staff=False)
+    assert fan.get(url).status_code == 302  # not staff: the admin's login
+    assert staff_client("bare").get(url).status_code == 403
+    assert staff_client("viewer", "view_event").get(url).status_code == 200
+    assert staff_client("editor", "change_event").get(url).status_code == 200
+    root = staff_client("root", superuser=True)
     assert root.get(url).status_code == 200
     assert root.get("/dashboard/events/missing/preview").status_code == 404
     assert root.post(url).status_code == 405
 
 
-def test_the_event_page_and_the_admin_link_to_it(staff_client, make_event) -> None:
+def test_the_event_page_and_the_admin_link_to_it(planner, make_event) -> None:
     event = make_event(slug="linked")
-    page = staff_client.get("/dashboard/events/linked/").content.decode()
+    page = planner.get("/dashboard/events/linked/").content.decode()
     assert 'href="/dashboard/events/linked/preview"' in page
-    admin = Client()
-    admin.force_login(User.objects.create_superuser("root", password="pw-root-12345"))
+    admin = staff_client("root", superuser=True)
     form = admin.get(f"/admin/events/event/{event.pk}/change/").content.decode()
     # A link, not a submit of the whole form: nothing of the form (its CSRF token, access
     # codes) ends up in an address; the script adds the three settings as they stand.

@@ -10,12 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from playwright.sync_api import Response
 
 from events.models import Event
 from tests.browser import chromium, screenshot, watch_errors
+from tests.helpers import staff_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,10 +28,7 @@ def test_staff_preview_the_line_and_try_other_settings(
     live_server, make_event, tmp_path: Path
 ) -> None:
     event = make_event(slug="summer-tour", capacity=2000, rate_per_minute=3000, session_seconds=600)
-    ann = get_user_model().objects.create_user("ann", password="a-long-pass-123", is_staff=True)
-    ann.user_permissions.add(
-        *Permission.objects.filter(codename__in=["view_event", "change_event"])
-    )
+    staff_user("ann", "view_event", "change_event", password="a-long-pass-123")
     base = live_server.url
     errors: list[str] = []
     with chromium() as browser:

@@ -11,11 +11,10 @@ import os
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 
 from tests.browser import chromium, watch_errors
 from tests.dashboard.report_history import realistic_history
+from tests.helpers import AUDITOR, staff_user
 from tests.processes import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,10 +34,8 @@ def test_an_auditor_reads_prints_and_downloads_the_report(
     live_server, make_event, tmp_path: Path
 ) -> None:
     realistic_history(make_event, fans=3000)
-    get_user_model().objects.create_user("ann", password="a-long-pass-123", is_staff=True)
-    audrey = get_user_model().objects.create_user("audrey", password="a-long-pass-123")
-    # A flush by an earlier transactional test takes the migrations' group away.
-    audrey.groups.add(Group.objects.get_or_create(name="auditors")[0])
+    staff_user("ann", password="a-long-pass-123")
+    staff_user("audrey", password="a-long-pass-123", **AUDITOR)
     base = live_server.url
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 1200, "height": 900})

@@ -12,37 +12,25 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.contrib.staticfiles import finders
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from dashboard.sale_report import sale_report
 from queueing.models import QueueEntry
 from tests.dashboard.report_history import FANS, T, build_history, in_line
-from tests.queueing.helpers import fans_join
+from tests.helpers import AUDITOR, fans_join, staff_client
 
 pytestmark = pytest.mark.django_db
 
 SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 
 
-def signed_in(username: str, *, staff: bool = False, auditor: bool = False) -> Client:
-    user = get_user_model().objects.create_user(username, password="pw", is_staff=staff)
-    if auditor:
-        user.groups.add(Group.objects.get(name="auditors"))
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.fixture
 def staff() -> Client:
-    return signed_in("ann", staff=True)
+    return staff_client("ann")
 
 
 def figures(report, tier: str = "All tiers"):
@@ -124,8 +112,7 @@ def test_wait_histograms_per_tier(make_event) -> None:
 def test_the_page_agrees_with_the_auditors_json_report(make_event) -> None:
     event = build_history(make_event)
     report = sale_report(event, now=timezone.now())
-    api = APIClient()
-    api.force_authenticate(get_user_model().objects.create_user("x", is_staff=True))
+    api = staff_client("x", api=True)
     json_report = api.get(f"/api/v1/audit/events/{event.slug}/report").json()
     assert json_report["joined"] == report.overall.figures.joined
     assert json_report["admitted"] == report.overall.figures.admitted
@@ -219,11 +206,11 @@ def test_who_may_read_the_report(make_event) -> None:
         anonymous = Client().get(path)
         assert anonymous.status_code == 302
         assert anonymous["Location"].startswith("/dashboard/sign-in/?next=")
-        assert signed_in(f"fan-{len(path)}").get(path).status_code == 403
-        assert signed_in(f"audrey-{len(path)}", auditor=True).get(path).status_code == 200
-        assert signed_in(f"sam-{len(path)}", staff=True).get(path).status_code == 200
-    assert signed_in("stan", staff=True).get("/dashboard/events/nope/report").status_code == 404
-    audra = signed_in("audra", auditor=True)
+        assert staff_client(f"fan-{len(path)}", staff=False).get(path).status_code == 403
+        assert staff_client(f"audrey-{len(path)}", **AUDITOR).get(path).status_code == 200
+        assert staff_client(f"sam-{len(path)}").get(path).status_code == 200
+    assert staff_client("stan").get("/dashboard/events/nope/report").status_code == 404
+    audra = staff_client("audra", **AUDITOR)
     assert audra.head(f"/dashboard/events/{event.slug}/report").status_code == 200
     assert audra.post(f"/dashboard/events/{event.slug}/report").status_code == 405
 
@@ -274,7 +261,7 @@ def test_a_sale_spread_over_years_keeps_the_charts_small(staff, make_event) -> N
 def test_a_page_costs_the_same_queries_for_ten_fans_or_a_thousand(make_event) -> None:
     """Aggregates in PostgreSQL: the number of queries does not grow with the fans (the
     fairness figures send one number per admitted fan, in one query: dashboard/reports.py)."""
-    auditor = signed_in("audrey", auditor=True)
+    auditor = staff_client("audrey", **AUDITOR)
     event = build_history(make_event)
     with CaptureQueriesContext(connection) as few:
         assert auditor.get(f"/dashboard/events/{event.slug}/report").status_code == 200

@@ -2,11 +2,9 @@
 after the sale through it, and it counts passwords like the admin's login."""
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.test import Client
 
-from dashboard.permissions import AUDITORS_GROUP
+from tests.helpers import AUDITOR, staff_user
 
 pytestmark = pytest.mark.django_db
 
@@ -14,15 +12,9 @@ SIGN_IN = "/dashboard/sign-in/"
 RIGHT = "a-long-right-password"
 
 
-def auditor(username: str) -> None:
-    user = get_user_model().objects.create_user(username, password=RIGHT)
-    group, _ = Group.objects.get_or_create(name=AUDITORS_GROUP)
-    user.groups.add(group)
-
-
 def test_an_auditor_who_is_not_staff_signs_in_and_reads_the_report(make_event) -> None:
     event = make_event(slug="told")
-    auditor("audrey")
+    staff_user("audrey", password=RIGHT, **AUDITOR)
     client = Client()
     report = f"/dashboard/events/{event.slug}/report"
     sent = client.get(report)
@@ -38,7 +30,7 @@ def test_an_auditor_who_is_not_staff_signs_in_and_reads_the_report(make_event) -
 
 def test_the_sign_in_locks_out_after_the_accounts_budget(settings) -> None:
     settings.WR_LOGIN_FAILURES_PER_ACCOUNT = 3
-    auditor("ann")
+    staff_user("ann", password=RIGHT, **AUDITOR)
     client = Client()
     for _ in range(3):
         refused = client.post(SIGN_IN, {"username": "ann", "password": "wrong"})
@@ -50,7 +42,7 @@ def test_the_sign_in_locks_out_after_the_accounts_budget(settings) -> None:
 
 
 def test_the_sign_in_does_not_follow_a_next_to_another_site() -> None:
-    auditor("otto")
+    staff_user("otto", password=RIGHT, **AUDITOR)
     signed = Client().post(
         SIGN_IN, {"username": "otto", "password": RIGHT, "next": "https://evil.example/"}
     )

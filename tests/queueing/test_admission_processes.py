@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from queueing.models import QueueEntry
 from queueing.rules.ticket_codec import ticket_read
-from tests.http import request
+from tests.http import pass_complete, request
 from tests.processes import running_stack, wait_until
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
@@ -43,13 +43,7 @@ def test_capacity_completion_and_expiry_with_worker_and_beat(make_event) -> None
 
         completed_at = time.monotonic()
         for token in passes[:2]:
-            reply = request(
-                "POST",
-                f"{base}/api/v1/passes/complete",
-                {"pass": token, "outcome": "completed"},
-                {"Authorization": f"Bearer {event.integration_key}"},
-            )
-            assert reply.status == 204
+            pass_complete(base, event.integration_key, token)
         wait_until(
             lambda: sum(admitted()) == 3 and admitted()[3:5] == [True, True],
             timeout=3,

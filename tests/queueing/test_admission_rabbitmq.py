@@ -15,7 +15,7 @@ from queueing.models import QueueEntry
 from staff.services import event_update
 from tests.brokers import AMQP_URL, amqp_queue_delete, amqp_queue_depth, amqp_require
 from tests.faults import RedisServer
-from tests.http import request
+from tests.http import fan_joins, ticket_complete, ticket_status
 from tests.processes import celery_queue, running_stack, wait_until
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
@@ -32,37 +32,15 @@ def rabbitmq() -> Iterator[dict[str, str]]:
         amqp_queue_delete(queue)
 
 
-def join(base: str, slug: str) -> dict:
-    reply = request("POST", f"{base}/api/v1/events/{slug}/join", {})
-    assert reply.status == 201, (reply.status, reply.body)
-    return reply.body
-
-
-def status_of(base: str, ticket: str) -> dict:
-    reply = request("GET", f"{base}/api/v1/tickets/{ticket}")
-    assert reply.status == 200, (reply.status, reply.body)
-    return reply.body
-
-
 def admitted(event) -> int:
     return QueueEntry.objects.filter(event=event, status="admitted").count()
-
-
-def complete(base: str, event, ticket: str) -> None:
-    reply = request(
-        "POST",
-        f"{base}/api/v1/passes/complete",
-        {"pass": status_of(base, ticket)["pass"], "outcome": "completed"},
-        {"Authorization": f"Bearer {event.integration_key}"},
-    )
-    assert reply.status == 204, (reply.status, reply.body)
 
 
 def test_fans_are_admitted_with_celery_on_rabbitmq(make_event, rabbitmq) -> None:
     event = make_event(slug="amqp", capacity=3, rate_per_minute=0, heartbeat_seconds=600)
     with running_stack(**rabbitmq) as stack:
         base = stack.web()
-        tickets = [join(base, "amqp")["ticket"] for _ in range(6)]
+        tickets = [fan_joins(base, "amqp")["ticket"] for _ in range(6)]
 
         # The beat alone for a while: its messages expire on the broker (their `expires` is
         # RabbitMQ's time to live), so a worker that starts late finds no backlog.
@@ -76,16 +54,16 @@ def test_fans_are_admitted_with_celery_on_rabbitmq(make_event, rabbitmq) -> None
         stack.worker()
         wait_until(lambda: admitted(event) == 3, timeout=20, what="the first admissions")
         assert f"Connected to {Connection(AMQP_URL).as_uri()}" in stack.log("worker")
-        first = [status_of(base, t) for t in tickets[:3]]
+        first = [ticket_status(base, t) for t in tickets[:3]]
         assert [s["status"] for s in first] == ["admitted"] * 3
         assert all(s["pass"] and s["redirect_url"] for s in first)
-        assert [status_of(base, t)["position"] for t in tickets[3:]] == [1, 2, 3]
+        assert [ticket_status(base, t)["position"] for t in tickets[3:]] == [1, 2, 3]
 
         # A completion asks a worker, through RabbitMQ, to admit the next fan at once.
         completed_at = time.monotonic()
-        complete(base, event, tickets[0])
+        ticket_complete(base, event, tickets[0])
         wait_until(
-            lambda: status_of(base, tickets[3])["status"] == "admitted",
+            lambda: ticket_status(base, tickets[3])["status"] == "admitted",
             timeout=5,
             what="the next fan to be let in",
         )
@@ -106,30 +84,30 @@ def test_admission_goes_on_while_the_hot_index_redis_is_gone(
             base = stack.web()
             stack.worker()
             stack.beat()
-            tickets = [join(base, "nored")["ticket"] for _ in range(8)]
+            tickets = [fan_joins(base, "nored")["ticket"] for _ in range(8)]
             wait_until(lambda: admitted(event) == 2, timeout=20, what="the first admissions")
 
             hot.kill()
             # Statuses and joins answer from PostgreSQL.
-            assert [status_of(base, t)["position"] for t in tickets[2:]] == [1, 2, 3, 4, 5, 6]
-            late = [join(base, "nored") for _ in range(2)]
+            assert [ticket_status(base, t)["position"] for t in tickets[2:]] == [1, 2, 3, 4, 5, 6]
+            late = [fan_joins(base, "nored") for _ in range(2)]
             assert [body["position"] for body in late] == [7, 8]
 
             # A freed slot is filled at once: the completion's message goes through RabbitMQ.
-            complete(base, event, tickets[0])
+            ticket_complete(base, event, tickets[0])
             wait_until(
-                lambda: status_of(base, tickets[2])["status"] == "admitted",
+                lambda: ticket_status(base, tickets[2])["status"] == "admitted",
                 timeout=10,
                 what="admission after a completion without Redis",
             )
             # The beat's ticks admit too: more room in the shop, the next two in line go in.
             event_update(event=event, actor="test", now=timezone.now(), changes={"capacity": 4})
             wait_until(lambda: admitted(event) == 4, timeout=10, what="admission by the ticks")
-            after = [status_of(base, t) for t in tickets[2:5]]
+            after = [ticket_status(base, t) for t in tickets[2:5]]
             assert [s["status"] for s in after] == ["admitted"] * 3
             assert all(s["pass"] for s in after)
-            assert [status_of(base, t)["position"] for t in tickets[5:]] == [1, 2, 3]
-            assert [status_of(base, body["ticket"])["position"] for body in late] == [4, 5]
+            assert [ticket_status(base, t)["position"] for t in tickets[5:]] == [1, 2, 3]
+            assert [ticket_status(base, body["ticket"])["position"] for body in late] == [4, 5]
             assert QueueEntry.objects.filter(event=event).count() == 10
     finally:
         hot.kill()

@@ -17,9 +17,9 @@ from queueing.models import QueueEntry
 from queueing.rules.ticket_codec import ticket_read
 from staff.services import event_pause
 from tests.events.bulk import bulk_started
+from tests.helpers import fans_join
 from tests.http import request
 from tests.processes import running_stack, wait_until
-from tests.queueing.helpers import fans_join
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 

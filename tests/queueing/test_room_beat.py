@@ -20,7 +20,7 @@ from queueing.line.index_sync import hot_index_maintain
 from queueing.models import QueueEntry
 from staff.services import event_close
 from tests.events.bulk import bulk_started
-from tests.queueing.helpers import fans_join, statuses
+from tests.helpers import fans_join, statuses
 
 pytestmark = pytest.mark.django_db
 

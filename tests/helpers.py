@@ -1,0 +1,195 @@
+"""What the tests share, in process (the live stack's: tests/http.py): fans joining and polling
+through Django's test client, the line's entries read back, one on-sale's tick, staff accounts
+and their clients, and the staff API's basics. No test module imports another test module
+(tests/test_architecture.py): what two of them need is here."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+from django.test import Client
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from dashboard.permissions import AUDITORS_GROUP
+from queueing.beat import event_tick
+from queueing.models import QueueEntry
+from queueing.rules.ticket_codec import TicketRef, ticket_issue, ticket_read
+from staff.services import event_pause
+
+# Fans and their line.
+
+
+def new_fan() -> Client:
+    """A browser of its own: its own cookie jar, hence its own identity."""
+    return Client()
+
+
+def join(client: Client, slug: str, body: dict[str, Any] | None = None, **headers: str) -> Any:
+    return client.post(
+        f"/api/v1/events/{slug}/join",
+        data=body or {},
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def fans_join(slug: str, count: int, body: dict | None = None) -> list[str]:
+    return [join(new_fan(), slug, body).json()["ticket"] for _ in range(count)]
+
+
+def entry_of(ticket: str) -> QueueEntry:
+    return QueueEntry.objects.get(pk=ticket_read(ticket).entry_id)
+
+
+def statuses(tickets: list[str]) -> list[str]:
+    return [entry_of(t).status for t in tickets]
+
+
+def poll(ticket: str) -> dict:
+    return Client().get(f"/api/v1/tickets/{ticket}").json()
+
+
+def shop_completes(pass_token: str, integration_key: str, outcome: str = "completed") -> Any:
+    """The shop reports a fan's checkout over (``POST /api/v1/passes/complete``); the answer."""
+    return Client().post(
+        "/api/v1/passes/complete",
+        {"pass": pass_token, "outcome": outcome},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {integration_key}"},
+    )
+
+
+def tick(event, now=None):
+    """One on-sale's tick (queueing/beat.py: schedule, expiry, admission, broadcast), at
+    ``now`` or this moment; its outcome."""
+    return event_tick(event_id=event.id, now=now or timezone.now())
+
+
+def waiting_entries(event, tier, count: int, *, prefix: str = "fan") -> None:
+    """``count`` waiting fans of ``tier`` written straight to PostgreSQL (no join path, no
+    hot index: callers rebuild it when they need it)."""
+    now = timezone.now()
+    QueueEntry.objects.bulk_create(
+        QueueEntry(
+            event=event,
+            tier=tier,
+            identity=f"{prefix}{i}",
+            status="waiting",
+            joined_at=now,
+            status_changed_at=now,
+        )
+        for i in range(count)
+    )
+
+
+def tickets_in_line_order(event, tier) -> list[str]:
+    return [
+        ticket_issue(TicketRef(entry_id=entry_id, event_id=event.id, tier_id=tier.id))
+        for entry_id in QueueEntry.objects.filter(event=event)
+        .order_by("order_key")
+        .values_list("id", flat=True)
+    ]
+
+
+def admission_halted(event, *, settle_seconds: float = 1.5, timeout: float = 15) -> None:
+    """Pause the on-sale and wait until nobody more is let in (an admission run that read
+    the on-sale before the pause may still finish): positions then hold still, so a test
+    can read them all and expect an exact line."""
+    event_pause(event=event, actor="test", now=timezone.now())
+    deadline = time.monotonic() + timeout
+    admitted = QueueEntry.objects.filter(event=event, status="admitted").count()
+    while time.monotonic() < deadline:
+        time.sleep(settle_seconds)
+        now_admitted = QueueEntry.objects.filter(event=event, status="admitted").count()
+        if now_admitted == admitted:
+            return
+        admitted = now_admitted
+    raise AssertionError(f"admission went on for {timeout}s after the pause")
+
+
+# Staff, auditors and other accounts.
+
+PASSWORD = "pw-123456"
+
+
+def staff_user(
+    username: str = "ann",
+    *codenames: str,
+    staff: bool = True,
+    superuser: bool = False,
+    groups: tuple[str, ...] = (),
+    password: str | None = PASSWORD,
+):
+    """A new account: staff (or not: ``staff=False``) holding exactly these permissions of the
+    events app (``view_event``, ``change_event``, ...), in these groups (``"auditors"``); a
+    superuser holds every permission."""
+    accounts = get_user_model().objects
+    if superuser:
+        user = accounts.create_superuser(username, password=password)
+    else:
+        user = accounts.create_user(username, password=password, is_staff=staff)
+    if codenames:
+        user.user_permissions.set(
+            Permission.objects.filter(content_type__app_label="events", codename__in=codenames)
+        )
+        assert user.user_permissions.count() == len(codenames)
+    for name in groups:
+        # A flush by an earlier transactional test takes the migrations' groups away.
+        user.groups.add(Group.objects.get_or_create(name=name)[0])
+    return user
+
+
+def staff_token(username: str = "ann", *codenames: str, **account: Any) -> str:
+    """A new account's API token (the staff API's ``Authorization: Token …``); the account as
+    ``staff_user`` makes it."""
+    return Token.objects.create(user=staff_user(username, *codenames, **account)).key
+
+
+def staff_client(
+    username: str = "ann",
+    *codenames: str,
+    api: bool = False,
+    token: bool = False,
+    csrf_checks: bool = False,
+    **account: Any,
+) -> Any:
+    """A client signed in as a new account (``staff_user``'s arguments). Django's test client,
+    logged in (checking CSRF tokens when asked), or sending the account's API token
+    (``token``); with ``api``, DRF's ``APIClient``, authenticated as the account or by its
+    token."""
+    user = staff_user(username, *codenames, **account)
+    if token:
+        header = f"Token {Token.objects.create(user=user).key}"
+        if not api:
+            return Client(headers={"authorization": header})
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=header)
+        return client
+    if api:
+        client = APIClient()
+        client.force_authenticate(user)
+        return client
+    client = Client(enforce_csrf_checks=csrf_checks)
+    client.force_login(user)
+    return client
+
+
+# An auditor: not staff, in the auditors' group (``staff_client("audrey", **AUDITOR)``).
+AUDITOR: dict[str, Any] = {"staff": False, "groups": (AUDITORS_GROUP,)}
+
+
+# The staff API (staff/api.py).
+
+STAFF_API = "/api/v1/manage/events/"
+# Every permission on on-sales: what the staff API's tests edit with.
+EDITOR = ("view_event", "add_event", "change_event", "manage_integration_key")
+
+
+def staff_api_create(staff: APIClient, **fields: Any) -> Any:
+    body = {"slug": "tour", "name": "The Tour", "target_url": "https://shop.example/", **fields}
+    return staff.post(STAFF_API, body, format="json")

@@ -1,0 +1,149 @@
+import hashlib
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from queueing.beat import event_tick
+from queueing.models import AuditRecord, QueueEntry
+from queueing.rules.shuffle import shuffled_order
+from staff.services import event_close, event_pause, event_update
+from tests.helpers import entry_of, fans_join, poll, statuses
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_prequeue_shuffle_is_reproducible_from_the_revealed_seed(make_event) -> None:
+    starts = timezone.now() + timedelta(minutes=5)
+    event = make_event(starts_at=starts, capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    published = Client().get(f"/api/v1/events/{event.slug}").json()
+    assert published["shuffle_seed"] is None
+    commitment = published["shuffle_seed_sha256"]
+    created = AuditRecord.objects.get(event=event, action="event_created")
+    assert created.data["shuffle_seed_sha256"] == commitment
+
+    early = fans_join(event.slug, 30)
+    assert {poll(t)["status"] for t in early} == {"prequeue"}
+    event_tick(event_id=event.id, now=starts - timedelta(seconds=1))
+    assert set(statuses(early)) == {"prequeue"}
+
+    # Staff pause, then bring the start forward to now: joins from here on are real late
+    # arrivals, and admission does not move anyone while we look at the order.
+    event_pause(event=event, actor="staff:x", now=timezone.now())
+    started = timezone.now()
+    event_update(event=event, actor="staff:x", now=started, changes={"starts_at": started})
+    event_tick(event_id=event.id, now=timezone.now())
+    late = fans_join(event.slug, 3)
+
+    revealed = Client().get(f"/api/v1/events/{event.slug}").json()["shuffle_seed"]
+    assert hashlib.sha256(revealed.encode()).hexdigest() == commitment
+    shuffled = AuditRecord.objects.get(event=event, action="shuffled")
+    assert shuffled.data["seed"] == revealed and shuffled.data["cohort"] == 30
+
+    # Anyone can recompute the order from the trail: the cohort's ticket ids and the seed.
+    cohort = [
+        str(r.ticket_id)
+        for r in AuditRecord.objects.filter(event=event, action="joined")
+        if r.data["status"] == "prequeue"
+    ]
+    expected = shuffled_order(revealed, cohort)
+    actual = [
+        str(public_id)
+        for public_id in QueueEntry.objects.filter(event=event, status="waiting")
+        .order_by("order_key")
+        .values_list("public_id", flat=True)
+    ]
+    assert actual[:30] == expected
+    assert actual[:30] != cohort  # it did reorder
+    # Later arrivals queue FIFO behind the cohort.
+    assert actual[30:] == [str(entry_of(t).public_id) for t in late]
+    assert [poll(t)["position"] for t in late] == [31, 32, 33]
+
+
+def test_without_shuffle_the_prequeue_keeps_join_order(make_event) -> None:
+    starts = timezone.now() + timedelta(minutes=5)
+    event = make_event(
+        starts_at=starts,
+        shuffle_at_start=False,
+        capacity=0,
+        rate_per_minute=0,
+        heartbeat_seconds=3600,
+    )
+    tickets = fans_join(event.slug, 5)
+    event_pause(event=event, actor="staff:x", now=starts)
+    event_tick(event_id=event.id, now=starts + timedelta(seconds=1))
+    assert [poll(t)["position"] for t in tickets] == [1, 2, 3, 4, 5]
+
+
+def test_admission_waits_for_the_shuffle(make_event) -> None:
+    starts = timezone.now() + timedelta(minutes=5)
+    event = make_event(starts_at=starts, capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    early = fans_join(event.slug, 5)
+    outcome = event_tick(event_id=event.id, now=starts + timedelta(seconds=1))
+    assert outcome is not None and len(outcome.admitted) == 5
+    assert set(statuses(early)) == {"admitted"}
+
+
+def test_closing_revokes_everyone_still_in_line(make_event) -> None:
+    event = make_event(capacity=1, rate_per_minute=0)
+    tickets = fans_join(event.slug, 4)
+    event_tick(event_id=event.id, now=timezone.now())
+    event_close(event=event, actor="staff:x", now=timezone.now())
+    event_tick(event_id=event.id, now=timezone.now())
+    assert statuses(tickets) == ["admitted", "revoked", "revoked", "revoked"]
+    assert poll(tickets[1])["status"] == "revoked"
+    assert AuditRecord.objects.filter(action="revoked").count() == 3
+
+
+def test_after_ends_at_the_line_is_revoked(make_event) -> None:
+    now = timezone.now()
+    event = make_event(
+        capacity=0, rate_per_minute=0, ends_at=now + timedelta(minutes=1), heartbeat_seconds=3600
+    )
+    event_pause_at = now
+    event_pause(event=event, actor="staff:x", now=event_pause_at)
+    tickets = fans_join(event.slug, 2)
+    event_tick(event_id=event.id, now=now + timedelta(minutes=2))
+    assert statuses(tickets) == ["revoked", "revoked"]
+
+
+def test_a_pre_queue_join_committed_after_the_start_queues_behind_the_cohort(
+    make_event, redis_client
+) -> None:
+    from queueing.hot import keys, line_index
+    from queueing.line.reads import event_layout
+    from queueing.line.schedule import line_admit_stragglers
+
+    starts = timezone.now() + timedelta(minutes=5)
+    event = make_event(
+        starts_at=starts,
+        shuffle_at_start=False,
+        capacity=0,
+        rate_per_minute=0,
+        heartbeat_seconds=3600,
+    )
+    cohort = fans_join(event.slug, 3)
+    event_pause(event=event, actor="staff:x", now=starts)
+    event_tick(event_id=event.id, now=starts + timedelta(seconds=1))
+    # A join decided "pre-queue" before the start but committed after it.
+    late = fans_join(event.slug, 2)
+    QueueEntry.objects.filter(pk__in=[entry_of(t).pk for t in late]).update(status="prequeue")
+    layout = event_layout(event.id)
+    for ticket in late:
+        entry = entry_of(ticket)
+        redis_client.zrem(keys.tier_queue(event.id, entry.tier_id), str(entry.pk))
+        line_index.locate(
+            layout,
+            member=entry.pk,
+            tier_id=entry.tier_id,
+            heartbeat_deadline=None,
+            add="pre",
+            order_key=entry.order_key,
+        )
+    assert line_admit_stragglers(event_id=event.id, now=starts + timedelta(seconds=2)) == 2
+    assert set(statuses(late)) == {"waiting"}
+    assert redis_client.zcard(keys.prequeue(event.id)) == 0
+    tier_id = entry_of(late[0]).tier_id
+    assert redis_client.zcard(keys.tier_queue(event.id, tier_id)) == 5  # indexed in their tier
+    assert [poll(t)["position"] for t in cohort + late] == [1, 2, 3, 4, 5]

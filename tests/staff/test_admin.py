@@ -1,0 +1,180 @@
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from events.models import Event
+from queueing.beat import event_tick
+from queueing.models import AuditRecord, QueueEntry
+from staff.services import event_pause
+from tests.helpers import fans_join, join, new_fan, staff_client
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client_() -> Client:
+    return staff_client("boss", superuser=True)
+
+
+def test_creating_an_event_in_the_admin_goes_through_the_service(admin_client_) -> None:
+    response = admin_client_.post(
+        "/admin/events/event/add/",
+        {
+            "slug": "gig",
+            "name": "Gig",
+            "target_url": "https://shop.example/",
+            "capacity": 10,
+            "rate_per_minute": 60,
+            "session_seconds": 900,
+            "heartbeat_seconds": 60,
+            "max_queue_length": 0,
+            "max_wait_seconds": 0,
+            "pow_difficulty": 0,
+            "max_live_per_address": 3,
+            "shuffle_at_start": "on",
+            "mode": "queue",
+            "reentry_seconds": 0,
+        },
+    )
+    assert response.status_code == 302, response.content[:2000]
+    event = Event.objects.get(slug="gig")
+    assert event.tiers.get().is_default
+    assert event.max_live_per_address == 3
+    record = AuditRecord.objects.get(event=event)
+    assert (record.action, record.actor) == ("event_created", "staff:boss")
+
+
+def test_admin_pages_render_with_tiers_and_codes_inline(admin_client_, event) -> None:
+    page = admin_client_.get(f"/admin/events/event/{event.pk}/change/")
+    assert page.status_code == 200
+    assert b"Tiers" in page.content and b"Access codes" in page.content
+    assert admin_client_.get("/admin/queueing/queueentry/").status_code == 200
+    assert admin_client_.get("/admin/queueing/auditrecord/").status_code == 200
+
+
+def test_admin_actions_pause_and_close_through_services(admin_client_, event) -> None:
+    join(new_fan(), event.slug)
+    for action in ("pause_events", "close_events"):
+        admin_client_.post(
+            "/admin/events/event/", {"action": action, "_selected_action": [event.pk]}
+        )
+    actions = list(
+        AuditRecord.objects.filter(event=event).order_by("seq").values_list("action", flat=True)
+    )
+    assert actions[-2:] == ["event_paused", "event_closed"]
+
+
+def test_the_audit_trail_is_read_only_in_the_admin(admin_client_, event) -> None:
+    record = AuditRecord.objects.get(event=event)
+    assert admin_client_.get("/admin/queueing/auditrecord/add/").status_code == 403
+    assert admin_client_.post(f"/admin/queueing/auditrecord/{record.pk}/delete/").status_code == 403
+
+
+def run_action(client: Client, event: Event, action: str, **extra: str):
+    return client.post(
+        "/admin/events/event/", {"action": action, "_selected_action": [event.pk], **extra}
+    )
+
+
+def started_with_one_admitted(make_event) -> Event:
+    """Two fans in line; the first tick lets one in, and the rate lets no other in for now."""
+    event = make_event(rate_per_minute=1, capacity=10)
+    fans_join(event.slug, 2)
+    event_tick(event_id=event.id, now=timezone.now())
+    assert admitted_count() == 1
+    return event
+
+
+def admitted_count() -> int:
+    return QueueEntry.objects.filter(status="admitted").count()
+
+
+ACTIONS = [
+    ("pause_events", {}),
+    ("resume_events", {}),
+    ("close_events", {}),
+    ("admit_now", {"count": "5"}),
+    ("rotate_keys", {}),
+]
+
+
+def test_view_only_staff_can_neither_see_nor_run_the_actions(make_event) -> None:
+    event = started_with_one_admitted(make_event)
+    records = AuditRecord.objects.count()
+    viewer = staff_client("viewer", "view_event")
+    for action, extra in ACTIONS:
+        run_action(viewer, event, action, **extra)
+        after = Event.objects.get(pk=event.pk)
+        assert (after.control, after.integration_key) == ("running", event.integration_key)
+        assert AuditRecord.objects.count() == records, action
+        assert admitted_count() == 1
+    page = viewer.get("/admin/events/event/")
+    assert page.status_code == 200
+    for action, _ in ACTIONS:
+        assert action.encode() not in page.content
+
+
+def test_change_permitted_staff_run_the_actions(make_event) -> None:
+    event = started_with_one_admitted(make_event)
+    changer = staff_client("carl", "view_event", "change_event")
+    run_action(changer, event, "admit_now", count="1")
+    assert admitted_count() == 2
+    run_action(changer, event, "pause_events")
+    assert Event.objects.get(pk=event.pk).control == "paused"
+    last = AuditRecord.objects.filter(event=event).order_by("-seq").first()
+    assert (last.action, last.actor) == ("event_paused", "staff:carl")
+    # The key is a right of its own: changing the on-sale is not enough to rotate or see it.
+    run_action(changer, event, "rotate_keys")
+    assert Event.objects.get(pk=event.pk).integration_key == event.integration_key
+    page = changer.get(f"/admin/events/event/{event.pk}/change/")
+    assert page.status_code == 200
+    assert event.integration_key.encode() not in page.content
+
+
+def test_the_key_permission_shows_and_rotates_the_key_in_the_admin(event) -> None:
+    keeper = staff_client("kim", "view_event", "change_event", "manage_integration_key")
+    page = keeper.get(f"/admin/events/event/{event.pk}/change/")
+    assert event.integration_key.encode() in page.content
+    run_action(keeper, event, "rotate_keys")
+    assert Event.objects.get(pk=event.pk).integration_key != event.integration_key
+    last = AuditRecord.objects.filter(event=event).order_by("-seq").first()
+    assert (last.action, last.data) == (
+        "event_changed",
+        {"changes": {"integration_key": "rotated"}},
+    )
+
+
+@pytest.mark.parametrize(
+    ("action", "extra", "done"),
+    [
+        ("pause_events", {}, "event_paused"),
+        ("resume_events", {}, "event_resumed"),
+        ("close_events", {}, "event_closed"),
+        ("admit_now", {"count": "2"}, "admitted"),
+    ],
+)
+def test_admin_actions_need_their_csrf_token(make_event, action, extra, done) -> None:
+    event = make_event(capacity=5, rate_per_minute=1)
+    fans_join(event.slug, 3)
+    event_tick(event_id=event.id, now=timezone.now())  # the line starts; the rate lets one in
+    if action == "resume_events":
+        event_pause(event=event, actor="test", now=timezone.now())
+    admin = staff_client("root", superuser=True, csrf_checks=True)
+    post = {"action": action, "_selected_action": [event.pk], "index": "0", **extra}
+    records = AuditRecord.objects.filter(event=event).count()
+    assert admin.post("/admin/events/event/", post).status_code == 403
+    assert AuditRecord.objects.filter(event=event).count() == records
+    # The changelist's own form carries the token, and then the same action goes through.
+    token = admin.get("/admin/events/event/").context["csrf_token"]
+    response = admin.post("/admin/events/event/", {**post, "csrfmiddlewaretoken": token})
+    assert response.status_code == 302
+    newest = AuditRecord.objects.filter(event=event).order_by("-seq").first()
+    assert newest.action == done
+
+
+def test_admin_saves_need_their_csrf_token(event) -> None:
+    admin = staff_client("root", superuser=True, csrf_checks=True)
+    response = admin.post(f"/admin/events/event/{event.pk}/change/", {"capacity": 999})
+    assert response.status_code == 403
+    event.refresh_from_db()
+    assert event.capacity != 999
