@@ -1,7 +1,7 @@
 """What the waiting page shows a fan from its socket, worked out as the page does: its place
 from the snapshot (tier, order key, the line's tiers), then, every tick, its position from the
 tick's checkpoints and its wait from the tick's throughput. The page's script mirrors these
-rules (``waiting.js``, pinned to them by tests/queueing/test_position_rule_js.py); here the
+rules (``waiting.js``, pinned to them by tests/queueing/web/test_position_rule_js.py); here the
 room's own pure rules are used, so a rehearsal fan is shown what a page would show. Pure."""
 
 from __future__ import annotations

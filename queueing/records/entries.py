@@ -19,7 +19,7 @@ from queueing.rules.states import LIVE, REENTERABLE, REENTRY_TO
 LIVE_IDENTITY_CONSTRAINT = "one_live_entry_per_identity"
 
 # Every column a new entry is given; the rest are NULL or database defaults (the order key).
-# tests/queueing/test_join_batches.py fails when QueueEntry gains a column this misses.
+# tests/queueing/line/test_join_batches.py fails when QueueEntry gains a column this misses.
 NEW_ENTRY_FIELDS = (
     "public_id",
     "event",

@@ -76,7 +76,7 @@ def rank_from_checkpoints(checkpoints: Sequence[tuple[int, int]], order_key: int
     checkpoints (a tick's, or a snapshot's): exact on a checkpoint, interpolated between two,
     None where the sketch cannot place it (before the first, past the last, or between two
     neighbouring ranks: not in this tier's line as sketched). The waiting page's rule
-    (``rankIn`` in waiting.js), pinned to this one by tests/queueing/test_position_rule_js.py.
+    (``rankIn`` in waiting.js), pinned to this one by tests/queueing/web/test_position_rule_js.py.
     """
     return _placed(checkpoints, order_key)[0]
 

@@ -4,7 +4,7 @@
 // Without a WebSocket it polls the ticket API as X-Poll-After-Seconds says.
 (function () {
   "use strict";
-  // Under Node (tests/queueing/test_position_rule_js.py) only the pure rules are wanted; the
+  // Under Node (tests/queueing/web/test_position_rule_js.py) only the pure rules are wanted; the
   // function declarations below are hoisted, so they can be handed over before any page code.
   if (typeof module !== "undefined" && module.exports) {
     module.exports = { positionInLine: positionInLine, rankIn: rankIn, afterClose: afterClose,
