@@ -28,7 +28,7 @@ from events.models import Event
 from queueing.line.activity import events_with_fans
 from queueing.line.reads import event_layout, line_reads
 from queueing.rules.states import EntryStatus
-from queueing.web.client_address import client_ip
+from queueing.web.callers import client_ip
 from queueing.web.latency import REGISTRY
 
 

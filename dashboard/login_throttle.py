@@ -40,7 +40,7 @@ from dashboard.models import LockoutScope, LoginLockout
 from queueing.hot import lockouts
 from queueing.hot.client import HotIndexUnavailable
 from queueing.rules.errors import RateLimited
-from queueing.web.client_address import client_ip, rate_key_for_ip
+from queueing.web.callers import client_ip, rate_key_for_ip
 
 logger = logging.getLogger("waitingroom.security")
 

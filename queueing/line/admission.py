@@ -68,7 +68,6 @@ from queueing.rules.admission_plan import (
     TokenBucket,
     batch_size,
     bucket_refill,
-    service_groups,
     split_batch,
 )
 from queueing.rules.eta import (
@@ -77,7 +76,7 @@ from queueing.rules.eta import (
     departures_record,
     measure_throughput,
 )
-from queueing.rules.layout import EventLayout
+from queueing.rules.layout import EventLayout, service_groups
 from queueing.rules.states import QUEUED, EntryStatus
 from queueing.rules.ticket_codec import TicketRef, ticket_issue
 

@@ -70,10 +70,10 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class JoinRequest:
     event: Event
-    identity: str  # the digest from queueing/web/identity.py
+    identity: str  # the digest from queueing/web/callers.py
     access_code: str | None
     now: datetime
-    # Digest of the client address (queueing/web/client_address.py), for
+    # Digest of the client address (queueing/web/callers.py), for
     # max_live_per_address; None for joins that come from no address (never counted).
     address: str | None = None
     # The shop page the fan first asked for, already cleaned (rules/return_urls.py); "" = none.

@@ -16,10 +16,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, TypeVar
+
+from queueing.rules.layout import service_groups
 
 RATE_WINDOW_SECONDS = 60.0
 
@@ -81,25 +81,6 @@ class TierDemand:
 class BatchSplit:
     take: dict[int, int]  # tier id -> how many to admit from it
     credit: dict[int, int]  # weighted round-robin credits to keep for the next batch
-
-
-class _HasShare(Protocol):
-    @property
-    def share(self) -> int: ...
-
-
-T = TypeVar("T", bound=_HasShare)
-
-
-def service_groups(tiers: Sequence[T]) -> list[list[T]]:
-    """Tiers in service order, grouped: each strict tier alone, consecutive weighted together."""
-    groups: list[list[T]] = []
-    for tier in tiers:
-        if tier.share and groups and groups[-1][0].share:
-            groups[-1].append(tier)
-        else:
-            groups.append([tier])
-    return groups
 
 
 def split_batch(tiers: list[TierDemand], n: int, credit: dict[int, int]) -> BatchSplit:

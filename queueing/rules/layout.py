@@ -7,8 +7,8 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
-from queueing.rules.admission_plan import service_groups
 from queueing.rules.eta import Throughput
 
 
@@ -42,6 +42,25 @@ class EventLayout:
             if tier.id == tier_id:
                 return index
         return None
+
+
+class _HasShare(Protocol):
+    @property
+    def share(self) -> int: ...
+
+
+T = TypeVar("T", bound=_HasShare)
+
+
+def service_groups(tiers: Sequence[T]) -> list[list[T]]:
+    """Tiers in service order, grouped: each strict tier alone, consecutive weighted together."""
+    groups: list[list[T]] = []
+    for tier in tiers:
+        if tier.share and groups and groups[-1][0].share:
+            groups[-1].append(tier)
+        else:
+            groups.append([tier])
+    return groups
 
 
 # ------------------------------------------------- where a fan stands in the line

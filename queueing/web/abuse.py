@@ -1,6 +1,6 @@
 """The defences at the door: join rate limits per client IP and per identity, the
 wrong-access-code budget per client IP and on-sale, kept atomically in Redis (the client's
-address: client_address.py), and the optional proof of work.
+address: callers.py), and the optional proof of work.
 
 Unlike a read-then-write throttle, a burst of parallel joins cannot slip past the limit: each
 call is counted and judged in one script. The identity limit only slows down one client
@@ -40,7 +40,7 @@ from queueing.rules.errors import (
     QueueError,
     RateLimited,
 )
-from queueing.web.client_address import client_ip, rate_key_for_ip
+from queueing.web.callers import client_ip, rate_key_for_ip
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The edge's errors: the one place where the queue's refusals (``queueing/rules/errors.py``)
 become the contract's status codes, and the handlers that render every error as
 ``{"error", "detail"}`` (Django views, DRF, and the lean ASGI paths through
-``queueing.web.middleware.api_exception_response``)."""
+``api_exception_response``)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from django.core.exceptions import (
     TooManyFieldsSent,
     TooManyFilesSent,
 )
+from django.db import DataError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf_exceptions
@@ -197,6 +198,74 @@ class ErrorSerializer(serializers.Serializer):
 
 def errors(*statuses: int) -> dict[int, type[ErrorSerializer]]:
     return dict.fromkeys(statuses, ErrorSerializer)
+
+
+# -------------------------------------------------------- an exception's answer
+
+# What Django and the room say for a status with nothing more precise to say.
+GENERIC_ERRORS: dict[int, tuple[str, str]] = {
+    400: ("bad_request", "Bad request."),
+    401: ("unauthorized", "Authentication required."),
+    403: ("forbidden", "Forbidden."),
+    404: ("not_found", "No such resource."),
+    405: ("method_not_allowed", "Method not allowed."),
+    500: ("internal_error", "An unexpected error occurred."),
+}
+
+
+def exception_response(request: HttpRequest, exception: Exception) -> HttpResponse | None:
+    """What the API answers for ``exception`` raised while serving ``request``: the contract's
+    answer for a refusal anywhere, and under /api/ a JSON answer for anything else (None
+    outside /api/: Django's own pages then)."""
+    if isinstance(exception, (ApiError, QueueError)):
+        return error_response(exception)
+    if not request.path.startswith("/api/"):
+        return None
+    if isinstance(exception, SuspiciousOperation):
+        # What Django refuses to read (too many fields, too large): 400 on its pages too.
+        logger.warning("unreadable request on %r: %s", request.path, exception)
+        return error_response(suspicious_request_error(exception))
+    if isinstance(exception, DataError):
+        # A value the database cannot hold (out of range, NUL...): the input, not us.
+        logger.warning("unusable input on %s: %s", request.path, exception)
+        return JsonResponse(
+            {"error": "bad_request", "detail": "A value in the request is out of range."},
+            status=400,
+        )
+    if isinstance(exception, (OperationalError, InterfaceError)):
+        # PostgreSQL unreachable or the pool exhausted: nothing was acknowledged.
+        logger.warning("database unavailable on %s: %s", request.path, exception)
+        return unavailable_response()
+    # A bug, but integrators still get JSON rather than an HTML page.
+    logger.exception("unhandled error on %s", request.path)
+    return internal_error_response()
+
+
+def api_exception_response(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``exception_response`` for code that serves requests under /api/ outside the
+    middleware (the lean join path's batches): every exception there has an answer."""
+    response = exception_response(request, exception)
+    assert response is not None, "every exception under /api/ has an answer"
+    return response
+
+
+def unavailable_response() -> JsonResponse:
+    """``503 unavailable`` with ``Retry-After``: nothing was acknowledged, the client retries.
+    For PostgreSQL unreachable or its pool exhausted, and for the lean join path's queue when
+    it is full or a join waited in it past its deadline (queueing/web/hot_paths.py)."""
+    response = JsonResponse(
+        {"error": "unavailable", "detail": "The waiting room is briefly unavailable."},
+        status=503,
+    )
+    response["Retry-After"] = str(settings.WR_UNAVAILABLE_RETRY_AFTER)
+    return response
+
+
+def internal_error_response() -> JsonResponse:
+    """``500 internal_error``: a bug, told as JSON (never an HTML or plain-text page) and
+    without its details; whoever catches it logs the traceback."""
+    code, detail = GENERIC_ERRORS[500]
+    return JsonResponse({"error": code, "detail": detail}, status=500)
 
 
 # --------------------------------------- the plain-Django JSON endpoints (no DRF)

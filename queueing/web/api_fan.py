@@ -23,11 +23,9 @@ from queueing.rules.errors import QueueError
 from queueing.rules.gate import return_url_clean
 from queueing.rules.ticket_codec import TicketRef, ticket_read
 from queueing.web.abuse import join_rate_check, pow_challenge, pow_check, wrong_code_gate
-from queueing.web.api_errors import json_api, json_body, optional_str
-from queueing.web.client_address import address_digest
-from queueing.web.identity import Identity, identity_from_request, identity_remember
+from queueing.web.api_errors import api_exception_response, json_api, json_body, optional_str
+from queueing.web.callers import Identity, address_digest, identity_from_request, identity_remember
 from queueing.web.latency import JOIN_SECONDS, STATUS_SECONDS, observed
-from queueing.web.middleware import api_exception_response
 
 
 def _ticket_ref(ticket: str) -> TicketRef:

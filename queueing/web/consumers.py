@@ -36,7 +36,7 @@ from queueing.rules.errors import TicketNotFound
 from queueing.rules.layout import EventLayout
 from queueing.rules.states import EntryStatus
 from queueing.rules.ticket_codec import InvalidTicket, TicketRef, ticket_read
-from queueing.web.client_address import rate_key_for_ip, scope_client_ip
+from queueing.web.callers import rate_key_for_ip, scope_client_ip
 
 CLOSE_BAD_TICKET = 4401
 CLOSE_TICKET_GONE = 4404

@@ -36,10 +36,10 @@ from queueing.rules.gate import (
     pass_candidates,
 )
 from queueing.rules.states import EntryStatus
-from queueing.web.api_errors import json_api
+from queueing.web.api_errors import json_api, unavailable_response
 from queueing.web.asgi_io import Reply, Scope, reply
 from queueing.web.latency import GATE_SECONDS, observed
-from queueing.web.middleware import hot_path_headers, unavailable_response
+from queueing.web.middleware import hot_path_headers
 
 
 @dataclass(frozen=True, slots=True)

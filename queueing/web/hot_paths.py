@@ -45,7 +45,12 @@ from django.utils.functional import SimpleLazyObject
 
 from queueing.line.answers import ticket_poll_async
 from queueing.rules.ticket_codec import InvalidTicket, ticket_read
-from queueing.web.api_errors import body_too_large, error_response
+from queueing.web.api_errors import (
+    api_exception_response,
+    body_too_large,
+    error_response,
+    internal_error_response,
+)
 from queueing.web.api_fan import ticket_status_payload
 from queueing.web.asgi_io import (
     SILENT,
@@ -63,10 +68,6 @@ from queueing.web.asgi_io import (
 from queueing.web.gate import gate_lean
 from queueing.web.join_batcher import JoinBatcher
 from queueing.web.lean_routes import LeanRoute, lean_routes
-from queueing.web.middleware import (
-    api_exception_response,
-    internal_error_response,
-)
 
 logger = logging.getLogger(__name__)
 

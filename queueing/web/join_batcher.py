@@ -15,11 +15,11 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from queueing.in_process import closes_old_connections
-from queueing.web.api_fan import join_batch
-from queueing.web.middleware import (
+from queueing.web.api_errors import (
     api_exception_response,
     unavailable_response,
 )
+from queueing.web.api_fan import join_batch
 
 logger = logging.getLogger(__name__)
 

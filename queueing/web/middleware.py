@@ -1,4 +1,6 @@
-"""Keep every answer under /api/ in the ``{"error", "detail"}`` shape."""
+"""Keep every answer under /api/ in the ``{"error", "detail"}`` shape (the mapping itself is
+api_errors.py's), set the pages' Content-Security-Policy, and hand the lean paths the
+security headers Django's middleware would have added."""
 
 from __future__ import annotations
 
@@ -7,33 +9,22 @@ import logging
 from collections.abc import Callable, Iterable
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
-from django.db import DataError, InterfaceError, OperationalError
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.test.signals import setting_changed
 
-from queueing.rules.errors import QueueError
 from queueing.web.api_errors import (
+    GENERIC_ERRORS,
     ApiError,
     body_too_large,
     error_response,
-    suspicious_request_error,
+    exception_response,
     unreadable_request,
 )
 
 logger = logging.getLogger(__name__)
-
-
-_GENERIC_ERRORS: dict[int, tuple[str, str]] = {
-    400: ("bad_request", "Bad request."),
-    401: ("unauthorized", "Authentication required."),
-    403: ("forbidden", "Forbidden."),
-    404: ("not_found", "No such resource."),
-    405: ("method_not_allowed", "Method not allowed."),
-    500: ("internal_error", "An unexpected error occurred."),
-}
 
 
 class ContentSecurityPolicyMiddleware:
@@ -81,7 +72,7 @@ class ApiErrorMiddleware:
             and not response.get("Content-Type", "").startswith("application/json")
         ):
             # Django's own error pages (unknown URL, DEBUG's technical 404, bad Host) are HTML.
-            code, detail = _GENERIC_ERRORS.get(
+            code, detail = GENERIC_ERRORS.get(
                 response.status_code, ("error", "The request could not be served.")
             )
             replacement = JsonResponse(
@@ -94,28 +85,7 @@ class ApiErrorMiddleware:
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if isinstance(exception, (ApiError, QueueError)):
-            return error_response(exception)
-        if not request.path.startswith("/api/"):
-            return None
-        if isinstance(exception, SuspiciousOperation):
-            # What Django refuses to read (too many fields, too large): 400 on its pages too.
-            logger.warning("unreadable request on %r: %s", request.path, exception)
-            return error_response(suspicious_request_error(exception))
-        if isinstance(exception, DataError):
-            # A value the database cannot hold (out of range, NUL...): the input, not us.
-            logger.warning("unusable input on %s: %s", request.path, exception)
-            return JsonResponse(
-                {"error": "bad_request", "detail": "A value in the request is out of range."},
-                status=400,
-            )
-        if isinstance(exception, (OperationalError, InterfaceError)):
-            # PostgreSQL unreachable or the pool exhausted: nothing was acknowledged.
-            logger.warning("database unavailable on %s: %s", request.path, exception)
-            return unavailable_response()
-        # A bug, but integrators still get JSON rather than an HTML page.
-        logger.exception("unhandled error on %s", request.path)
-        return internal_error_response()
+        return exception_response(request, exception)
 
 
 def _unreadable(request: HttpRequest) -> ApiError | None:
@@ -138,33 +108,6 @@ def _unreadable(request: HttpRequest) -> ApiError | None:
     if body:
         request.META["CONTENT_LENGTH"] = str(len(body))
     return None
-
-
-def unavailable_response() -> JsonResponse:
-    """``503 unavailable`` with ``Retry-After``: nothing was acknowledged, the client retries.
-    For PostgreSQL unreachable or its pool exhausted, and for the lean join path's queue when
-    it is full or a join waited in it past its deadline (queueing/web/hot_paths.py)."""
-    response = JsonResponse(
-        {"error": "unavailable", "detail": "The waiting room is briefly unavailable."},
-        status=503,
-    )
-    response["Retry-After"] = str(settings.WR_UNAVAILABLE_RETRY_AFTER)
-    return response
-
-
-def internal_error_response() -> JsonResponse:
-    """``500 internal_error``: a bug, told as JSON (never an HTML or plain-text page) and
-    without its details; whoever catches it logs the traceback."""
-    code, detail = _GENERIC_ERRORS[500]
-    return JsonResponse({"error": code, "detail": detail}, status=500)
-
-
-def api_exception_response(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """What the API answers for an exception raised while serving ``request`` (under /api/),
-    for code that serves requests outside the middleware (the lean join path's batches)."""
-    response = ApiErrorMiddleware(_unused_get_response).process_exception(request, exception)
-    assert response is not None, "every exception under /api/ has an answer"
-    return response
 
 
 class _BareRequest(HttpRequest):

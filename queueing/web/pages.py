@@ -33,8 +33,7 @@ from queueing.rules.wording import js_strings, wait_range_text, your_turn_string
 from queueing.web.abuse import join_rate_check, pow_check, wrong_code_gate
 from queueing.web.api_errors import ApiError, api_error
 from queueing.web.branding import event_branding
-from queueing.web.client_address import address_digest
-from queueing.web.identity import identity_from_request, identity_remember
+from queueing.web.callers import address_digest, identity_from_request, identity_remember
 from queueing.web.middleware import content_security_policy
 
 _COOKIE_SALT = "waitingroom.page-ticket.v1"

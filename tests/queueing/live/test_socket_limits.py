@@ -20,7 +20,7 @@ from queueing.live.sockets import address_slots
 from queueing.live.ticks import broadcast_tick
 from queueing.live.watchers import watchers
 from queueing.rules.ticket_codec import ticket_read
-from queueing.web.client_address import scope_client_ip
+from queueing.web.callers import scope_client_ip
 from tests.helpers import fans_join
 
 pytestmark = pytest.mark.django_db(transaction=True)

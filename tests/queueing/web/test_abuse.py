@@ -6,8 +6,8 @@ from django.db import connection
 from django.test import Client, RequestFactory, override_settings
 
 from queueing.models import QueueEntry
-from queueing.web import client_address
-from queueing.web.client_address import client_ip
+from queueing.web import callers
+from queueing.web.callers import client_ip
 from tests.helpers import join
 
 pytestmark = pytest.mark.django_db
@@ -87,12 +87,10 @@ def test_the_client_address_behind_trusted_proxies(settings, hops, forwarded, ex
 def test_a_trusted_position_without_an_address_falls_back_to_the_peer_with_a_warning(
     settings, caplog, monkeypatch, hops, forwarded
 ) -> None:
-    monkeypatch.setattr(
-        client_address, "_not_an_address_warnings", client_address._Sometimes(every_seconds=60)
-    )
+    monkeypatch.setattr(callers, "_not_an_address_warnings", callers._Sometimes(every_seconds=60))
     settings.WR_TRUSTED_PROXY_COUNT = hops
     request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=forwarded)
-    with caplog.at_level(logging.WARNING, logger="queueing.web.client_address"):
+    with caplog.at_level(logging.WARNING, logger="queueing.web.callers"):
         assert client_ip(request) == "10.0.0.1"
     (warning,) = caplog.records
     assert "X-Forwarded-For" in warning.getMessage()
@@ -101,13 +99,11 @@ def test_a_trusted_position_without_an_address_falls_back_to_the_peer_with_a_war
 
 def test_the_warning_is_given_once_a_minute_with_a_count(settings, caplog, monkeypatch) -> None:
     clock = [1000.0]
-    monkeypatch.setattr(client_address.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(
-        client_address, "_not_an_address_warnings", client_address._Sometimes(every_seconds=60)
-    )
+    monkeypatch.setattr(callers.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(callers, "_not_an_address_warnings", callers._Sometimes(every_seconds=60))
     settings.WR_TRUSTED_PROXY_COUNT = 1
     request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="banana")
-    with caplog.at_level(logging.WARNING, logger="queueing.web.client_address"):
+    with caplog.at_level(logging.WARNING, logger="queueing.web.callers"):
         for _ in range(5):
             client_ip(request)
         clock[0] += 61
@@ -128,7 +124,7 @@ def test_a_value_that_is_no_address_is_not_a_join_limit_key_of_its_own(event) ->
 
 
 def test_ipv6_clients_are_limited_per_slash_64() -> None:
-    from queueing.web.client_address import rate_key_for_ip
+    from queueing.web.callers import rate_key_for_ip
 
     assert rate_key_for_ip("2001:db8:1:2:aaaa::1") == rate_key_for_ip("2001:db8:1:2:ffff::9")
     assert rate_key_for_ip("2001:db8:1:3::1") != rate_key_for_ip("2001:db8:1:2::1")

@@ -44,7 +44,7 @@ async def _refuse(scope: Any, receive: Any, send: Any) -> None:
 
 
 def _identity_of_key(key: str) -> str:
-    """What a fan joining with this Idempotency-Key is stored as (queueing/web/identity.py)."""
+    """What a fan joining with this Idempotency-Key is stored as (queueing/web/callers.py)."""
     return hashlib.sha256(f"idempotency:{key}".encode()).hexdigest()
 
 

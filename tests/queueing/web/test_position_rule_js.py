@@ -13,8 +13,13 @@ from itertools import pairwise
 
 import pytest
 
-from queueing.rules.admission_plan import service_groups
-from queueing.rules.layout import EventLayout, TierLayout, position_in_line, rank_from_checkpoints
+from queueing.rules.layout import (
+    EventLayout,
+    TierLayout,
+    position_in_line,
+    rank_from_checkpoints,
+    service_groups,
+)
 from tests.waiting_js import run_waiting_js
 
 # For each case: the tiers' counts by id, then the script's own rule.

@@ -1,26 +1,86 @@
-"""Who is on the other end: the client's address (of a request, or of a WebSocket's scope),
-its bucket (an IPv4 address, an IPv6 /64) and the keyed digest the room keeps of it. The join
-limits, the sockets' caps, the staff login's lockouts and ``/metrics`` all judge the same
-address by the same rule.
+"""Who is asking: the fan's identity, and the client's address.
 
-The client's address is the peer's, or, behind trusted proxies, the address the nearest
-trusted proxy saw (``WR_TRUSTED_PROXY_COUNT`` hops from the right of ``X-Forwarded-For``).
+- **Identity** (who is joining): a logged-in user, else the signed waiting-room cookie, else
+  the ``Idempotency-Key`` header; a browser without any of them gets a new cookie. What is
+  kept is a digest.
+- **The client's address** (of a request, or of a WebSocket's scope): the peer's, or, behind
+  trusted proxies, the address the nearest trusted proxy saw (``WR_TRUSTED_PROXY_COUNT`` hops
+  from the right of ``X-Forwarded-For``); its bucket (an IPv4 address, an IPv6 /64) and the
+  keyed digest the room keeps of it. The join limits, the sockets' caps, the staff login's
+  lockouts and ``/metrics`` all judge the same address by the same rule, and none of them
+  reaches into another's checks for it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import logging
+import re
+import secrets
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils.crypto import salted_hmac
 
+from queueing.web.api_errors import ApiError
+
 logger = logging.getLogger(__name__)
+
+# -------------------------------------------------------------------- identity
+
+_COOKIE_SALT = "waitingroom.identity.v1"
+_IDEMPOTENCY_KEY_RE = re.compile(r"^[\x21-\x7e]{1,255}$")
+
+
+@dataclass(frozen=True)
+class Identity:
+    digest: str  # what is stored: sha256 of "<kind>:<value>"
+    new_cookie_token: str | None  # set on the response when the identity is a new cookie
+
+
+def _digest(kind: str, value: str) -> str:
+    return hashlib.sha256(f"{kind}:{value}".encode()).hexdigest()
+
+
+def identity_from_request(request: HttpRequest) -> Identity:
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return Identity(digest=_digest("user", str(user.pk)), new_cookie_token=None)
+    token = request.get_signed_cookie(settings.WR_IDENTITY_COOKIE, default=None, salt=_COOKIE_SALT)
+    if token:
+        return Identity(digest=_digest("cookie", token), new_cookie_token=None)
+    key = request.headers.get("Idempotency-Key")
+    if key is not None:
+        if not _IDEMPOTENCY_KEY_RE.match(key):
+            raise ApiError(
+                400, "bad_request", "Idempotency-Key must be 1-255 printable ASCII characters."
+            )
+        return Identity(digest=_digest("idempotency", key), new_cookie_token=None)
+    token = secrets.token_urlsafe(24)
+    return Identity(digest=_digest("cookie", token), new_cookie_token=token)
+
+
+def identity_remember(response: HttpResponse, identity: Identity) -> None:
+    if identity.new_cookie_token is None:
+        return
+    response.set_signed_cookie(
+        settings.WR_IDENTITY_COOKIE,
+        identity.new_cookie_token,
+        salt=_COOKIE_SALT,
+        max_age=settings.WR_IDENTITY_COOKIE_MAX_AGE,
+        httponly=True,
+        samesite="Lax",
+        secure=settings.SESSION_COOKIE_SECURE,
+    )
+
+
+# ---------------------------------------------------------- the client's address
 
 
 class _Sometimes:
