@@ -132,7 +132,6 @@ def event_message(request: HttpRequest, slug: str) -> HttpResponse:
     return redirect("dashboard-event", slug=slug)
 
 
-_CONTROLS = services.EVENT_CONTROLS
 _SETTINGS = {"capacity": "capacity", "rate": "rate_per_minute"}
 # Staff switch the on-sale's mode here too (docs/api.md, "Modes"); audited like any change.
 _MODE = "mode"
@@ -148,7 +147,7 @@ def event_control(request: HttpRequest, slug: str) -> HttpResponse:
         messages.error(request, "You may look, but not steer: you lack 'change event'.")
         return redirect("dashboard-event", slug=slug)
     action = request.POST.get("action", "")
-    if action not in _CONTROLS and action not in _SETTINGS and action != _MODE:
+    if action not in services.EVENT_CONTROLS and action not in _SETTINGS and action != _MODE:
         messages.error(request, "Unknown control.")
         return redirect("dashboard-event", slug=slug)
     if action == _MODE and request.POST.get("value", "") not in EventMode.values:
@@ -161,8 +160,8 @@ def event_control(request: HttpRequest, slug: str) -> HttpResponse:
             {"event": event, "action": action, "value": request.POST.get("value", "")},
         )
     now = timezone.now()
-    if action in _CONTROLS:
-        _CONTROLS[action](event=event, actor=_actor(request), now=now)
+    if action in services.EVENT_CONTROLS:
+        services.EVENT_CONTROLS[action](event=event, actor=_actor(request), now=now)
         messages.success(request, f"{event.name}: {action} done.")
         return redirect("dashboard-event", slug=slug)
     if action == _MODE:

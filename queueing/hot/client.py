@@ -15,7 +15,7 @@ import inspect
 import logging
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -214,6 +214,26 @@ def unavailable_on_redis_error(func: Callable[P, R]) -> Callable[P, R]:
             raise _unavailable(exc) from exc
 
     return wrapper
+
+
+def answered(call: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> tuple[bool, R | None]:
+    """``call`` of this room: whether Redis answered it, and what it answered (None when it
+    did not). The seams above (line/reads.py, line/index_sync.py, line/expiry.py) decide what
+    a call Redis did not answer means; they ask here rather than catch the failure each."""
+    try:
+        return True, call(*args, **kwargs)
+    except HotIndexUnavailable:
+        return False, None
+
+
+async def answered_async(
+    call: Callable[P, Awaitable[R]], *args: P.args, **kwargs: P.kwargs
+) -> tuple[bool, R | None]:
+    """``answered`` from the event loop."""
+    try:
+        return True, await call(*args, **kwargs)
+    except HotIndexUnavailable:
+        return False, None
 
 
 def fails_open(

@@ -41,7 +41,7 @@ from django.db.models import Q
 
 from events.models import Event
 from queueing.hot import line_index
-from queueing.hot.client import HotIndexBusy, HotIndexUnavailable
+from queueing.hot.client import HotIndexBusy, HotIndexUnavailable, answered
 from queueing.hot.line_index import LocateRequest, Placement
 from queueing.in_process import ProcessCache, closes_old_connections
 from queueing.line.index_sync import index_forget, index_forget_heartbeats
@@ -108,15 +108,14 @@ def _recorded(
     """``write`` of heartbeats to the hot index, counted as recorded or not: the one place a
     lost heartbeat of a synchronous caller is noticed. Whether Redis took it, and what it
     answered."""
-    try:
-        result = write(*args, **kwargs)
-    except HotIndexUnavailable:
+    done, result = answered(write, *args, **kwargs)
+    if done:
+        _gaps.recorded(event_id)
+    else:
         # Redis away, or this process's pool spent (HotIndexBusy): either way this heartbeat
         # is lost, and a pool that stays spent for a second loses them all, as an outage does.
         heartbeats_unrecorded(event_id)
-        return False, None
-    _gaps.recorded(event_id)
-    return True, result
+    return done, result
 
 
 @dataclass

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
-from typing import Literal, ParamSpec, Protocol, TypeVar
+from typing import Literal, Protocol
 
 from django.conf import settings
 from django.db import DatabaseError
@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from events.models import Event, EventControl
 from queueing.hot import epoch, line_index, stats
-from queueing.hot.client import HotIndexUnavailable
+from queueing.hot.client import HotIndexUnavailable, answered
 from queueing.hot.epoch import RebuildSuperseded
 from queueing.hot.line_index import IndexState, LocateRequest, Placement
 from queueing.line.activity import events_with_fans
@@ -43,17 +43,6 @@ from queueing.rules.layout import EventLayout
 from queueing.rules.states import QUEUED, EntryStatus
 
 logger = logging.getLogger(__name__)
-
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-def _hot(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> tuple[bool, T | None]:
-    """``call`` of the hot index: whether Redis answered it, and what it answered."""
-    try:
-        return True, call(*args, **kwargs)
-    except HotIndexUnavailable:
-        return False, None
 
 
 # ----------------------------------------------------------------- after each commit
@@ -72,7 +61,7 @@ def index_forget(event_id: int, moved: Iterable[Moved | QueueEntry]) -> bool:
     for entry in moved:
         by_tier.setdefault(entry.tier_id, []).append(entry.id)
     for tier_id, members in by_tier.items():
-        done, _ = _hot(line_index.remove, event_id, tier_id=tier_id, members=members)
+        done, _ = answered(line_index.remove, event_id, tier_id=tier_id, members=members)
         if not done:
             mark_index_dirty(event_id)
             return False
@@ -101,7 +90,7 @@ def index_add(
     """
     placements: list[Placement | None] = []
     for start in range(0, len(entries), settings.WR_INDEX_ADD_CHUNK):
-        done, placed = _hot(
+        done, placed = answered(
             line_index.locate_many,
             layout,
             [
@@ -151,7 +140,7 @@ def index_heal_head(*, event_id: int) -> int:
     layout = event_layout(event_id)
     if layout is None:
         return 0
-    _, members = _hot(line_index.head_members, layout, count=settings.WR_INDEX_HEAD_CHECK)
+    _, members = answered(line_index.head_members, layout, count=settings.WR_INDEX_HEAD_CHECK)
     if not members:
         return 0
     ghosts = list(
@@ -172,19 +161,19 @@ def index_heal_head(*, event_id: int) -> int:
 def index_forget_heartbeats(event_id: int, members: Sequence[int]) -> None:
     """Drop the heartbeats of entries PostgreSQL has never seen; left to expire if Redis is
     away (they name nobody)."""
-    _hot(line_index.forget_heartbeats, event_id, members)
+    answered(line_index.forget_heartbeats, event_id, members)
 
 
 def pace_record(event_id: int, throughput: Throughput) -> None:
     """The pace an admission run measured, for everyone's quotes; while Redis is away the
     quotes go by the configured pace until the next run writes it."""
-    _hot(stats.write_throughput, event_id, throughput)
+    answered(stats.write_throughput, event_id, throughput)
 
 
 def index_mark_new_event_ready(event_id: int) -> None:
     """A new on-sale's (empty) index is whole from the start; if Redis is away, the
     maintenance task builds it when Redis is back."""
-    _hot(epoch.mark_new_event_ready, event_id)
+    answered(epoch.mark_new_event_ready, event_id)
 
 
 # ----------------------------------------------------------------------- rebuilt whole
@@ -197,7 +186,7 @@ def hot_index_rebuild(*, event_id: int, now: datetime | None = None) -> bool:
     layout = event_layout(event_id, fresh=True)
     if layout is None:
         return False
-    _, handle = _hot(
+    _, handle = answered(
         epoch.rebuild_begin,
         event_id,
         tier_ids=[tier.id for tier in layout.tiers],
@@ -303,8 +292,8 @@ def hot_index_maintain(*, now: datetime | None = None) -> list[int]:
     )
     if not events:
         return []
-    _, states = _hot(epoch.epoch_states, [event_id for event_id, _ in events])
-    _, unlocked = _hot(epoch.rebuilds_unlocked, [event_id for event_id, _ in events])
+    _, states = answered(epoch.epoch_states, [event_id for event_id, _ in events])
+    _, unlocked = answered(epoch.rebuilds_unlocked, [event_id for event_id, _ in events])
     if states is None or unlocked is None:
         return []
     rebuilt = []

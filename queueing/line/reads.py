@@ -32,10 +32,10 @@ place.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -43,7 +43,7 @@ from django.conf import settings
 from events.models import Event, EventControl, EventState, Tier
 from events.validation import SLUG_RE
 from queueing.hot import epoch, line_index, stats
-from queueing.hot.client import HotIndexUnavailable
+from queueing.hot.client import answered, answered_async
 from queueing.hot.line_index import IndexState, LineCounts, LineSketch
 from queueing.in_process import ProcessCache, closes_old_connections
 from queueing.line.snapshots import LineSnapshot, line_snapshot
@@ -177,30 +177,9 @@ async def event_layout_async(event_id: int) -> EventLayout | None:
 # ---------------------------------------------------------------------- the line
 
 
-P = ParamSpec("P")
-T = TypeVar("T")
-
 # How long a process keeps an on-sale's measured pace: a poll a second per fan would
 # otherwise read it from Redis on every poll.
 THROUGHPUT_SECONDS = 1.0
-
-
-def _from_hot(read: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
-    """``read`` of the hot index, or None when it cannot answer."""
-    try:
-        return read(*args, **kwargs)
-    except HotIndexUnavailable:
-        return None
-
-
-async def _from_hot_async(
-    read: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs
-) -> T | None:
-    """``_from_hot`` from the event loop."""
-    try:
-        return await read(*args, **kwargs)
-    except HotIndexUnavailable:
-        return None
 
 
 class LineReads:
@@ -240,7 +219,7 @@ class LineReads:
         return counts
 
     def _complete_counts(self, layout: EventLayout) -> LineCounts | None:
-        counts = _from_hot(line_index.line_counts, layout)
+        _, counts = answered(line_index.line_counts, layout)
         return counts if counts is not None and counts.state is IndexState.READY else None
 
     # -------------------------------------------------------------------------- pace
@@ -251,13 +230,14 @@ class LineReads:
         hit, throughput = self._paces.fresh(layout.event_id)
         if hit:
             return throughput
-        return self._remember_pace(layout, _from_hot(stats.read_throughput, layout.event_id))
+        _, measured = answered(stats.read_throughput, layout.event_id)
+        return self._remember_pace(layout, measured)
 
     async def throughput_async(self, layout: EventLayout) -> Throughput | None:
         hit, throughput = self._paces.fresh(layout.event_id)
         if hit:
             return throughput
-        measured = await _from_hot_async(stats.read_throughput_async, layout.event_id)
+        _, measured = await answered_async(stats.read_throughput_async, layout.event_id)
         return self._remember_pace(layout, measured)
 
     def _remember_pace(self, layout: EventLayout, measured: Throughput | None) -> Throughput | None:
@@ -287,9 +267,9 @@ class LineReads:
         everyone counts as seen."""
         if event.hot_index_dirty:
             return set()
-        deadlines = _from_hot(line_index.heartbeat_deadlines, event.pk, ids) or {}
+        _, deadlines = answered(line_index.heartbeat_deadlines, event.pk, ids)
         cutoff = now.timestamp()
-        return {i for i, d in deadlines.items() if d is not None and d < cutoff}
+        return {i for i, d in (deadlines or {}).items() if d is not None and d < cutoff}
 
     def unseen(self, event_id: int, now: datetime, *, limit: int) -> list[int]:
         """Tickets in line whose heartbeat deadline passed, oldest first, at most ``limit``;
@@ -297,29 +277,31 @@ class LineReads:
         reloaded (a rebuild grants everyone a grace period), nor without Redis."""
         if Event.objects.filter(pk=event_id, hot_index_dirty=True).exists():
             return []
-        states = _from_hot(epoch.epoch_states, [event_id])
+        _, states = answered(epoch.epoch_states, [event_id])
         if states is None or states[event_id] is not IndexState.READY:
             return []
-        return (
-            _from_hot(line_index.overdue_members, event_id, now=now.timestamp(), limit=limit) or []
+        _, overdue = answered(
+            line_index.overdue_members, event_id, now=now.timestamp(), limit=limit
         )
+        return overdue or []
 
     # ------------------------------------------------------- what ticks and pages show
 
     def sketch(self, layout: EventLayout, *, ranks: Sequence[int]) -> LineSketch | None:
         """The line's checkpoints for a tick, while the index is whole; else None (pages
         keep their last figures, and poll)."""
-        line = _from_hot(line_index.sketch, layout, ranks=ranks)
+        _, line = answered(line_index.sketch, layout, ranks=ranks)
         return line if line is not None and line.state is IndexState.READY else None
 
     def line_samples(self, event_id: int, minutes: Sequence[int]) -> list[int | None]:
         """The line's length at each of ``minutes``, as the ticks sampled it (None: unknown)."""
-        found = _from_hot(stats.line_samples, event_id, minutes)
+        _, found = answered(stats.line_samples, event_id, minutes)
         return found if found is not None else [None] * len(minutes)
 
     async def last_tick_async(self, event_id: int) -> str | None:
         """The last tick broadcast for the on-sale (JSON), for a page's first snapshot."""
-        return await _from_hot_async(stats.last_tick_async, event_id)
+        _, tick = await answered_async(stats.last_tick_async, event_id)
+        return tick
 
 
 line_reads = LineReads()
