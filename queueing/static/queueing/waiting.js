@@ -243,6 +243,10 @@
   function showNotice(tick) {
     var box = $("maintenance");
     if (!tick || !("mode" in tick)) return;
+    // A tick built before this page was served knows less than the page: a new page's
+    // snapshot carries the last tick, which may predate staff's latest word (its broadcast
+    // is on its way). The page's own, rendered from the on-sale, stands until a newer tick.
+    if (tick.at && cfg.serverNow && tick.at < cfg.serverNow) return;
     if (box) box.hidden = tick.mode !== "maintenance";
     showMessage(tick.message);
   }

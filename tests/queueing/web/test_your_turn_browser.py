@@ -8,7 +8,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from django.utils import timezone
 
+from queueing.live.ticks import broadcast_tick
 from tests.browser import chromium, screenshot, wait_for_true
 from tests.helpers import staff_token
 from tests.http import pass_complete, request
@@ -117,6 +119,39 @@ def test_a_message_reaches_live_and_polling_pages_and_goes_again(make_event, tmp
             fresh = browser.new_page()
             fresh.goto(f"{base}/e/word/")
             assert fresh.inner_text("#staff-message-body") == "Back at nine."
+
+
+# Every message a page's socket receives, by type, before the page handles it.
+SOCKET_MESSAGES = """
+window.__received = [];
+const RealWebSocket = window.WebSocket;
+window.WebSocket = function (url, protocols) {
+  const socket = new RealWebSocket(url, protocols);
+  socket.addEventListener("message", (event) => {
+    window.__received.push(JSON.parse(event.data).type);
+  });
+  return socket;
+};
+window.WebSocket.prototype = RealWebSocket.prototype;
+"""
+
+
+def test_a_new_page_keeps_the_message_the_server_rendered_over_an_older_tick(make_event) -> None:
+    # No worker and no beat: the last tick in Redis is the one broadcast here, before staff's
+    # word, and nothing broadcasts a newer one. A new page's snapshot carries that older tick.
+    with running_stack() as stack:
+        base = stack.web()
+        event = make_event(slug="stale", capacity=1, rate_per_minute=0, heartbeat_seconds=60)
+        assert broadcast_tick(event_id=event.id, now=timezone.now())
+        say(base, staff_token("ann", superuser=True), "stale", "Back at nine.")
+        with chromium() as browser:
+            page = browser.new_page()
+            page.add_init_script(SOCKET_MESSAGES)
+            page.goto(f"{base}/e/stale/")
+            page.wait_for_selector("#position")
+            page.wait_for_function("window.__received.includes('snapshot')", timeout=10_000)
+            assert page.locator("#staff-message-text").is_visible()
+            assert page.inner_text("#staff-message-body") == "Back at nine."
 
 
 def test_a_fan_in_a_background_tab_is_called_back_when_let_in(make_event, tmp_path) -> None:
