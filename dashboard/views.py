@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -29,7 +32,24 @@ def _actor(request: HttpRequest) -> str:
     return f"staff:{request.user.get_username()}"
 
 
-@staff_member_required
+def staff_who_may_see_events(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Signed-in staff (else the sign-in page) who may see on-sales (``events.view_event``,
+    or ``change_event``), else 403: the dashboard shows what the staff API and the admin show,
+    to the same people."""
+
+    @staff_member_required
+    @wraps(view)
+    def guarded(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        user = request.user
+        # ``change_event`` implies seeing what one changes, as in the admin and the staff API.
+        if not (user.has_perm("events.view_event") or user.has_perm("events.change_event")):
+            raise PermissionDenied("Seeing on-sales needs 'view event'.")
+        return view(request, *args, **kwargs)
+
+    return guarded
+
+
+@staff_who_may_see_events
 @require_GET
 def index(request: HttpRequest) -> HttpResponse:
     return render(
@@ -43,7 +63,7 @@ def index(request: HttpRequest) -> HttpResponse:
     )
 
 
-@staff_member_required
+@staff_who_may_see_events
 @require_GET
 def catalogue_figures(request: HttpRequest) -> JsonResponse:
     """The figures of the rows on one page of the catalogue (same ``tab``, ``q``, ``page``),
@@ -64,7 +84,7 @@ def catalogue_figures(request: HttpRequest) -> JsonResponse:
     )
 
 
-@staff_member_required
+@staff_who_may_see_events
 @require_GET
 def event_page(request: HttpRequest, slug: str) -> HttpResponse:
     event = _event(slug)
@@ -79,16 +99,12 @@ def event_page(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
-@staff_member_required
+@staff_who_may_see_events
 @require_GET
 def event_preview(request: HttpRequest, slug: str) -> HttpResponse:
     """The line this on-sale's settings (or others to try) would make of an expected arrival
     curve, simulated on the room's admission rules: it writes nothing. For staff who may see
     the on-sale (``events.view_event``, or ``change_event``, which implies it)."""
-    if not (
-        request.user.has_perm("events.view_event") or request.user.has_perm("events.change_event")
-    ):
-        raise PermissionDenied("Previewing the line needs 'view event'.")
     event = _event(slug)
     form = preview_form(event, request.GET)
     figures = preview(form) if form.is_valid() else None
@@ -100,13 +116,13 @@ def event_preview(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
-@staff_member_required
+@staff_who_may_see_events
 @require_GET
 def event_stats(request: HttpRequest, slug: str) -> JsonResponse:
     return JsonResponse(event_figures(_event(slug), now=timezone.now()))
 
 
-@staff_member_required
+@staff_who_may_see_events
 @require_POST
 def event_message(request: HttpRequest, slug: str) -> HttpResponse:
     """Staff's word to the line: set (or, with ``clear``, take away) the message every waiting
@@ -137,7 +153,7 @@ _SETTINGS = {"capacity": "capacity", "rate": "rate_per_minute"}
 _MODE = "mode"
 
 
-@staff_member_required
+@staff_who_may_see_events
 @require_POST
 def event_control(request: HttpRequest, slug: str) -> HttpResponse:
     """pause / resume / close, or set capacity or rate. Confirmed in the page; without

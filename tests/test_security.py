@@ -55,7 +55,7 @@ def test_pages_carry_security_headers(event) -> None:
 def test_forms_need_their_csrf_token(event) -> None:
     browser = Client(enforce_csrf_checks=True)
     assert browser.post(f"/e/{event.slug}/", {"access_code": ""}).status_code == 403
-    staff = staff_client("s", csrf_checks=True)
+    staff = staff_client("s", "change_event", csrf_checks=True)
     response = staff.post(
         f"/dashboard/events/{event.slug}/control", {"action": "pause", "confirmed": "yes"}
     )

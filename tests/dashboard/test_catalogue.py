@@ -27,7 +27,7 @@ HOUR = timedelta(hours=1)
 
 @pytest.fixture
 def staff() -> Client:
-    return staff_client("ann")
+    return staff_client("ann", "view_event")
 
 
 def slugs(page) -> list[str]:

@@ -32,7 +32,7 @@ def rows(page) -> list[str]:
 
 
 def test_staff_browse_search_and_page_the_catalogue(live_server, make_event, tmp_path: Path):
-    staff_user("ann", password="a-long-pass-123")
+    staff_user("ann", "view_event", password="a-long-pass-123")
     now = timezone.now()
     hour = timedelta(hours=1)
     bulk_events(spread(90, now=now))  # 30 live (open an hour ago), 30 upcoming, 30 ended

@@ -17,7 +17,7 @@ def staff() -> Client:
 
 def test_staff_without_change_rights_may_look_but_not_steer(make_event) -> None:
     event = make_event()
-    onlooker = staff_client("viv")
+    onlooker = staff_client("viv", "view_event")
     assert onlooker.get(f"/dashboard/events/{event.slug}/").status_code == 200
     onlooker.post(
         f"/dashboard/events/{event.slug}/control", {"action": "close", "confirmed": "yes"}
@@ -31,6 +31,28 @@ def test_the_dashboard_is_for_staff_only(make_event) -> None:
     assert Client().get("/dashboard/").status_code == 302  # to the login page
     fan = staff_client("fan", staff=False)
     assert fan.get(f"/dashboard/events/{event.slug}/stats").status_code == 302
+
+
+def test_staff_who_may_not_see_on_sales_get_no_dashboard(make_event) -> None:
+    """Staff without ``view_event`` (nor ``change_event``) see no on-sale here, as in the staff
+    API and the admin: every page and figure of the dashboard answers 403."""
+    event = make_event()
+    nobody = staff_client("nobody")
+    pages = (
+        "/dashboard/",
+        "/dashboard/catalogue/figures",
+        f"/dashboard/events/{event.slug}/",
+        f"/dashboard/events/{event.slug}/stats",
+        f"/dashboard/events/{event.slug}/preview",
+    )
+    for url in pages:
+        assert nobody.get(url).status_code == 403, url
+    for url in ("message", "control"):
+        answer = nobody.post(f"/dashboard/events/{event.slug}/{url}", {"action": "close"})
+        assert answer.status_code == 403, url
+    viewer = staff_client("viewer", "view_event")
+    for url in pages[:4]:
+        assert viewer.get(url).status_code == 200, url
 
 
 def test_stats_give_the_live_figures_and_charts(staff, make_event) -> None:

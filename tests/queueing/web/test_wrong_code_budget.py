@@ -151,7 +151,7 @@ def test_the_dashboard_shows_wrong_codes_of_the_last_hour(make_event) -> None:
     event = _presale(make_event)
     for i in range(4):
         _guess(event.slug, f"GUESS-{i}")
-    staff = staff_client("ann")
+    staff = staff_client("ann", "view_event")
     page = staff.get(f"/dashboard/events/{event.slug}/").content.decode()
     assert "Wrong access codes (last hour)" in page
     assert '<strong id="fig-wrong-codes">4</strong>' in page
