@@ -79,7 +79,20 @@ def report_rows(report: SaleReport) -> Iterator[list[object]]:
             yield ["wait_histogram", tier.name, index * width, (index + 1) * width, "fans", count]
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (``=HYPERLINK(...)``,
+# ``@SUM(...)``); a tier's name is staff's free text and auditors open this file.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: object) -> object:
+    """A text cell a spreadsheet shows as text: one that would start a formula gets a leading
+    apostrophe (OWASP's advice). Numbers stay numbers, negative ones included."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def report_csv(report: SaleReport) -> str:
     out = io.StringIO()
-    csv.writer(out).writerows(report_rows(report))
+    csv.writer(out).writerows([spreadsheet_safe(c) for c in row] for row in report_rows(report))
     return out.getvalue()

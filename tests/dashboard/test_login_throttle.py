@@ -35,7 +35,7 @@ def logged_in(client: Client) -> bool:
 
 
 def test_five_wrong_passwords_lock_the_account_even_for_the_right_one(caplog) -> None:
-    staff_user("ann", password=RIGHT)
+    staff_user("ann", "view_event", password=RIGHT)
     caplog.set_level(logging.WARNING, logger="waitingroom.security")
     client = Client()
     answers = [log_in(client, "ann", f"wrong-{n}") for n in range(5)]
@@ -72,7 +72,7 @@ def test_an_unknown_username_is_locked_out_like_a_real_one() -> None:
 def test_the_address_budget_limits_other_accounts_from_that_address(settings) -> None:
     settings.WR_LOGIN_FAILURES_PER_ADDRESS = 6
     for name in ("ann", "bob", "cy"):
-        staff_user(name, password=RIGHT)
+        staff_user(name, "view_event", password=RIGHT)
     # IPv6 is budgeted per /64: two addresses of one subscriber share the budget.
     first, second = Client(REMOTE_ADDR="2001:db8:1:1::1"), Client(REMOTE_ADDR="2001:db8:1:1::2")
     statuses = [log_in(first, "ann", "wrong").status_code for _ in range(3)]
@@ -98,14 +98,14 @@ def test_the_address_is_the_client_behind_trusted_proxies(settings) -> None:
     for _ in range(3):
         log_in(Client(**proxy), "ann", "wrong", HTTP_X_FORWARDED_FOR="198.51.100.7")
     assert LoginLockout.objects.get().address == "198.51.100.7"
-    staff_user("bob", password=RIGHT)
+    staff_user("bob", "view_event", password=RIGHT)
     # Another client through the same proxy is not locked out.
     assert log_in(Client(**proxy), "bob", HTTP_X_FORWARDED_FOR="198.51.100.8").status_code == 302
 
 
 def test_after_the_lockout_the_right_password_works(settings) -> None:
     settings.WR_LOGIN_LOCKOUT_SECONDS = 1
-    staff_user("ann", password=RIGHT)
+    staff_user("ann", "view_event", password=RIGHT)
     client = Client()
     for _ in range(5):
         log_in(client, "ann", "wrong")
@@ -119,8 +119,8 @@ def test_after_the_lockout_the_right_password_works(settings) -> None:
 
 def test_a_login_clears_the_accounts_failures_but_not_the_addresss(settings) -> None:
     settings.WR_LOGIN_FAILURES_PER_ADDRESS = 10
-    staff_user("ann", password=RIGHT)
-    staff_user("bob", password=RIGHT)
+    staff_user("ann", "view_event", password=RIGHT)
+    staff_user("bob", "view_event", password=RIGHT)
     client = Client()
     assert [log_in(client, "ann", "wrong").status_code for _ in range(4)] == [200] * 4
     assert log_in(client, "ann").status_code == 302
@@ -133,7 +133,7 @@ def test_a_login_clears_the_accounts_failures_but_not_the_addresss(settings) -> 
 
 
 def test_the_dashboard_logs_staff_in_through_the_throttled_login() -> None:
-    staff_user("ann", password=RIGHT)
+    staff_user("ann", "view_event", password=RIGHT)
     client = Client()
     to_login = client.get("/dashboard/")
     assert to_login.status_code == 302 and to_login["Location"].startswith(f"{LOGIN}?next=")
@@ -147,7 +147,7 @@ def test_the_dashboard_logs_staff_in_through_the_throttled_login() -> None:
 
 
 def test_the_login_form_still_needs_its_csrf_token(redis_client, hot_prefix) -> None:
-    staff_user("ann", password=RIGHT)
+    staff_user("ann", "view_event", password=RIGHT)
     browser = Client(enforce_csrf_checks=True)
     for _ in range(6):
         assert log_in(browser, "ann", "wrong").status_code == 403
@@ -164,7 +164,7 @@ def test_the_login_form_still_needs_its_csrf_token(redis_client, hot_prefix) -> 
 @pytest.mark.django_db(transaction=True)
 def test_a_parallel_burst_checks_no_more_passwords_than_the_budget(caplog) -> None:
     caplog.set_level(logging.WARNING, logger="waitingroom.security")
-    staff_user("ann", password=RIGHT)
+    staff_user("ann", "view_event", password=RIGHT)
     checked = []
 
     def count(**kwargs: object) -> None:
@@ -195,7 +195,7 @@ def test_logins_go_unthrottled_while_redis_is_down(monkeypatch, caplog) -> None:
     monkeypatch.setattr("queueing.hot.client.client", lambda: dead)
     monkeypatch.setattr("queueing.hot.rate_limits.client", lambda: dead)
     caplog.set_level(logging.WARNING, logger="waitingroom.security")
-    staff_user("ann", password=RIGHT)
+    staff_user("ann", "view_event", password=RIGHT)
     client = Client()
     assert [log_in(client, "ann", "wrong").status_code for _ in range(7)] == [200] * 7
     assert log_in(client, "ann").status_code == 302
@@ -220,7 +220,7 @@ def test_lockouts_are_listed_read_only_in_the_admin() -> None:
 
 def test_an_operator_can_lift_a_lockout_early(settings) -> None:
     settings.WR_LOGIN_FAILURES_PER_ADDRESS = 5
-    staff_user("ann", password=RIGHT)
+    staff_user("ann", "view_event", password=RIGHT)
     for _ in range(5):
         log_in(Client(REMOTE_ADDR="2001:db8::7"), "ann", "wrong")
     assert log_in(Client(REMOTE_ADDR="2001:db8::7"), "ann").status_code == 429

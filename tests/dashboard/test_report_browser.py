@@ -34,7 +34,7 @@ def test_an_auditor_reads_prints_and_downloads_the_report(
     live_server, make_event, tmp_path: Path
 ) -> None:
     realistic_history(make_event, fans=3000)
-    staff_user("ann", password="a-long-pass-123")
+    staff_user("ann", "view_event", password="a-long-pass-123")
     staff_user("audrey", password="a-long-pass-123", **AUDITOR)
     base = live_server.url
     with chromium() as browser:

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from dashboard.sale_report import sale_report
 from queueing.models import QueueEntry
+from staff.services import TierSpec
 from tests.dashboard.report_history import FANS, T, build_history, in_line
 from tests.helpers import AUDITOR, fans_join, staff_client
 
@@ -30,7 +31,7 @@ SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 
 @pytest.fixture
 def staff() -> Client:
-    return staff_client("ann")
+    return staff_client("ann", "view_event")
 
 
 def figures(report, tier: str = "All tiers"):
@@ -287,3 +288,15 @@ def test_a_page_costs_the_same_queries_for_ten_fans_or_a_thousand(make_event) ->
         assert auditor.get(f"/dashboard/events/{event.slug}/report.csv").status_code == 200
     assert len(few) <= 12
     assert len(many) == 2 * len(few)
+
+
+def test_the_csv_does_not_hand_a_spreadsheet_formulas(staff, make_event) -> None:
+    """Tier names are staff's free text; a cell that would start a formula is kept as text
+    (a leading apostrophe), so an auditor opening the file runs nothing."""
+    names = ['=HYPERLINK("https://evil.example","x")', "@SUM(A1)", "+1", "-1", "\tTab", "\rCR"]
+    make_event(slug="formulas", tiers=[TierSpec(name, priority=i) for i, name in enumerate(names)])
+    fans_join("formulas", 2)
+    text = staff.get("/dashboard/events/formulas/report.csv").text
+    tiers = {row[1] for row in csv.reader(io.StringIO(text)) if row[0] == "figure"}
+    assert tiers == {"All tiers", *("'" + name for name in names)}
+    assert "=HYPERLINK" not in text.replace("'=HYPERLINK", "")
