@@ -10,6 +10,7 @@ found in this one file.
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -295,6 +296,9 @@ WR_SERVE_STATIC = env_bool("WR_SERVE_STATIC", True)
 
 # Request bodies on this API are tiny; refuse big ones early.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_MAX_BODY_BYTES", 64 * 1024, minimum=1024)
+# The admin alone takes uploads: an on-sale's logo of up to 256 KiB (events.models.LOGO_MAX_BYTES)
+# with the rest of its form, so bodies under /admin/ may be this much larger.
+WR_ADMIN_UPLOAD_BYTES = 256 * 1024 + 16 * 1024
 
 # The waiting-room identity cookie (signed) that makes a repeated join return the same ticket.
 WR_IDENTITY_COOKIE = "wr_id"
@@ -318,10 +322,15 @@ X_FRAME_OPTIONS = "DENY"
 if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
     # Only when a proxy of ours terminates TLS and sets this header (never trust it otherwise).
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-# Our pages load scripts and styles from this origin only (style attributes for the bar).
+# Our pages load scripts and styles from this origin only (style attributes for the bar), and
+# open WebSockets to the room only: 'self' covers ws(s) to the page's own host in browsers that
+# follow CSP 3; the public URL's socket origin is named for those that do not. Never `ws: wss:`,
+# which would let a script injected into a page talk to any host.
+_PUBLIC = urlsplit(WR_PUBLIC_URL)
+_SOCKET_ORIGIN = f"{'wss' if _PUBLIC.scheme == 'https' else 'ws'}://{_PUBLIC.netloc}"
 WR_CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-    "img-src 'self' data:; connect-src 'self' ws: wss:; frame-ancestors 'none'; "
+    f"img-src 'self' data:; connect-src 'self' {_SOCKET_ORIGIN}; frame-ancestors 'none'; "
     "base-uri 'self'; form-action 'self'"
 )
 

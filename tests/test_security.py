@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from django.conf import settings
 from django.test import Client
 
 from config.workers import uvicorn_config
@@ -50,6 +51,12 @@ def test_pages_carry_security_headers(event) -> None:
     assert page["X-Frame-Options"] == "DENY"
     assert page["X-Content-Type-Options"] == "nosniff"
     assert page["Referrer-Policy"] == "same-origin"
+    # WebSockets to the room only: not `ws:`/`wss:`, which would allow any host.
+    connect = next(
+        d.split()[1:] for d in page["Content-Security-Policy"].split(";") if "connect-src" in d
+    )
+    room = settings.WR_PUBLIC_URL.replace("https://", "wss://").replace("http://", "ws://")
+    assert connect == ["'self'", room]
 
 
 def test_forms_need_their_csrf_token(event) -> None:
