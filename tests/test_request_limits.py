@@ -200,15 +200,19 @@ def test_too_many_query_fields_are_a_bad_request_on_the_lean_paths(make_event) -
 @pytest.mark.django_db(transaction=True)
 def test_the_admin_may_be_sent_a_logo_as_large_as_it_allows(make_event) -> None:
     """An on-sale's logo may be 256 KiB: a form carrying one reaches Django's admin (here its
-    CSRF check, which refuses this bare form), sent chunked or declared, while the same body elsewhere is still refused, and
-    the admin's own limit holds past that."""
+    CSRF check, which refuses this bare form), sent chunked or declared, while the same body
+    elsewhere is still refused, and the admin's own limit holds past that."""
     event = make_event()
     boundary = "wr-boundary"
     logo = b"\x89PNG\r\n\x1a\n" + b"\x00" * (LOGO_MAX_BYTES - 16)
     body = (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="logo"; filename="logo.png"\r\n'
-        "Content-Type: image/png\r\n\r\n"
-    ).encode() + logo + f"\r\n--{boundary}--\r\n".encode()
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="logo"; filename="logo.png"\r\n'
+            "Content-Type: image/png\r\n\r\n"
+        ).encode()
+        + logo
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
     form = {"content-type": f"multipart/form-data; boundary={boundary}"}
     admin = f"/admin/events/event/{event.pk}/change/"
     for headers in ({**form, "content-length": str(len(body))}, form):
