@@ -101,8 +101,22 @@ def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
+def readable_copy(source: Path, target: Path) -> Path:
+    """``source``'s files in ``target``, which nginx's workers can read wherever ``source``
+    sits: a checkout in a home directory (mode 0700) is closed to www-data."""
+    readable_dir(target)
+    for item in source.iterdir():
+        if item.is_file():
+            copied = target / item.name
+            shutil.copyfile(item, copied)
+            copied.chmod(0o644)
+    return target
+
+
 class Nginx:
-    def __init__(self, rundir: Path, *, web_servers: list[str], static_root: Path) -> None:
+    def __init__(
+        self, rundir: Path, *, web_servers: list[str], static_root: Path, pages: Path = PAGES
+    ) -> None:
         self.rundir = readable_dir(rundir)
         self.https_port = free_port()
         self.http_port = free_port()
@@ -118,7 +132,7 @@ class Nginx:
             "NGINX_TLS_KEY": str(key),
             "NGINX_WEB_SERVERS": " ".join(web_servers),
             "NGINX_STATIC_ROOT": str(static_root),
-            "NGINX_PAGES_ROOT": str(PAGES),
+            "NGINX_PAGES_ROOT": str(readable_copy(pages, self.rundir / "pages")),
             "WR_PUBLIC_URL": self.base_url,
         }
         self.proc: subprocess.Popen[bytes] | None = None

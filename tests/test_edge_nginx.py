@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from django.utils import timezone
 from websockets.sync.client import connect
 
 from queueing.live.ticks import broadcast_tick
-from tests.edge import PRODUCTION, Browser, Nginx, needs_nginx, readable_dir
+from tests.edge import PAGES, PRODUCTION, Browser, Nginx, needs_nginx, readable_dir
 from tests.faults import kill_process_group
 from tests.processes import Stack, free_port, running_stack, wait_until
 
@@ -235,3 +236,32 @@ def plain_get(port: int, path: str) -> http.client.HTTPResponse:
         return response
     finally:
         conn.close()
+
+
+def test_nginx_answers_with_its_own_pages_wherever_the_checkout_sits(static_root) -> None:
+    """nginx's workers (www-data) cannot read a checkout in a directory of mode 0700, such as
+    a home directory: the rig hands them copies they can read, so the busy page is served
+    rather than nginx's 403 (docs/gate-nginx.md says what nginx must read in production)."""
+    with (
+        tempfile.TemporaryDirectory(prefix="wr-closed-") as closed,
+        tempfile.TemporaryDirectory(prefix="wr-nginx-") as rundir,
+    ):
+        pages = Path(closed) / "pages"
+        shutil.copytree(PAGES, pages)
+        Path(closed).chmod(0o700)
+        nothing_listens = f"127.0.0.1:{free_port()}"
+        nginx = Nginx(
+            Path(rundir), web_servers=[nothing_listens], static_root=static_root, pages=pages
+        )
+        nginx.start()
+        try:
+            fan = Browser(nginx.base_url, nginx.tls)
+            page = fan.request("GET", "/e/anything/")
+            assert page.status == 503, (page.status, page.body[:300])
+            assert "You keep your place" in page.body
+            huge = {"x": "y" * 2_000_000}
+            too_large = fan.request("POST", "/api/v1/events/anything/join", json_body=huge)
+            assert too_large.status == 400, (too_large.status, too_large.body)
+            assert too_large.body["error"] == "bad_request"
+        finally:
+            nginx.stop()
