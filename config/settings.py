@@ -9,6 +9,7 @@ found in this one file.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -25,8 +26,13 @@ if not SECRET_KEY:
     raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
-# The public base URL of the room: the `iss` of passes and the root of absolute links.
-WR_PUBLIC_URL = env_str("WR_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+# The public base URL of the room: the `iss` of passes and the root of absolute links. By
+# default the address `make run` binds (BIND, scripts/run_stack.sh), so a second demo on
+# another port links to itself, not to the first.
+_BIND = env_str("BIND", "127.0.0.1:8000")
+WR_PUBLIC_URL = env_str(
+    "WR_PUBLIC_URL", "http://127.0.0.1:8000" if _BIND.startswith("unix:") else f"http://{_BIND}"
+).rstrip("/")
 
 INSTALLED_APPS = [
     # Django's admin on our site: its login (also the dashboard's) is throttled.
@@ -117,8 +123,15 @@ if not CHANNELS_REDIS_URL:
         "CHANNELS_REDIS_URL must name a plain Redis when REDIS_CLUSTER is on: the channel "
         "layer's pub/sub does not run on a cluster"
     )
-# Every hot-index key starts with this prefix; tests give each test its own.
-WR_REDIS_PREFIX = env_str("WR_REDIS_PREFIX", "wr")
+# Every hot-index key, and (below) the channel layer's groups, start with this prefix; tests
+# give each test its own. Rooms sharing a Redis must not share it: by default it names the
+# room's database (the first room's, `waitingroom`, keeps the plain `wr`), so two rooms with
+# their own databases keep their lines and live updates apart (queueing/checks.py refuses a
+# prefix another database claimed).
+_DATABASE_NAME = re.sub(r"[^A-Za-z0-9_-]", "_", DATABASES["default"]["NAME"])
+WR_REDIS_PREFIX = env_str(
+    "WR_REDIS_PREFIX", "wr" if _DATABASE_NAME == "waitingroom" else f"wr-{_DATABASE_NAME}"
+)
 _REDIS_TIMEOUT = env_float("REDIS_SOCKET_TIMEOUT", 1.0, minimum=0.05)
 # Joins committed together by the lean join path (group commit), at most.
 WR_JOIN_BATCH_MAX = env_int("WR_JOIN_BATCH_MAX", 200, minimum=1)

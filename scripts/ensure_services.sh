@@ -3,6 +3,20 @@
 # CELERY_BROKER_URL is amqp://. Idempotent.
 set -euo pipefail
 
+# The database the room will use: DATABASE_URL's when it is set (as config/settings.py reads
+# it), so a second room with its own DATABASE_URL gets its own database here, not the first's.
+if [ -n "${DATABASE_URL:-}" ]; then
+  eval "$(python3 - <<'PY'
+import os, shlex
+from urllib.parse import unquote, urlsplit
+url = urlsplit(os.environ["DATABASE_URL"])
+for name, value in (("PGHOST", url.hostname), ("PGPORT", url.port), ("PGUSER", url.username),
+                    ("PGPASSWORD", url.password), ("DB_NAME", unquote(url.path.lstrip("/")))):
+    if value:
+        print(f"export {name}={shlex.quote(unquote(str(value)))}")
+PY
+)"
+fi
 PGHOST=${PGHOST:-127.0.0.1}
 PGPORT=${PGPORT:-5432}
 PGUSER=${PGUSER:-postgres}

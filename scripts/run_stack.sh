@@ -26,7 +26,10 @@ web=("$BIN/gunicorn" config.asgi:application
   -b "$BIND" --graceful-timeout 5 --no-control-socket)
 worker=("$BIN/celery" -A config worker -l info -c "${WORKER_CONCURRENCY:-2}" --without-gossip
   --without-mingle)
-beat=("$BIN/celery" -A config beat -l info -s .run/celerybeat-schedule)
+# Per bind address: a second room from this checkout (README, "A second room on one machine")
+# keeps its own beat schedule and metrics files.
+RUN_DIR=".run/${BIND//[^A-Za-z0-9._-]/_}"
+beat=("$BIN/celery" -A config beat -l info -s "$RUN_DIR/celerybeat-schedule")
 
 if [[ ${1:-} == --dry-run ]]; then
   for command in web worker beat; do
@@ -37,9 +40,9 @@ if [[ ${1:-} == --dry-run ]]; then
   exit 0
 fi
 
-mkdir -p .run
+mkdir -p "$RUN_DIR"
 # Every gunicorn worker's request latencies reach /metrics through this directory.
-export PROMETHEUS_MULTIPROC_DIR="$PWD/.run/prometheus"
+export PROMETHEUS_MULTIPROC_DIR="$PWD/$RUN_DIR/prometheus"
 rm -rf "$PROMETHEUS_MULTIPROC_DIR" && mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
 
 pids=()

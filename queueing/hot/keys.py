@@ -107,3 +107,10 @@ def login_failures(scope: str, caller: str) -> str:
 def login_lock(scope: str, caller: str) -> str:
     """The unix time until which one caller's password logins are refused (a lockout)."""
     return f"{prefix()}:{{login:{scope}:{caller}}}:lock"
+
+
+def room_owner() -> str:
+    """The database whose room holds this prefix: claimed by the first room to check it, so
+    that a second room pointed at the same prefix is refused, not mixed in
+    (queueing/checks.py)."""
+    return f"{prefix()}:room-owner"
