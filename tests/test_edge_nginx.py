@@ -238,10 +238,10 @@ def plain_get(port: int, path: str) -> http.client.HTTPResponse:
         conn.close()
 
 
-def test_nginx_answers_with_its_own_pages_wherever_the_checkout_sits(static_root) -> None:
-    """nginx's workers (www-data) cannot read a checkout in a directory of mode 0700, such as
-    a home directory: the rig hands them copies they can read, so the busy page is served
-    rather than nginx's 403 (docs/gate-nginx.md says what nginx must read in production)."""
+@pytest.fixture
+def lone_nginx(static_root) -> Iterator[Nginx]:
+    """nginx with no web process behind it, its pages read from a copy of deploy/nginx/pages
+    in a directory closed to other users (mode 0700), as a checkout in a home directory is."""
     with (
         tempfile.TemporaryDirectory(prefix="wr-closed-") as closed,
         tempfile.TemporaryDirectory(prefix="wr-nginx-") as rundir,
@@ -255,13 +255,42 @@ def test_nginx_answers_with_its_own_pages_wherever_the_checkout_sits(static_root
         )
         nginx.start()
         try:
-            fan = Browser(nginx.base_url, nginx.tls)
-            page = fan.request("GET", "/e/anything/")
-            assert page.status == 503, (page.status, page.body[:300])
-            assert "You keep your place" in page.body
-            huge = {"x": "y" * 2_000_000}
-            too_large = fan.request("POST", "/api/v1/events/anything/join", json_body=huge)
-            assert too_large.status == 400, (too_large.status, too_large.body)
-            assert too_large.body["error"] == "bad_request"
+            yield nginx
         finally:
             nginx.stop()
+
+
+def test_nginx_answers_with_its_own_pages_wherever_the_checkout_sits(lone_nginx) -> None:
+    """nginx's workers (www-data) cannot read a checkout in a directory of mode 0700: the rig
+    hands them copies they can read, so the busy page is served rather than nginx's 403, and
+    an oversized body gets the room's JSON (docs/gate-nginx.md says what nginx must read)."""
+    fan = Browser(lone_nginx.base_url, lone_nginx.tls)
+    page = fan.request("GET", "/e/anything/")
+    assert page.status == 503, (page.status, page.body[:300])
+    assert "You keep your place" in page.body
+    huge = {"x": "y" * 2_000_000}
+    too_large = fan.request("POST", "/api/v1/events/anything/join", json_body=huge)
+    assert too_large.status == 400, (too_large.status, too_large.body)
+    assert too_large.body["error"] == "bad_request"
+
+
+def test_the_access_log_keeps_no_credential(lone_nginx) -> None:
+    """Place-link tokens, tickets and passes, in the path, the query or the Referer, are not
+    written to nginx's access log; where they were is. (nginx's error log still names the
+    request of a failed upstream call, as here: docs/gate-nginx.md says so.)"""
+    fan = Browser(lone_nginx.base_url, lone_nginx.tls)
+    secrets = {
+        "/e/show/move/LINKSECRET1": "/e/show/move/[token]",
+        "/api/v1/tickets/TICKETSECRET2": "/api/v1/tickets/[ticket]",
+        "/api/v1/tickets/TICKETSECRET3/reenter": "/api/v1/tickets/[ticket]/reenter",
+        "/shop/?a=1&wr_pass=PASSSECRET4": "/shop/?[credential]",
+        "/ws/events/show/?ticket=TICKETSECRET5": "/ws/events/show/?[credential]",
+    }
+    for path in secrets:
+        fan.request("GET", path, headers={"Referer": f"{lone_nginx.base_url}{path}"})
+    fan.request("GET", "/e/show/?return=https%3A%2F%2Fshop.example%2F")
+    wait_until(lambda: "return=" in lone_nginx.log(), timeout=10, what="the access log")
+    log = "\n".join(line for line in lone_nginx.log().splitlines() if line.startswith("127."))
+    assert "SECRET" not in log, log
+    for masked in secrets.values():
+        assert f"GET {masked} HTTP" in log, (masked, log)
