@@ -98,8 +98,17 @@ def query_too_many_fields() -> ApiError:
     return ApiError(400, "bad_request", "The query string has too many fields.")
 
 
+def body_limit(path: str) -> int | None:
+    """The most body the room reads for a request to ``path``: ``DATA_UPLOAD_MAX_MEMORY_SIZE``,
+    and under /admin/ room for a logo upload besides (``WR_ADMIN_UPLOAD_BYTES``)."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if limit is not None and path.startswith("/admin/"):
+        return limit + settings.WR_ADMIN_UPLOAD_BYTES
+    return limit
+
+
 def unreadable_request(
-    *, query_string: str | bytes, content_length: str | bytes | None
+    *, query_string: str | bytes, content_length: str | bytes | None, path: str = "/api/"
 ) -> ApiError | None:
     """Why the room will not read a request, judged before anything reads it, or None
     (docs/api.md, "Conventions"); callers pass the query string for paths under /api/ only.
@@ -108,7 +117,7 @@ def unreadable_request(
 
     The fields are counted as Django's QueryDict counts them (``&``-separated, empty ones
     too), against ``DATA_UPLOAD_MAX_NUMBER_FIELDS``; the declared length is compared with
-    ``DATA_UPLOAD_MAX_MEMORY_SIZE``. A body sent without a length is measured as it arrives
+    ``body_limit(path)``. A body sent without a length is measured as it arrives
     (queueing/web/request_limits.py)."""
     if isinstance(query_string, bytes):
         query_string = query_string.decode("latin-1")
@@ -121,7 +130,7 @@ def unreadable_request(
         text = content_length.strip()
         if not (text.isascii() and text.isdigit()):
             return ApiError(400, "bad_request", "The Content-Length header is not a length.")
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        limit = body_limit(path)
         if limit is not None and int(text) > limit:
             return body_too_large()
     return None

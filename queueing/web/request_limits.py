@@ -5,7 +5,8 @@ Django's ASGI handler receives a whole body before any middleware runs, and a bo
 chunked (no ``Content-Length``) has no size to refuse it by: it would be spooled whole, to
 disk past ``FILE_UPLOAD_MAX_MEMORY_SIZE``, only to be refused afterwards. Here the body is
 counted as it arrives, and reading stops with the message that takes it past
-``DATA_UPLOAD_MAX_MEMORY_SIZE``: the application behind, handed no more than the limit, is
+``DATA_UPLOAD_MAX_MEMORY_SIZE`` (under /admin/, that plus room for a logo upload): the
+application behind, handed no more than the limit, is
 told the client went away, and the client gets ``400 bad_request``. A declared
 ``Content-Length`` over the limit and, under /api/, a query string with more fields than
 ``DATA_UPLOAD_MAX_NUMBER_FIELDS`` are refused before anything is read
@@ -19,9 +20,7 @@ from __future__ import annotations
 import json
 import logging
 
-from django.conf import settings
-
-from queueing.web.api_errors import ApiError, body_too_large, unreadable_request
+from queueing.web.api_errors import ApiError, body_limit, body_too_large, unreadable_request
 from queueing.web.asgi_io import ASGIApp, Message, Receive, Scope, Send, served_securely
 from queueing.web.middleware import hot_path_headers
 
@@ -44,11 +43,13 @@ class RequestLimits:
         query = scope.get("query_string", b"") if api else b""
         declared = [value for name, value in scope.get("headers", ()) if name == b"content-length"]
         if query or declared:
-            refusal = unreadable_request(query_string=query, content_length=b",".join(declared))
+            refusal = unreadable_request(
+                query_string=query, content_length=b",".join(declared), path=scope["path"]
+            )
             if refusal is not None:
                 await _refuse(scope, send, refusal, api=api)
                 return
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        limit = body_limit(scope["path"])
         if limit is None:
             await self.inner(scope, receive, send)
             return
