@@ -71,7 +71,8 @@ def assert_refused(reply: AsgiReply, settings: Any, slug: str, original: str) ->
     assert reply.status == 401, (reply.status, reply.raw)
     assert reply.body == {"error": "unauthorized", "detail": "No valid pass for this on-sale."}
     assert reply.headers["x-waiting-room-location"] == room_location(settings, slug, original)
-    assert reply.headers["cache-control"] == "no-store"
+    assert reply.headers["cache-control"] == "private, no-store"
+    assert "Cookie" in reply.headers["vary"].split(", ")  # Django's adds Accept-Language
     assert "set-cookie" not in reply.headers
 
 
@@ -95,7 +96,8 @@ def test_a_pass_in_the_url_becomes_the_cookie_and_the_url_is_asked_again_without
     reply = check(lean_only, "sale", f"/seats?row=a&wr_pass={token}&x=1")
     assert (reply.status, reply.raw) == (204, b"")
     assert reply.headers["x-waiting-room-redirect"] == "https://shop.example/seats?row=a&x=1"
-    assert reply.headers["cache-control"] == "no-store"
+    assert reply.headers["cache-control"] == "private, no-store"
+    assert reply.headers["vary"] == "Cookie"
     (morsel,) = SimpleCookie(reply.headers["set-cookie"]).values()
     assert (morsel.key, morsel.value) == ("wr_pass_sale", token)
     assert (morsel["path"], morsel["httponly"], morsel["samesite"]) == ("/", True, "Lax")
