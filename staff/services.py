@@ -26,6 +26,7 @@ from events.validation import is_well_formed_access_code, normalise_access_code
 from queueing.line.admission import AdmissionOutcome, ManualAdmission, admission_run
 from queueing.line.followups import broadcast_soon
 from queueing.line.index_sync import index_mark_new_event_ready
+from queueing.line.schedule import line_start
 from queueing.models import AuditAction
 from queueing.records.audit import audit_append, audit_chain_start
 from queueing.rules.branding import LogoRefused, logo_check
@@ -188,6 +189,10 @@ def event_create(
                 "shuffle_seed_sha256": event.shuffle_seed_sha256,
             },
         )
+        # Nothing scheduled (or a start already past): the line starts with the on-sale, not
+        # at the first tick, whose "shuffled" record (of nobody) is then this one.
+        if line_start(event_id=event.id, now=now):
+            event.refresh_from_db(fields=["started_at"])
         _after_commit_mark_ready(event.id)
     return event
 

@@ -45,6 +45,7 @@ def test_the_shop_opens_only_to_a_valid_pass_through_nginx(make_event, shop) -> 
     assert away.status == 302, away.body
     assert away.headers["location"] == shop.room_location("/seats/12?row=a")
     assert "set-cookie" not in away.headers
+    assert (away.headers["cache-control"], away.headers["vary"]) == ("private, no-store", "Cookie")
 
     # The pass in the URL (the room's redirect_url): the cookie, and the same URL without it.
     token = shop.admitted_pass(event)
@@ -55,6 +56,8 @@ def test_the_shop_opens_only_to_a_valid_pass_through_nginx(make_event, shop) -> 
     assert cookie.startswith(f"wr_pass_{SLUG}={token}; Max-Age=")
     assert cookie.endswith("; Path=/; HttpOnly; SameSite=Lax; Secure")  # the shop is HTTPS
     assert fan.cookies == {f"wr_pass_{SLUG}": token}
+    assert entered.headers["cache-control"] == "private, no-store"  # it carries the pass
+    assert entered.headers["vary"] == "Cookie"
 
     # With the cookie, the shop answers the page asked for.
     inside = fan.request("GET", "/seats/12?row=a")

@@ -41,6 +41,7 @@ from queueing.line.admission import answer_admitted, join_admit, line_length
 from queueing.line.answers import TicketAnswer, answer_unplaced, entry_answer, entry_poll
 from queueing.line.index_sync import index_add
 from queueing.line.reads import layout_with_tier, line_reads
+from queueing.line.schedule import line_start
 from queueing.models import AuditAction, PassKey, QueueEntry
 from queueing.passes.signing import signing_key
 from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock
@@ -303,6 +304,8 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
     if not newcomers:
         return _in_order(answered, len(requests))
 
+    if event.started_at is None:
+        event = _started_if_due(event, now=max(n.request.now for n in newcomers))
     layout = layout_with_tier(event.id, *{n.tier.id for n in newcomers})
     status = arrival_status(event, started=event.started_at is not None)
     # The cap is asked before the quotes too, so that a newcomer it refuses takes no place
@@ -324,6 +327,24 @@ def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
             if committed.placed:
                 answered |= _answer_newcomers(layout, committed)
     return _in_order(answered, len(requests))
+
+
+def _started_if_due(event: Event, *, now: datetime) -> Event:
+    """The on-sale as it is once its line started, when the start is due (no schedule, or
+    ``starts_at`` passed) and no tick has made it yet: the beat comes once a second, and the
+    newcomers of the first second must not queue for it (safety net and passthrough admit
+    in the join only once the line started, ``admission.admission_open``).
+
+    Only with nobody in the pre-queue. A pre-queue's start is its shuffle, which moves the
+    whole cohort and rebuilds the hot index: the tick's work, not a request's. Until it has
+    run, newcomers join the pre-queue and are shuffled with it (``_commit`` decides that
+    under the lock the shuffle takes): the boundary between the cohort and those behind it
+    is the shuffle itself, not the clock."""
+    if event.state_at(now) not in (EventState.OPEN, EventState.PAUSED):
+        return event
+    line_start(event_id=event.id, now=now, only_without_prequeue=True)
+    # Started by this join, another, or a tick meanwhile; or still waiting for its shuffle.
+    return Event.objects.filter(pk=event.id).first() or event
 
 
 def _newcomers(

@@ -1,5 +1,6 @@
 """The line's schedule: starting it at ``starts_at`` (with the verifiable shuffle of the
-pre-queue) and emptying it when the on-sale closes."""
+pre-queue), or with the on-sale when nothing is scheduled, and emptying it when the on-sale
+closes."""
 
 from __future__ import annotations
 
@@ -39,9 +40,13 @@ def _reorder_and_open(order: list[tuple[int, int]], now: datetime) -> None:
             raise RuntimeError("pre-queue changed during the shuffle")
 
 
-def line_start(*, event_id: int, now: datetime) -> bool:
+def line_start(*, event_id: int, now: datetime, only_without_prequeue: bool = False) -> bool:
     """At the start: shuffle the pre-queue (or keep join order) and open the line.
-    Idempotent; True if this call started the line."""
+    Idempotent; True if this call started the line. The tick calls it, and so do the
+    on-sale's creation and a join that finds the start due before any tick did
+    (``only_without_prequeue``: only when nobody is in the pre-queue, see joining.py)."""
+    if only_without_prequeue and _prequeue_exists(event_id):
+        return False  # asked without a lock first: the cheap answer in the common case
     with transaction.atomic():
         event = Event.objects.select_for_update(no_key=True).filter(pk=event_id).first()
         if event is None or event.started_at is not None:
@@ -52,6 +57,8 @@ def line_start(*, event_id: int, now: datetime) -> bool:
         # so every join either committed before this point (and is in the cohort) or waits
         # and then sees the line started. Nobody falls between the two.
         audit_chain_lock(event_id=event_id)
+        if only_without_prequeue and _prequeue_exists(event_id):
+            return False  # a join committed to the pre-queue meanwhile
         # Lock the cohort so a fan leaving at this instant waits for the shuffle to finish.
         cohort = list(
             QueueEntry.objects.select_for_update()
@@ -87,6 +94,10 @@ def line_start(*, event_id: int, now: datetime) -> bool:
         Event.objects.filter(pk=event_id).update(hot_index_dirty=True)
         hot_index_rebuild(event_id=event_id, now=now)
     return True
+
+
+def _prequeue_exists(event_id: int) -> bool:
+    return QueueEntry.objects.filter(event_id=event_id, status=EntryStatus.PREQUEUE).exists()
 
 
 def line_admit_stragglers(*, event_id: int, now: datetime) -> int:

@@ -1,16 +1,17 @@
 """An admitted fan's session in the shop: handing over its pass, the shop's side (verify and
 complete), and whether it is still on, as the gate asks.
 
-The gate's answer is the entry's status as PostgreSQL had it at most
-``WR_GATE_STATE_SECONDS`` ago.
+The gate's answer is the entry's state (its status, and which of its admissions is the
+current one: a pass of a session that ended before a re-entry is not let in) as PostgreSQL
+had it at most ``WR_GATE_STATE_SECONDS`` ago.
 
 A pass's signature stays valid after the session ended (completed, abandoned, revoked,
 expired), so the gate must ask the database; asking it on every request to a protected shop
-would put PostgreSQL on the hottest path of all. Each web process remembers the status it
+would put PostgreSQL on the hottest path of all. Each web process remembers the state it
 read per pass for ``WR_GATE_STATE_SECONDS`` (a bounded number of them), and the reads it
 must make are batched: the tickets asked for while one read runs are read together by the
 next, one query however many they are, and a ticket whose read is under way waits for it.
-A status past half its time is still used, and read again in the background: a fan who
+A state past half its time is still used, and read again in the background: a fan who
 keeps browsing never waits for PostgreSQL (a request that must wait for a read is what made
 the gate's p99 in the benchmark).
 
@@ -130,16 +131,10 @@ def pass_verify(*, token: str, now: datetime, event_slug: str | None = None) -> 
         return PassVerdict(valid=False, reason=invalid.reason)
     if event_slug is not None and claims.event_slug != event_slug:
         return PassVerdict(valid=False, reason="wrong_event", event=claims.event_slug)
-    session = (
-        QueueEntry.objects.filter(public_id=claims.ticket_id, event__slug=claims.event_slug)
-        .values_list("status", "reentered_at", "admitted_at")
-        .first()
-    )
-    status = session[0] if session else None
-    if status == EntryStatus.ADMITTED and not _of_current_session(claims, *session[1:]):
-        return PassVerdict(valid=False, reason="revoked", event=claims.event_slug)
-    if status != EntryStatus.ADMITTED:
-        reason = _ENDED_REASON.get(EntryStatus(status), "revoked") if status else "revoked"
+    key = (claims.event_slug, claims.ticket_id)
+    session = sessions_read([key])[key]
+    if session is None or not session.lets_in(claims):
+        reason = _ENDED_REASON.get(EntryStatus(session.status), "revoked") if session else "revoked"
         return PassVerdict(valid=False, reason=reason, event=claims.event_slug)
     return PassVerdict(
         valid=True,
@@ -210,43 +205,62 @@ def pass_complete(*, token: str, outcome: str, integration_key: str, now: dateti
 
 SessionKey = tuple[str, uuid.UUID]  # the on-sale's slug, the ticket id (a pass's aud, sub)
 
-# Statuses remembered per process (about 200 bytes each).
+# States remembered per process (about 350 bytes each).
 REMEMBERED_MAX = 50_000
 # Tickets read by one query at most.
 READ_BATCH = 1_000
 
 
-def session_statuses_read(keys: Collection[SessionKey]) -> dict[SessionKey, str | None]:
-    """The entries' statuses now (None: no such entry for that on-sale), in one query."""
-    found: dict[SessionKey, str | None] = dict.fromkeys(keys)
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """An entry as the gate and passes/verify judge its passes: its status, and which of its
+    admissions is the current one."""
+
+    status: str
+    reentered_at: datetime | None
+    admitted_at: datetime | None
+
+    def lets_in(self, claims: PassClaims) -> bool:
+        """Whether ``claims`` (a pass of this entry) is good now: the entry is admitted, and
+        the pass is of this admission, not of one that ended before a re-entry."""
+        return self.status == EntryStatus.ADMITTED and _of_current_session(
+            claims, self.reentered_at, self.admitted_at
+        )
+
+
+def sessions_read(keys: Collection[SessionKey]) -> dict[SessionKey, SessionState | None]:
+    """The entries' states now (None: no such entry for that on-sale), in one query."""
+    found: dict[SessionKey, SessionState | None] = dict.fromkeys(keys)
     rows = QueueEntry.objects.filter(public_id__in={ticket for _, ticket in keys}).values_list(
-        "public_id", "event__slug", "status"
+        "public_id", "event__slug", "status", "reentered_at", "admitted_at"
     )
-    for ticket_id, slug, status in rows:
+    for ticket_id, slug, status, reentered_at, admitted_at in rows:
         if (slug, ticket_id) in found:
-            found[(slug, ticket_id)] = status
+            found[(slug, ticket_id)] = SessionState(status, reentered_at, admitted_at)
     return found
 
 
 @closes_old_connections
-def _read_in_thread(keys: list[SessionKey]) -> dict[SessionKey, str | None]:
-    return session_statuses_read(keys)
+def _read_in_thread(keys: list[SessionKey]) -> dict[SessionKey, SessionState | None]:
+    return sessions_read(keys)
 
 
 class SessionStates:
-    """The remembered statuses and the reads under way, for one event loop (a future
+    """The remembered states and the reads under way, for one event loop (a future
     belongs to the loop that made it)."""
 
     def __init__(self) -> None:
-        self._known: OrderedDict[SessionKey, tuple[float, str | None]] = OrderedDict()
+        self._known: OrderedDict[SessionKey, tuple[float, SessionState | None]] = OrderedDict()
         # The next read's tickets, each with the future its requests wait on (None: read
         # in the background, nobody waits).
-        self._waiting: dict[SessionKey, asyncio.Future[str | None] | None] = {}
-        self._reading: dict[SessionKey, asyncio.Future[str | None] | None] = {}  # under way
+        self._waiting: dict[SessionKey, asyncio.Future[SessionState | None] | None] = {}
+        self._reading: dict[
+            SessionKey, asyncio.Future[SessionState | None] | None
+        ] = {}  # under way
         self._reader: asyncio.Task[None] | None = None
 
-    async def status(self, key: SessionKey) -> str | None:
-        """The status of the entry ``key`` names; raises DatabaseError when it had to be read
+    async def state(self, key: SessionKey) -> SessionState | None:
+        """The state of the entry ``key`` names; raises DatabaseError when it had to be read
         and could not be."""
         known = self._known.get(key)
         if known is not None:
@@ -265,7 +279,7 @@ class SessionStates:
     def _asked(self, key: SessionKey) -> bool:
         return key in self._waiting or key in self._reading
 
-    def _ask(self, key: SessionKey, future: asyncio.Future[str | None] | None) -> None:
+    def _ask(self, key: SessionKey, future: asyncio.Future[SessionState | None] | None) -> None:
         self._waiting[key] = future
         if self._reader is None:
             self._reader = asyncio.get_running_loop().create_task(self._read_all())
@@ -285,16 +299,16 @@ class SessionStates:
                     continue
                 finally:
                     reading, self._reading = self._reading, {}
-                for key, status in found.items():
-                    self._remember(key, started, status)
+                for key, state in found.items():
+                    self._remember(key, started, state)
                     future = reading[key]
                     if future is not None and not future.done():
-                        future.set_result(status)
+                        future.set_result(state)
         finally:
             self._reader = None
 
-    def _remember(self, key: SessionKey, read_at: float, status: str | None) -> None:
-        self._known[key] = (read_at, status)
+    def _remember(self, key: SessionKey, read_at: float, state: SessionState | None) -> None:
+        self._known[key] = (read_at, state)
         self._known.move_to_end(key)
         while len(self._known) > REMEMBERED_MAX:
             self._known.popitem(last=False)
@@ -303,6 +317,6 @@ class SessionStates:
 _per_loop = PerEventLoop(SessionStates)
 
 
-async def session_status(key: SessionKey) -> str | None:
-    """``SessionStates.status`` of the running loop's states."""
-    return await _per_loop.get().status(key)
+async def session_state(key: SessionKey) -> SessionState | None:
+    """``SessionStates.state`` of the running loop's states."""
+    return await _per_loop.get().state(key)

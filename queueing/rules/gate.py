@@ -147,6 +147,11 @@ class GateAnswer:
 REFUSED_BODY = {"error": "unauthorized", "detail": "No valid pass for this on-sale."}
 
 
+# Both answers depend on the fan's cookie, and the 204 may set it to a pass: a cache in front
+# (nginx's proxy_cache, say) must not keep them, nor hand one fan's answer to another.
+_KEPT_OUT_OF_CACHES = (("Cache-Control", "private, no-store"), ("Vary", "Cookie"))
+
+
 def gate_admit(
     *,
     original: OriginalRequest,
@@ -158,7 +163,7 @@ def gate_admit(
 ) -> GateAnswer:
     """The 204. A pass from the query becomes the cookie (until the pass expires), and a
     URL that carried wr_pass is to be asked again without it."""
-    headers: list[tuple[str, str]] = [("Cache-Control", "no-store")]
+    headers: list[tuple[str, str]] = list(_KEPT_OUT_OF_CACHES)
     if from_query:
         max_age = max(1, int(expires_at - now))
         headers.append(("Set-Cookie", pass_cookie(slug, token, max_age, original.scheme)))
@@ -180,7 +185,7 @@ def gate_refuse(*, original: OriginalRequest, slug: str, public_url: str) -> Gat
     return GateAnswer(
         admitted=False,
         headers=(
-            ("Cache-Control", "no-store"),
+            *_KEPT_OUT_OF_CACHES,
             (LOCATION_HEADER, room_location(public_url=public_url, slug=slug, original=original)),
         ),
     )

@@ -24,6 +24,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from events.models import Event
+from queueing.web.middleware import kept_out_of_caches
 
 JWKS_CACHE_SECONDS = 300
 ROOM_TIMEOUT_SECONDS = 5
@@ -105,6 +106,7 @@ def _admitted(request: HttpRequest, slug: str, token: str) -> dict[str, object] 
     return claims
 
 
+@kept_out_of_caches  # the page holds the pass (its form hands it to "complete")
 @require_GET
 def checkout(request: HttpRequest, slug: str) -> HttpResponse:
     token = request.GET.get("wr_pass", "")
@@ -118,6 +120,7 @@ def checkout(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
+@kept_out_of_caches
 @require_POST
 def complete(request: HttpRequest, slug: str) -> HttpResponse:
     token = request.POST.get("wr_pass", "")

@@ -2,13 +2,14 @@
 the fan may in (nginx ``auth_request``; docs/api.md "Protected sites", docs/gate-nginx.md).
 
 204 when the request carries a valid, unexpired pass of this on-sale whose session is still
-on (the gate's cookie on the shop's host, or ``wr_pass`` in the original URL); 401 with where
-the room is otherwise. The lean ASGI path answers it (queueing/web/hot_paths.py) without
-PostgreSQL on most requests: the keys and verified tokens are held in-process
-(queueing/passes/cached.py), and a session's status is read at most once per
+on and is the entry's current one, not one that ended before a re-entry (the gate's cookie
+on the shop's host, or ``wr_pass`` in the original URL); 401 with where the room is
+otherwise. The lean ASGI path answers it (queueing/web/hot_paths.py) without PostgreSQL on
+most requests: the keys and verified tokens are held in-process
+(queueing/passes/cached.py), and a session's state is read at most once per
 ``WR_GATE_STATE_SECONDS`` per process (queueing/line/sessions.py). The Django view
 below gives the same answers where the lean path is not mounted (a WSGI server, the test
-client); it reads the session's status every time.
+client); it reads the session's state every time.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from queueing.line.sessions import session_status, session_statuses_read
+from queueing.line.sessions import session_state, sessions_read
 from queueing.passes.cached import pass_claims, pass_claims_async
 from queueing.passes.signing import PassClaims, PassInvalid
 from queueing.rules.gate import (
@@ -35,7 +36,6 @@ from queueing.rules.gate import (
     original_request_read,
     pass_candidates,
 )
-from queueing.rules.states import EntryStatus
 from queueing.web.api_errors import json_api, unavailable_response
 from queueing.web.asgi_io import Reply, Scope, reply
 from queueing.web.latency import GATE_SECONDS, observed
@@ -105,7 +105,7 @@ def _admit(
 
 async def gate_answer_async(question: GateQuestion, *, now: float) -> GateAnswer:
     """The answer from the event loop; raises DatabaseError when PostgreSQL had to be read
-    (keys, a session's status) and could not be."""
+    (keys, a session's state) and could not be."""
     for token, from_query in pass_candidates(question.original, question.cookies):
         try:
             claims = await pass_claims_async(token, now=now)
@@ -113,13 +113,14 @@ async def gate_answer_async(question: GateQuestion, *, now: float) -> GateAnswer
             continue
         if claims.event_slug != question.slug:
             continue  # another on-sale's pass: its session is not read
-        if await session_status((claims.event_slug, claims.ticket_id)) == EntryStatus.ADMITTED:
+        session = await session_state((claims.event_slug, claims.ticket_id))
+        if session is not None and session.lets_in(claims):
             return _admit(question, token, from_query, claims, now)
     return _refused(question)
 
 
 def gate_answer(question: GateQuestion, *, now: float) -> GateAnswer:
-    """``gate_answer_async`` for the Django view: the session's status is read each time."""
+    """``gate_answer_async`` for the Django view: the session's state is read each time."""
     for token, from_query in pass_candidates(question.original, question.cookies):
         try:
             claims = pass_claims(token, now=now)
@@ -128,7 +129,8 @@ def gate_answer(question: GateQuestion, *, now: float) -> GateAnswer:
         if claims.event_slug != question.slug:
             continue
         key = (claims.event_slug, claims.ticket_id)
-        if session_statuses_read([key])[key] == EntryStatus.ADMITTED:
+        session = sessions_read([key])[key]
+        if session is not None and session.lets_in(claims):
             return _admit(question, token, from_query, claims, now)
     return _refused(question)
 

@@ -1,6 +1,6 @@
 """Keep every answer under /api/ in the ``{"error", "detail"}`` shape (the mapping itself is
-api_errors.py's), set the pages' Content-Security-Policy, and hand the lean paths the
-security headers Django's middleware would have added."""
+api_errors.py's), set the pages' Content-Security-Policy, keep the fans' pages out of caches,
+and hand the lean paths the security headers Django's middleware would have added."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.test.signals import setting_changed
+from django.utils.cache import patch_vary_headers
 
 from queueing.web.api_errors import (
     GENERIC_ERRORS,
@@ -54,6 +55,27 @@ def content_security_policy(*, form_targets: Iterable[str] = ()) -> str:
         f"{directive} {extra}" if directive.split(" ", 1)[0] == "form-action" else directive
         for directive in directives
     )
+
+
+View = Callable[..., HttpResponse]
+
+
+def kept_out_of_caches(view: View) -> View:
+    """For the views whose answers carry a ticket or a pass (a page showing a place, its
+    cookie being set, the redirect to the shop with ``wr_pass``, a place link) or depend on
+    the browser's cookies (the same URL shows one fan's place and another's join form):
+    ``Cache-Control: private, no-store`` and ``Vary: Cookie``. A cache, shared or the
+    browser's, that kept one could hand a place or a pass to someone else, or show it again
+    after the fan left that browser."""
+
+    @functools.wraps(view)
+    def kept_out(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        response = view(request, *args, **kwargs)
+        response["Cache-Control"] = "private, no-store"
+        patch_vary_headers(response, ("Cookie",))
+        return response
+
+    return kept_out
 
 
 class ApiErrorMiddleware:

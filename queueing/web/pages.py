@@ -34,7 +34,7 @@ from queueing.web.abuse import join_rate_check, pow_check, wrong_code_gate
 from queueing.web.api_errors import ApiError, api_error
 from queueing.web.branding import event_branding
 from queueing.web.callers import address_digest, identity_from_request, identity_remember
-from queueing.web.middleware import content_security_policy
+from queueing.web.middleware import content_security_policy, kept_out_of_caches
 
 _COOKIE_SALT = "waitingroom.page-ticket.v1"
 
@@ -256,6 +256,7 @@ def _render_join_form(request: HttpRequest, event: Event, now: datetime) -> Http
     return render(request, "queueing/join.html", context)
 
 
+@kept_out_of_caches
 @require_http_methods(["GET", "HEAD", "POST"])
 def waiting_page(request: HttpRequest, slug: str) -> HttpResponse:
     event = event_or_404(slug)

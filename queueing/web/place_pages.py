@@ -28,6 +28,7 @@ from queueing.rules.errors import QueueError
 from queueing.rules.place_links import LinkRefusal, PlaceLinkRefused
 from queueing.rules.states import QUEUED
 from queueing.rules.ticket_codec import ticket_read
+from queueing.web.middleware import kept_out_of_caches
 from queueing.web.pages import (
     PageTicket,
     event_or_404,
@@ -66,6 +67,7 @@ def _back_to_the_page(event: Event) -> HttpResponseRedirect:
     return HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))
 
 
+@kept_out_of_caches
 @require_http_methods(["GET", "HEAD", "POST"])
 def place_link_new(request: HttpRequest, slug: str) -> HttpResponse:
     """A link (and QR code) that moves this browser's place to the device that opens it.
@@ -97,6 +99,7 @@ def place_link_new(request: HttpRequest, slug: str) -> HttpResponse:
     return response
 
 
+@kept_out_of_caches
 @require_http_methods(["GET", "HEAD", "POST"])
 def place_link_open(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     """GET: "Continue your place here?"; POST: move it here."""
@@ -132,6 +135,7 @@ def place_link_open(request: HttpRequest, slug: str, token: str) -> HttpResponse
     return response
 
 
+@kept_out_of_caches
 @require_POST
 def turn_mail_form(request: HttpRequest, slug: str) -> HttpResponse:
     """Leave (or take back) the address to be mailed at when it's this fan's turn."""

@@ -32,14 +32,14 @@ def test_a_full_lifecycle_appears_in_the_trail_in_order(make_event, auditor) -> 
     body = auditor.get(f"/api/v1/audit/records/?event={event.slug}").json()
     assert [r["action"] for r in body["results"]] == [
         "event_created",
+        "shuffled",  # nothing scheduled: the line starts with the on-sale
         "joined",
         "joined",
-        "shuffled",
         "admitted",
         "completed",
         "left",
     ]
-    assert body["results"][1]["ticket_id"] == str(entry_of(first).public_id)
+    assert body["results"][2]["ticket_id"] == str(entry_of(first).public_id)
     assert set(body["results"][0]) == {
         "id",
         "at",
@@ -61,17 +61,17 @@ def test_editing_one_row_makes_verify_report_exactly_that_row(make_event, audito
     fans_join(event.slug, 3)
     assert auditor.get(f"/api/v1/audit/events/{event.slug}/verify").json() == {
         "ok": True,
-        "records": 4,
+        "records": 5,
         "first_bad_id": None,
     }
-    target = AuditRecord.objects.filter(event=event).order_by("seq")[2]
+    target = AuditRecord.objects.filter(event=event).order_by("seq")[3]
     with connection.cursor() as cursor:
         cursor.execute(
             'UPDATE queueing_auditrecord SET data = \'{"tier": "VIP"}\' WHERE id = %s',
             [target.id],
         )
     verdict = auditor.get(f"/api/v1/audit/events/{event.slug}/verify").json()
-    assert verdict == {"ok": False, "records": 4, "first_bad_id": target.id}
+    assert verdict == {"ok": False, "records": 5, "first_bad_id": target.id}
     with pytest.raises(CommandError, match=f"first bad record id {target.id}"):
         call_command("verify_audit", event.slug)
 
@@ -105,7 +105,11 @@ def test_a_write_on_the_audit_api_is_405_with_allow_for_those_who_may_read(make_
             assert response.status_code == 405, (path, method, response.content)
             assert response.json()["error"] == "method_not_allowed"
             assert response["Allow"] == "GET, HEAD, OPTIONS"
-    assert AuditRecord.objects.count() == 1  # the on-sale's creation, nothing more
+    # The on-sale's creation and its line's start, nothing more.
+    assert list(AuditRecord.objects.order_by("seq").values_list("action", flat=True)) == [
+        "event_created",
+        "shuffled",
+    ]
 
 
 def test_everyone_else_is_kept_out(make_event) -> None:
@@ -129,7 +133,7 @@ def test_records_are_cursor_paginated(make_event, auditor) -> None:
     while page["next"]:
         page = auditor.get(page["next"]).json()
         seen += [r["id"] for r in page["results"]]
-    assert seen == sorted(seen) and len(seen) == 5
+    assert seen == sorted(seen) and len(seen) == 6
 
 
 @pytest.mark.parametrize("how", ["query", "accept"])
@@ -145,8 +149,9 @@ def test_records_stream_as_csv(make_event, auditor, how) -> None:
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
-    assert [r["action"] for r in rows] == ["event_created", "joined", "joined", "joined"]
-    assert rows[1]["event"] == event.slug
+    actions = [r["action"] for r in rows]
+    assert actions == ["event_created", "shuffled", "joined", "joined", "joined"]
+    assert rows[2]["event"] == event.slug
 
 
 @pytest.mark.parametrize(
@@ -171,7 +176,7 @@ def test_time_filters(make_event, auditor) -> None:
     fans_join(event.slug, 2)
     future = (timezone.now() + timedelta(hours=1)).isoformat()
     assert auditor.get("/api/v1/audit/records/", {"since": future}).json()["results"] == []
-    assert len(auditor.get("/api/v1/audit/records/", {"until": future}).json()["results"]) == 3
+    assert len(auditor.get("/api/v1/audit/records/", {"until": future}).json()["results"]) == 4
 
 
 def test_the_report_is_right_on_a_constructed_history(make_event, auditor) -> None:

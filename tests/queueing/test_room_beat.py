@@ -38,7 +38,8 @@ def test_only_on_sales_with_fans_or_a_start_due_have_work(make_event) -> None:
     )
     in_prequeue = make_event(slug="in-prequeue", starts_at=now + timedelta(hours=1))
     fans_join(in_prequeue.slug, 1)
-    due = make_event(slug="due")  # never ticked: its start (now) is due
+    due = make_event(slug="due", starts_at=now + timedelta(seconds=30))
+    later = now + timedelta(minutes=1)  # the start of "due" has passed; no tick made it
     ended = make_event(slug="ended", capacity=1, rate_per_minute=0)
     ended_fans = fans_join(ended.slug, 2)
     event_tick(event_id=ended.id, now=now)
@@ -47,10 +48,12 @@ def test_only_on_sales_with_fans_or_a_start_due_have_work(make_event) -> None:
     assert statuses(ended_fans) == ["admitted", "revoked"]
 
     assert events_with_fans() == sorted([waiting.id, in_prequeue.id, ended.id])
-    # Never ticked yet, so their starts (now) are due; "in-prequeue" starts in an hour.
-    assert sorted(events_due_to_start(now)) == sorted([waiting.id, due.id])
-    assert events_with_work(now) == sorted([waiting.id, in_prequeue.id, ended.id, due.id])
-    assert idle.id not in events_with_work(now) and upcoming.id not in events_with_work(now)
+    # On-sales with nothing scheduled started with their creation; "in-prequeue" starts in
+    # an hour.
+    assert events_due_to_start(now) == []
+    assert events_due_to_start(later) == [due.id]
+    assert events_with_work(later) == sorted([waiting.id, in_prequeue.id, ended.id, due.id])
+    assert idle.id not in events_with_work(later) and upcoming.id not in events_with_work(later)
 
     # The shopper leaves the closed on-sale: it costs nothing any more.
     QueueEntry.objects.filter(event=ended, status="admitted").update(

@@ -207,7 +207,7 @@ def test_a_new_on_sale_may_get_its_look_and_logo_at_once(boss) -> None:
     actions = list(
         AuditRecord.objects.filter(event=event).order_by("seq").values_list("action", flat=True)
     )
-    assert actions == ["event_created", "event_changed"]
+    assert actions == ["event_created", "shuffled", "event_changed"]
 
 
 # --- preview -------------------------------------------------------------------------------

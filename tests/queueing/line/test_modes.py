@@ -5,7 +5,7 @@ each; switching between them."""
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection, transaction
@@ -150,13 +150,76 @@ def test_safety_net_takes_only_the_room_there_is_in_one_batch(make_event) -> Non
     assert all(v.issued_pass is not None for v in views[:3])
 
 
-def test_safety_net_does_not_admit_while_paused_or_before_the_line_starts(make_event) -> None:
-    event = make_event(mode="safety_net", capacity=5, rate_per_minute=0)
+def test_safety_net_does_not_admit_while_paused_or_before_the_start(make_event) -> None:
+    event = make_event(mode="safety_net", capacity=5, rate_per_minute=0, starts_at=later())
     before_start = join(new_fan(), event.slug).json()
-    assert before_start["status"] == "waiting"  # the first tick starts the line, then admits
+    assert before_start["status"] == "prequeue"  # the shuffle at the start, then admission
+    start_now(event)
     assert len(tick(event).admitted) == 1
     event_pause(event=event, actor="staff:ann", now=timezone.now())
     assert join(new_fan(), event.slug).json()["status"] == "waiting"
+
+
+@pytest.mark.parametrize("mode", ["safety_net", "passthrough"])
+def test_a_new_on_sale_lets_in_the_joins_of_its_first_second_without_a_tick(
+    make_event, mode
+) -> None:
+    """Nothing scheduled: the line starts with the on-sale, not at the beat's first tick."""
+    event = make_event(mode=mode, capacity=2, rate_per_minute=0)
+    assert event.started_at is not None
+    replies = [join(new_fan(), event.slug).json() for _ in range(2)]
+    assert [r["status"] for r in replies] == ["admitted", "admitted"]
+    assert all(r["pass"] for r in replies)
+    # The start's record, once: written with the on-sale, not again by the ticks.
+    tick(event)
+    tick(event)
+    assert AuditRecord.objects.filter(event=event, action="shuffled").count() == 1
+    assert audit_chain_verify(event_id=event.id).ok
+
+
+@pytest.mark.parametrize("mode", ["safety_net", "passthrough"])
+def test_a_join_after_a_start_no_tick_has_made_yet_starts_the_line(make_event, mode) -> None:
+    event = make_event(mode=mode, capacity=2, rate_per_minute=0, starts_at=later())
+    # The start comes (here brought forward by staff) and the beat has not ticked since.
+    event = start_now(event)
+    assert event.started_at is None
+    replies = [join(new_fan(), event.slug).json() for _ in range(2)]
+    assert [r["status"] for r in replies] == ["admitted", "admitted"]
+    event.refresh_from_db()
+    assert event.started_at is not None
+    tick(event)
+    (started,) = AuditRecord.objects.filter(event=event, action="shuffled")
+    assert (started.actor, started.data["cohort"]) == ("system:schedule", 0)
+    assert audit_chain_verify(event_id=event.id).ok
+
+
+def test_a_join_leaves_a_due_pre_queue_shuffle_to_the_tick_and_is_shuffled_with_it(
+    make_event,
+) -> None:
+    """Decided: a pre-queue's start is its shuffle (the cohort moved, the hot index rebuilt),
+    the tick's work and not a request's; a newcomer who comes after ``starts_at`` but before
+    it joins the pre-queue and is shuffled with the cohort."""
+    event = make_event(mode="safety_net", capacity=5, rate_per_minute=0, starts_at=later())
+    early = [join(new_fan(), event.slug).json()["ticket"] for _ in range(3)]
+    event = start_now(event)
+    gap = join(new_fan(), event.slug).json()
+    assert gap["status"] == "prequeue"
+    event.refresh_from_db()
+    assert event.started_at is None
+    assert len(tick(event).admitted) == 4
+    assert statuses([*early, gap["ticket"]]) == ["admitted"] * 4
+    (shuffled,) = AuditRecord.objects.filter(event=event, action="shuffled")
+    assert shuffled.data["cohort"] == 4
+
+
+def later() -> datetime:
+    return timezone.now() + timedelta(minutes=5)
+
+
+def start_now(event: Event) -> Event:
+    """Staff bring the start forward to this moment; no tick has run since."""
+    now = timezone.now()
+    return event_update(event=event, actor="staff:ann", now=now, changes={"starts_at": now})
 
 
 @pytest.mark.django_db(transaction=True)

@@ -26,6 +26,7 @@ def test_the_records_of_an_event_chain_correctly(event) -> None:
     records = list(AuditRecord.objects.filter(event=event).order_by("seq"))
     assert [r.action for r in records] == [
         "event_created",
+        "shuffled",
         "joined",
         "joined",
         "joined",
@@ -108,4 +109,4 @@ def test_verification_during_a_live_sale_is_not_a_false_alarm(make_event, monkey
     assert audit_chain_verify(event_id=event.id).ok
     monkeypatch.setattr(audit, "record_hash", real)
     verdict = audit_chain_verify(event_id=event.id)
-    assert verdict.ok and verdict.records == 5
+    assert verdict.ok and verdict.records == 6  # created, started, four joins

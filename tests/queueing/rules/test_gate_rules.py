@@ -127,7 +127,8 @@ def test_an_admission_from_the_query_sets_the_cookie_and_asks_for_the_clean_url(
     assert (answer.status, dict(answer.headers)) == (
         204,
         {
-            "Cache-Control": "no-store",
+            "Cache-Control": "private, no-store",
+            "Vary": "Cookie",
             "Set-Cookie": "wr_pass_s=T; Max-Age=600; Path=/; HttpOnly; SameSite=Lax; Secure",
             "X-Waiting-Room-Redirect": "https://shop.example/seats?x=1",
         },
@@ -136,7 +137,7 @@ def test_an_admission_from_the_query_sets_the_cookie_and_asks_for_the_clean_url(
     by_cookie = gate_admit(
         original=read("/seats"), slug="s", token="C", from_query=False, expires_at=2e9, now=1.0
     )
-    assert dict(by_cookie.headers) == {"Cache-Control": "no-store"}
+    assert dict(by_cookie.headers) == {"Cache-Control": "private, no-store", "Vary": "Cookie"}
     cleaned = gate_admit(
         original=read("/?wr_pass=bad", host=None),
         slug="s",
@@ -153,7 +154,8 @@ def test_a_refusal_says_where_the_room_is() -> None:
     assert (answer.status, dict(answer.headers)) == (
         401,
         {
-            "Cache-Control": "no-store",
+            "Cache-Control": "private, no-store",
+            "Vary": "Cookie",
             "X-Waiting-Room-Location": f"{ROOM}/e/s/?return=https%3A%2F%2Fshop.example%2Fp",
         },
     )

@@ -57,6 +57,7 @@ def test_a_live_pass_opens_the_shop_and_completes_once(shop) -> None:
     browser, page = shop_page(status["redirect_url"])
     assert page.status_code == 200
     assert b"verified offline" in page.content and b"Complete purchase" in page.content
+    assert page["Cache-Control"] == "private, no-store"  # the page holds the pass
     done = buy(browser, page, status["pass"])
     assert b"Thank you for your order" in done.content
     assert statuses([ticket]) == ["completed"]

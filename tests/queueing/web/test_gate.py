@@ -71,7 +71,8 @@ def assert_refused(reply: AsgiReply, settings: Any, slug: str, original: str) ->
     assert reply.status == 401, (reply.status, reply.raw)
     assert reply.body == {"error": "unauthorized", "detail": "No valid pass for this on-sale."}
     assert reply.headers["x-waiting-room-location"] == room_location(settings, slug, original)
-    assert reply.headers["cache-control"] == "no-store"
+    assert reply.headers["cache-control"] == "private, no-store"
+    assert "Cookie" in reply.headers["vary"].split(", ")  # Django's adds Accept-Language
     assert "set-cookie" not in reply.headers
 
 
@@ -95,7 +96,8 @@ def test_a_pass_in_the_url_becomes_the_cookie_and_the_url_is_asked_again_without
     reply = check(lean_only, "sale", f"/seats?row=a&wr_pass={token}&x=1")
     assert (reply.status, reply.raw) == (204, b"")
     assert reply.headers["x-waiting-room-redirect"] == "https://shop.example/seats?row=a&x=1"
-    assert reply.headers["cache-control"] == "no-store"
+    assert reply.headers["cache-control"] == "private, no-store"
+    assert reply.headers["vary"] == "Cookie"
     (morsel,) = SimpleCookie(reply.headers["set-cookie"]).values()
     assert (morsel.key, morsel.value) == ("wr_pass_sale", token)
     assert (morsel["path"], morsel["httponly"], morsel["samesite"]) == ("/", True, "Lax")
@@ -173,13 +175,13 @@ def test_a_session_the_shop_completed_is_refused_within_the_bound(
     settings.WR_GATE_STATE_SECONDS = 0.5
     (token,) = admitted_passes(make_event, "sale")
     reads: list[int] = []
-    read = session_states.session_statuses_read
+    read = session_states.sessions_read
 
     def counted(keys: Any) -> Any:
         reads.append(len(keys))
         return read(keys)
 
-    monkeypatch.setattr(session_states, "session_statuses_read", counted)
+    monkeypatch.setattr(session_states, "sessions_read", counted)
     cookie = f"wr_pass_sale={token}"
     key = Event.objects.get(slug="sale").integration_key
 
@@ -204,14 +206,14 @@ def test_a_status_past_half_its_time_is_read_again_without_making_the_fan_wait(
     settings.WR_GATE_STATE_SECONDS = 1.0
     (token,) = admitted_passes(make_event, "sale")
     reads: list[float] = []
-    read = session_states.session_statuses_read
+    read = session_states.sessions_read
 
     def slow(keys: Any) -> Any:
         reads.append(time.monotonic())
         time.sleep(0.3)  # PostgreSQL under load
         return read(keys)
 
-    monkeypatch.setattr(session_states, "session_statuses_read", slow)
+    monkeypatch.setattr(session_states, "sessions_read", slow)
     cookie = f"wr_pass_sale={token}"
 
     async def scenario() -> list[float]:
@@ -240,13 +242,13 @@ def test_sessions_asked_for_together_are_read_in_one_query(
 ) -> None:
     tokens = admitted_passes(make_event, "sale", count=30)
     reads: list[int] = []
-    read = session_states.session_statuses_read
+    read = session_states.sessions_read
 
     def counted(keys: Any) -> Any:
         reads.append(len(keys))
         return read(keys)
 
-    monkeypatch.setattr(session_states, "session_statuses_read", counted)
+    monkeypatch.setattr(session_states, "sessions_read", counted)
 
     async def all_at_once() -> list[int]:
         replies = await asyncio.gather(*(gate(lean_only, f"wr_pass_sale={t}") for t in tokens))
@@ -269,13 +271,39 @@ def test_a_session_the_fan_left_is_refused_and_the_others_stay_in(make_event, ho
     assert check(hot, "sale", "/", cookie=f"wr_pass_sale={tokens[1]}").status == 204
 
 
+@pytest.mark.parametrize("mode", ["passthrough", "queue"])
+def test_a_pass_of_a_session_that_ended_before_a_re_entry_is_refused(
+    make_event, hot, settings, mode
+) -> None:
+    event = make_event(slug="sale", capacity=1, rate_per_minute=0, reentry_seconds=300, mode=mode)
+    (ticket,) = fans_join(event.slug, 1)
+    event_tick(event_id=event.id, now=timezone.now())
+    first = poll(ticket)["pass"]
+    assert check(hot, "sale", "/", cookie=f"wr_pass_sale={first}").status == 204
+    assert Client().delete(f"/api/v1/tickets/{ticket}").status_code == 204
+    assert check(hot, "sale", "/", cookie=f"wr_pass_sale={first}").status == 401
+    assert Client().post(f"/api/v1/tickets/{ticket}/reenter").status_code == 200
+    event_tick(event_id=event.id, now=timezone.now())
+    second = poll(ticket)["pass"]
+    assert second != first
+    # Admitted again: the old pass is still signed and within its exp, but of a session that
+    # ended; passes/verify calls it revoked, and every path of the gate refuses it.
+    verdict = Client().post("/api/v1/passes/verify", {"pass": first}, "application/json")
+    assert (verdict.json()["valid"], verdict.json()["reason"]) == (False, "revoked")
+    for app in (hot, django_asgi_app):
+        old = check(app, "sale", "/p", cookie=f"wr_pass_sale={first}")
+        assert_refused(old, settings, "sale", "https://shop.example/p")
+        assert check(app, "sale", f"/p?wr_pass={first}").status == 401
+        assert check(app, "sale", "/", cookie=f"wr_pass_sale={second}").status == 204
+
+
 def test_postgresql_unreachable_is_503_not_500(make_event, lean_only, monkeypatch) -> None:
     (token,) = admitted_passes(make_event, "sale")
 
     def down(keys: Any) -> Any:
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(session_states, "session_statuses_read", down)
+    monkeypatch.setattr(session_states, "sessions_read", down)
     reply = check(lean_only, "sale", "/", cookie=f"wr_pass_sale={token}")
     assert (reply.status, reply.body["error"]) == (503, "unavailable")
     assert reply.headers["retry-after"] == "5"
