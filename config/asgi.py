@@ -19,9 +19,21 @@ from queueing.web.routing import websocket_urlpatterns  # noqa: E402
 
 if settings.WR_SERVE_STATIC:
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+    from django.core.exceptions import SuspiciousFileOperation
+    from django.http import Http404, HttpRequest, HttpResponse
 
-    # Static files without a separate server; production puts a CDN in front.
-    django_asgi_app = ASGIStaticFilesHandler(django_asgi_app)
+    class StaticFiles(ASGIStaticFilesHandler):
+        """Static files without a separate server; production puts a CDN in front. A path
+        that leads out of the static directories (``/static/../manage.py``) is a file that is
+        not there, 404, rather than the 500 of Django's SuspiciousFileOperation."""
+
+        def serve(self, request: HttpRequest) -> HttpResponse:
+            try:
+                return super().serve(request)
+            except SuspiciousFileOperation as exc:
+                raise Http404("No such static file.") from exc
+
+    django_asgi_app = StaticFiles(django_asgi_app)
 
 # In front of everything, a cap on what a request may make the room read (a body sent chunked
 # included: queueing/web/request_limits.py); then ticket status and joins take a lean path in front

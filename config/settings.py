@@ -58,6 +58,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "queueing.web.middleware.ContentSecurityPolicyMiddleware",
     "queueing.web.middleware.ApiErrorMiddleware",
+    "queueing.web.middleware.NulInputMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -1,6 +1,6 @@
 """What an on-sale's fields may hold, checked without any I/O: slugs, access codes as fans
-type them (case and surrounding spaces do not matter), and the hosts staff may allow a
-return URL to go to. The queue's pure rules use these too."""
+type them (case and surrounding spaces do not matter), the hosts staff may allow a return
+URL to go to, and text PostgreSQL can store at all. The queue's pure rules use these too."""
 
 from __future__ import annotations
 
@@ -12,6 +12,16 @@ ACCESS_CODE_MAX_LENGTH = 64
 # What a slug may look like; checked before any lookup (PostgreSQL refuses NUL in text).
 SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")
 _ACCESS_CODE_RE = re.compile(r"^[A-Z0-9][A-Z0-9_.\-]*$")
+# NUL, and a lone surrogate (half of a UTF-16 pair: JSON's "\ud800" escapes make one).
+_UNSTORABLE_CHARACTER = re.compile(r"[\x00\ud800-\udfff]")
+
+
+def is_storable_text(text: str) -> bool:
+    """Whether PostgreSQL can hold ``text`` at all: it refuses NUL in text, and a lone
+    surrogate has no UTF-8 form to send it in (the driver fails before the query leaves).
+    A form or a query string can only bring NUL (as ``%00``: Django decodes them as UTF-8,
+    with replacement); a JSON body can bring both."""
+    return _UNSTORABLE_CHARACTER.search(text) is None
 
 
 def normalise_access_code(raw: str) -> str:

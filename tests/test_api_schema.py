@@ -1,8 +1,10 @@
 """The OpenAPI document, and schemathesis against the live server: no 5xx, no response that
-breaks the documented schema."""
+breaks the documented schema, also with NUL and lone surrogates in its strings
+(tests/schemathesis_hooks.py)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +15,8 @@ from django.test import Client
 from tests.helpers import staff_token
 from tests.processes import BIN, ROOT, running_stack
 
+# Text PostgreSQL cannot store, in every string schemathesis sends.
+HOOKS = Path(__file__).resolve().parent / "schemathesis_hooks.py"
 SCHEMATHESIS_CHECKS = ",".join(
     [
         "not_a_server_error",
@@ -58,32 +62,42 @@ def test_schemathesis_finds_no_server_errors_and_no_schema_violations(
     token = staff_token("robot", superuser=True)
     with running_stack() as stack:
         base = stack.web(workers=2)
-        result = subprocess.run(
-            [
-                str(BIN / "schemathesis"),
-                "run",
-                f"{base}/api/schema/?format=json",
-                "--url",
-                base,
-                "--checks",
-                SCHEMATHESIS_CHECKS,
-                "--header",
-                f"Authorization: Token {token}",
-                "--mode",
-                "positive",
-                "--max-examples",
-                "25",
-                "--generation-deterministic",
-                "--request-timeout",
-                "20",
-                "--workers",
-                "2",
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        output = result.stdout + result.stderr
-        assert result.returncode == 0, output[-6000:]
-        sys.stdout.write(output[-1500:])
+        # The generated cases with NUL and lone surrogates in their bodies' strings. The
+        # stateful phase runs without them: schemathesis validates the cases it links again,
+        # as UTF-8, which a lone surrogate is not.
+        _schemathesis(base, token, "--phases", "examples,coverage,fuzzing", hooks=True)
+        _schemathesis(base, token, "--phases", "stateful", hooks=False)
+
+
+def _schemathesis(base: str, token: str, *options: str, hooks: bool) -> None:
+    result = subprocess.run(
+        [
+            str(BIN / "schemathesis"),
+            "run",
+            f"{base}/api/schema/?format=json",
+            "--url",
+            base,
+            "--checks",
+            SCHEMATHESIS_CHECKS,
+            "--header",
+            f"Authorization: Token {token}",
+            "--mode",
+            "positive",
+            "--max-examples",
+            "25",
+            "--generation-deterministic",
+            "--request-timeout",
+            "20",
+            "--workers",
+            "2",
+            *options,
+        ],
+        cwd=ROOT,
+        env={**os.environ, "SCHEMATHESIS_HOOKS": str(HOOKS)} if hooks else None,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-6000:]
+    sys.stdout.write(output[-1500:])

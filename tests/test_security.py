@@ -8,7 +8,9 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from config.asgi import django_asgi_app
 from config.workers import uvicorn_config
+from tests.asgi import call
 from tests.helpers import staff_client
 from tests.processes import ROOT
 
@@ -116,3 +118,10 @@ def test_uvicorn_leaves_the_client_address_to_the_rooms_rule() -> None:
     """Its own proxy headers would believe any peer on loopback (a local nginx, anyone's
     curl), whatever WR_TRUSTED_PROXY_COUNT and DJANGO_BEHIND_TLS_PROXY say."""
     assert uvicorn_config()["proxy_headers"] is False
+
+
+@pytest.mark.parametrize("path", ["/static/../manage.py", "/static/../../etc/passwd"])
+def test_a_static_path_that_leads_out_of_the_static_files_is_not_found(path: str) -> None:
+    reply = call(django_asgi_app, "GET", path)
+    assert reply.status == 404
+    assert b"DJANGO_SETTINGS_MODULE" not in reply.raw

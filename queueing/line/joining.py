@@ -7,7 +7,8 @@ by how many commits that lock lets through. The lean join path (queueing/web/hot
 hands every join that arrives while a batch is committing to the next batch: one transaction,
 one lock of the chain head, one chain extension, one round trip to the hot index for all of
 them. A single join (the Django view, the waiting page) is a batch of one: there is one copy
-of the rules.
+of the rules. Should a batch fail, its joins are tried again one by one, so that a failure
+is the answer of the join it belongs to only.
 
 A batch of one on-sale goes: refusals of the on-sale itself (not open, closed, maintenance)
 and of wrong access codes (each audited as ``rejected``); fans who already hold a ticket get
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, transaction
 
 from events.models import AccessCode, Event, EventMode, EventState, Tier
 from events.validation import access_code_tag, is_well_formed_access_code, normalise_access_code
@@ -122,16 +123,53 @@ def entry_join_many(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
         by_event.setdefault(request.event.id, []).append(index)
     answered: Answered = {}
     for indexes in by_event.values():
-        group: list[JoinOutcome]
-        try:
-            group = _join_one_event([requests[i] for i in indexes])
-        except Exception as failure:  # noqa: BLE001
-            # Raised before this on-sale's joins committed (after it, nothing raises): a
-            # refusal of the on-sale itself, or PostgreSQL gone. Other on-sales' joins in
-            # the batch keep their answers.
-            group = [failure] * len(indexes)
+        # Other on-sales' joins in the batch keep their answers whatever this one's do.
+        group = _join_group([requests[i] for i in indexes])
         answered.update(zip(indexes, group, strict=True))
     return _in_order(answered, len(requests))
+
+
+# Failures that would be every join's alone too: a refusal of the on-sale itself, or
+# PostgreSQL unreachable (joining each fan alone would only wait for it once per fan).
+_EVERY_JOINS_FAILURE = (QueueError, OperationalError, InterfaceError)
+
+
+def _join_group(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
+    """One on-sale's joins, committed together. Should that fail, each joins again on its
+    own: one fan's join that fails (a value PostgreSQL refuses, a bug) must fail that fan's
+    join only, not the batch it shared with everyone who joined at the same moment."""
+    event = requests[0].event
+    try:
+        batch = _sort(event, requests)
+        _wrong_codes_audit(event, batch)
+    except Exception as failure:  # noqa: BLE001  answered below
+        return _each_alone_after(failure, requests, wrong_codes_audited=False)
+    try:
+        return _join_sorted(requests, batch)
+    except Exception as failure:  # noqa: BLE001  answered below
+        # Raised before this on-sale's joins committed (after it, nothing raises).
+        return _each_alone_after(failure, requests, wrong_codes_audited=True)
+
+
+def _each_alone_after(
+    failure: Exception, requests: Sequence[JoinRequest], *, wrong_codes_audited: bool
+) -> list[JoinOutcome]:
+    if len(requests) == 1 or isinstance(failure, _EVERY_JOINS_FAILURE):
+        return [failure] * len(requests)
+    logger.warning(
+        "a batch of %d joins of event %s failed; each joins alone",
+        len(requests),
+        requests[0].event.id,
+        exc_info=failure,
+    )
+    outcomes: list[JoinOutcome] = []
+    for request in requests:
+        try:
+            (outcome,) = _join_one_event([request], audit_wrong_codes=not wrong_codes_audited)
+        except Exception as alone:  # noqa: BLE001  this fan's answer alone
+            outcome = alone
+        outcomes.append(outcome)
+    return outcomes
 
 
 def _in_order(answered: Answered, count: int) -> list[JoinOutcome]:
@@ -283,12 +321,25 @@ def _sort(event: Event, requests: Sequence[JoinRequest]) -> _Sorted:
     return batch
 
 
-def _join_one_event(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
-    event = requests[0].event
-    batch = _sort(event, requests)
+def _wrong_codes_audit(event: Event, batch: _Sorted) -> None:
     wrong_codes_audit(
         event_id=event.id, tried=[(r.now, r.access_code or "") for r in batch.wrong_codes]
     )
+
+
+def _join_one_event(
+    requests: Sequence[JoinRequest], *, audit_wrong_codes: bool = True
+) -> list[JoinOutcome]:
+    """``requests`` of one on-sale joined together; ``audit_wrong_codes=False`` when a batch
+    they belonged to recorded their wrong codes already."""
+    batch = _sort(requests[0].event, requests)
+    if audit_wrong_codes:
+        _wrong_codes_audit(requests[0].event, batch)
+    return _join_sorted(requests, batch)
+
+
+def _join_sorted(requests: Sequence[JoinRequest], batch: _Sorted) -> list[JoinOutcome]:
+    event = requests[0].event
     answered = batch.answered
     live = live_entries(event.id, {requests[i].identity for i in batch.open + batch.held_only})
     _keep_latest_return_urls(live, [requests[i] for i in batch.open])

@@ -17,6 +17,7 @@ it is a plain DNS name or IPv4 address (with a port).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote, quote_from_bytes, unquote_plus, urlsplit
@@ -215,13 +216,19 @@ def _netloc_host(url: str) -> str | None:
     return hostname if port is None else f"{hostname}:{port}"
 
 
+# Never in a kept return URL: control characters (a CR or LF would break the header it ends
+# up in, and PostgreSQL cannot store NUL), lone surrogates (no UTF-8 form: PostgreSQL
+# cannot store them either) and "\" (browsers read "/\host" as "//host").
+_NOT_IN_A_RETURN_URL = re.compile(r"[\x00-\x1f\x7f-\x9f\\\ud800-\udfff]")
+
+
 def return_url_clean(raw: object) -> str:
     """A return URL as kept with a join: an absolute http(s) URL with a host, or "" (anything
     else is dropped, not refused: a fan is never turned away for a bad link)."""
     if not isinstance(raw, str) or len(raw) > RETURN_URL_MAX_LENGTH:
         return ""
     url = raw.strip()
-    if any(ch in url for ch in "\r\n\t\\") or _netloc_host(url) is None:
+    if _NOT_IN_A_RETURN_URL.search(url) or _netloc_host(url) is None:
         return ""
     return url
 

@@ -26,6 +26,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_default_handler
 
+from events.validation import is_storable_text
 from queueing.rules.errors import ErrorCode, QueueError
 
 logger = logging.getLogger(__name__)
@@ -245,8 +246,9 @@ def exception_response(request: HttpRequest, exception: Exception) -> HttpRespon
         # PostgreSQL unreachable or the pool exhausted: nothing was acknowledged.
         logger.warning("database unavailable on %s: %s", request.path, exception)
         return unavailable_response()
-    # A bug, but integrators still get JSON rather than an HTML page.
-    logger.exception("unhandled error on %s", request.path)
+    # A bug, but integrators still get JSON rather than an HTML page. The traceback is the
+    # exception's own: a batch's joins are answered after their exceptions were caught.
+    logger.error("unhandled error on %s", request.path, exc_info=exception)
     return internal_error_response()
 
 
@@ -321,11 +323,14 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
 
 
 def optional_str(body: dict[str, Any], name: str, *, max_length: int) -> str | None:
+    """A string field of a JSON body, or None; refused when it is something else, too long,
+    or text PostgreSQL cannot hold (NUL, a lone surrogate): such a value, stored or only
+    looked up, would fail the query, a 500 where the input is to blame."""
     value = body.get(name)
     if value is None:
         return None
     if not isinstance(value, str):
         raise ApiError(400, "bad_request", f"{name} must be a string.")
-    if len(value) > max_length or "\x00" in value:
+    if len(value) > max_length or not is_storable_text(value):
         raise ApiError(400, "bad_request", f"{name} is too long or has invalid characters.")
     return value

@@ -1,6 +1,7 @@
 """Keep every answer under /api/ in the ``{"error", "detail"}`` shape (the mapping itself is
-api_errors.py's), set the pages' Content-Security-Policy, keep the fans' pages out of caches,
-and hand the lean paths the security headers Django's middleware would have added."""
+api_errors.py's), refuse a NUL in a page's query string or form, set the pages'
+Content-Security-Policy, keep the fans' pages out of caches, and hand the lean paths the
+security headers Django's middleware would have added."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import BadRequest, RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
@@ -108,6 +109,52 @@ class ApiErrorMiddleware:
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         return exception_response(request, exception)
+
+
+# A NUL as a query string spells it: "%00" decodes to it, and only it does ("+" is a space;
+# a lone surrogate cannot come out of Django's UTF-8 decoding of a query or a form).
+_NUL_ESCAPE = "%00"
+_FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+_JUDGED_BY_THEIR_VIEWS = ("/api/", "/gate/")
+
+
+class NulInputMiddleware:
+    """Refuse (400, Django's page) a request for a page whose query string or form fields
+    hold a NUL character: PostgreSQL can neither store nor compare text with one (a search,
+    a look-up, a value kept), and no browser sends one. Refused here once, before any view
+    reads the query or the form, rather than in each view that might hand such a value to a
+    query: the pages read their fields without Django forms, and a page added later is
+    covered too.
+
+    Not under /api/: there each view judges its input itself and says which field is wrong
+    (the audit API's filters: ``validation_error``; the fans' string fields:
+    ``api_errors.optional_str``, and a ``return`` link with one is dropped like any link that
+    is not one), and a value one of them lets through is still ``400 bad_request`` as a
+    DataError (``api_errors.exception_response``). Nor under /gate/: the gate reads no query,
+    and a web server knows only its 204 and 401."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path.startswith(_JUDGED_BY_THEIR_VIEWS) and _holds_nul(request):
+            logger.warning("refused a NUL on %r", request.path)
+            # Django's 400 page (config/error_views.py).
+            raise BadRequest("The query string or a form field holds a NUL character.")
+        return self.get_response(request)
+
+
+def _holds_nul(request: HttpRequest) -> bool:
+    query = request.META.get("QUERY_STRING", "")
+    if _NUL_ESCAPE in query or "\x00" in query:
+        return True
+    if request.method != "POST" or request.content_type not in _FORMS:
+        return False
+    # Parsed as the view (or CSRF's check) would parse it; uploaded files are not text.
+    return any(
+        "\x00" in name or any("\x00" in value for value in values)
+        for name, values in request.POST.lists()
+    )
 
 
 def _unreadable(request: HttpRequest) -> ApiError | None:

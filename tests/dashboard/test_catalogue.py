@@ -87,6 +87,13 @@ def test_search_by_name_or_slug_lands_where_the_matches_are(staff, sales) -> Non
     assert 'value="zzz"' in html
 
 
+def test_a_search_with_a_nul_is_a_bad_request_not_a_crash(staff, sales) -> None:
+    # PostgreSQL cannot compare text with a NUL: the search never reaches it.
+    for url in ("/dashboard/", "/dashboard/catalogue/figures"):
+        assert staff.get(url, {"q": "gig\x00"}).status_code == 400
+        assert staff.get(url, {"q": "gig"}).status_code == 200
+
+
 def test_sixty_on_sales_in_pages_of_25_that_keep_the_tab_and_search(staff, make_event) -> None:
     now = timezone.now()
     bulk_events(

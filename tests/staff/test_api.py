@@ -189,6 +189,23 @@ def test_json_nested_too_deep_is_a_bad_request_for_staff_too(staff) -> None:
     assert response.json()["error"] == "bad_request"
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"mode": "queue\\ud800"}',  # a choice's error would quote it back
+        b'{"name": "Tour \\udfff"}',
+        b'{"tiers": [{"name": "General", "access_codes": ["A\\ud800"]}]}',
+        b'{"\\ud800": 1}',
+    ],
+)
+def test_a_lone_surrogate_anywhere_in_a_staff_body_is_a_bad_request(staff, raw: bytes) -> None:
+    staff_api_create(staff)
+    response = staff.patch(f"{STAFF_API}tour/", raw, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"] == "bad_request"
+    assert Event.objects.get(slug="tour").name != "Tour \udfff"
+
+
 # Permissions: staff status lets a user in, the model permissions decide what they may do.
 
 WRITES = [

@@ -13,6 +13,7 @@ from queueing.models import AuditRecord, QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.rules.errors import EventClosed, InvalidAccessCode, QueueFull
 from queueing.web.api_errors import api_error
+from staff.services import TierSpec
 
 
 class _UnreachableManager:
@@ -181,6 +182,60 @@ def test_a_failure_before_one_sales_commit_leaves_the_other_sales_joins_standing
     assert isinstance(outcomes[0], JoinResult) and outcomes[0].created
     assert isinstance(outcomes[1], OperationalError)
     assert list(QueueEntry.objects.values_list("identity", flat=True)) == ["a"]
+
+
+def _failing_for(monkeypatch: Any, identity: str, failure: Exception) -> list[int]:
+    """Make every insert of ``identity`` fail with ``failure``; the sizes of the inserts."""
+    real_insert = joining.entries_insert
+    sizes: list[int] = []
+
+    def insert(entries: list[QueueEntry]) -> None:
+        sizes.append(len(entries))
+        if any(entry.identity == identity for entry in entries):
+            raise failure
+        real_insert(entries)
+
+    monkeypatch.setattr(joining, "entries_insert", insert)
+    return sizes
+
+
+def test_one_joins_failure_is_that_joins_answer_alone(make_event, monkeypatch) -> None:
+    event = make_event(capacity=0, tiers=[TierSpec("VIP", access_codes=["VIP"])])
+    inserts = _failing_for(monkeypatch, "bad", ValueError("a value nobody can store"))
+    now = timezone.now()
+    outcomes = entry_join_many(
+        [
+            JoinRequest(event=event, identity="a", access_code="VIP", now=now),
+            JoinRequest(event=event, identity="bad", access_code="VIP", now=now),
+            JoinRequest(event=event, identity="wrong", access_code="NOPE", now=now),
+            JoinRequest(event=event, identity="b", access_code="VIP", now=now),
+            JoinRequest(event=event, identity="bad", access_code="VIP", now=now),
+        ]
+    )
+    a, bad, wrong, b, bad_again = outcomes
+    assert isinstance(bad, ValueError) and isinstance(bad_again, ValueError)
+    assert isinstance(wrong, InvalidAccessCode)
+    assert isinstance(a, JoinResult) and isinstance(b, JoinResult)
+    assert (a.created, b.created) == (True, True)
+    assert [a.answer.position, b.answer.position] == [1, 2]  # in the batch's order
+    assert inserts[0] == 3  # the batch was tried together first
+    assert list(QueueEntry.objects.order_by("order_key").values_list("identity", flat=True)) == [
+        "a",
+        "b",
+    ]
+    # The wrong code was recorded once, by the batch, not again by its join alone.
+    assert AuditRecord.objects.filter(action="rejected").count() == 1
+    assert audit_chain_verify(event_id=event.id).ok
+
+
+def test_postgresql_gone_fails_a_batch_once_not_each_join(make_event, monkeypatch) -> None:
+    from django.db import OperationalError
+
+    event = make_event(capacity=0)
+    inserts = _failing_for(monkeypatch, "a", OperationalError("server closed the connection"))
+    outcomes = entry_join_many(_requests(event, ["a", "b", "c"]))
+    assert all(isinstance(o, OperationalError) for o in outcomes)
+    assert inserts == [3]  # joining each alone would only wait for it three times
 
 
 def test_a_committed_join_is_answered_with_its_ticket_even_if_describing_it_fails(

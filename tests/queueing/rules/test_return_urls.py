@@ -70,6 +70,22 @@ def test_a_return_url_is_kept_only_when_it_is_an_absolute_web_address(raw, kept)
 
 
 @pytest.mark.parametrize(
+    "inside",
+    ["\x00", "\ud800", "\udfff", "\x01", "\x1b", "\x7f", "\x85", "\t", "\\"],
+    ids=["nul", "high-surrogate", "low-surrogate", "soh", "esc", "del", "nel", "tab", "backslash"],
+)
+def test_a_return_url_with_a_control_character_or_lone_surrogate_is_dropped(inside: str) -> None:
+    # PostgreSQL can store neither NUL nor a lone surrogate: kept, either failed the join.
+    for where in ("https://shop.example/a{}b", "https://shop.example/?q={}x", "https://sh{}op.ex/"):
+        assert return_url_clean(where.format(inside)) == ""
+
+
+def test_a_return_url_with_other_unicode_is_kept() -> None:
+    url = "https://shop.example/caf\u00e9/\U0001f600?q=\u2603"
+    assert return_url_clean(url) == url
+
+
+@pytest.mark.parametrize(
     ("raw", "host"),
     [
         ("Shop.Example", "shop.example"),

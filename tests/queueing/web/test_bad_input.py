@@ -1,5 +1,7 @@
 """No request shape on /api/ produces a 500 or an HTML page, and none disturbs the line."""
 
+from typing import Any
+
 import pytest
 from django.test import Client
 
@@ -147,3 +149,59 @@ def test_looking_at_the_waiting_page_does_not_join(event) -> None:
     assert QueueEntry.objects.count() == 0
     Client().post(f"/e/{event.slug}/")
     assert QueueEntry.objects.count() == 1
+
+
+# As raw JSON: "\ud800" is a lone surrogate once parsed, "\u0000" a NUL; PostgreSQL can store
+# neither, and a value it refuses must never reach it.
+UNSTORABLE_ESCAPES = ["\\u0000", "\\ud800", "\\udfff", "a\\ud800b"]
+
+
+def _raw_join(slug: str, field: str, escaped: str) -> Any:
+    body = f'{{"{field}": "{escaped}"}}'.encode()
+    return Client().post(f"/api/v1/events/{slug}/join", data=body, content_type="application/json")
+
+
+@pytest.mark.parametrize("escaped", UNSTORABLE_ESCAPES)
+def test_an_access_code_postgresql_cannot_store_is_refused(event, escaped: str) -> None:
+    assert_json_error(_raw_join(event.slug, "access_code", escaped), 400, "bad_request")
+    assert QueueEntry.objects.count() == 0
+
+
+@pytest.mark.parametrize("escaped", UNSTORABLE_ESCAPES)
+def test_a_return_link_postgresql_cannot_store_is_dropped(event, escaped: str) -> None:
+    response = _raw_join(event.slug, "return", f"https://shop.example/{escaped}")
+    assert response.status_code == 201, response.content
+    assert QueueEntry.objects.get().return_url == ""
+
+
+@pytest.mark.parametrize("escaped", UNSTORABLE_ESCAPES)
+def test_a_shops_event_or_outcome_postgresql_cannot_store_is_refused(event, escaped) -> None:
+    key = {"Authorization": "Bearer k"}
+    for path, field, headers in [
+        ("/api/v1/passes/verify", "event", {}),
+        ("/api/v1/passes/complete", "outcome", key),
+    ]:
+        body = f'{{"pass": "x", "{field}": "{escaped}"}}'.encode()
+        response = Client().post(path, data=body, content_type="application/json", headers=headers)
+        assert_json_error(response, 400, "bad_request")
+
+
+def test_a_nul_in_the_waiting_pages_form_or_query_is_a_bad_request_not_a_crash(event) -> None:
+    page = f"/e/{event.slug}/"
+    assert Client().post(page, {"return": "https://shop.example/a\x00b"}).status_code == 400
+    assert Client().post(page, {"access_code": "A\x00"}).status_code == 400
+    assert Client().get(page, {"return": "https://shop.example/a\x00b"}).status_code == 400
+    form = "return=https%3A%2F%2Fshop.example%2Fa%00b"
+    encoded = Client().post(page, form, content_type="application/x-www-form-urlencoded")
+    assert encoded.status_code == 400
+    assert QueueEntry.objects.count() == 0
+    # The same link without it is kept as ever.
+    assert Client().post(page, {"return": "https://shop.example/ab"}).status_code == 302
+    assert QueueEntry.objects.get().return_url == "https://shop.example/ab"
+
+
+def test_a_nul_in_a_query_nothing_reads_is_ignored_on_the_api_and_the_gate(event) -> None:
+    assert Client().get(f"/api/v1/events/{event.slug}", QUERY_STRING="x=%00").status_code == 200
+    # The web server asking the gate knows only 204 and 401.
+    gate = Client().get(f"/gate/{event.slug}/check", QUERY_STRING="x=%00")
+    assert gate.status_code == 401

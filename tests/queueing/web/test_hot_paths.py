@@ -66,13 +66,16 @@ def test_the_middleware_the_lean_paths_mirror_is_pinned(settings) -> None:
     # on a join that asks who the fan is, and CommonMiddleware's Content-Length. The rest
     # they skip knowingly: CSP is for HTML pages; Locale's Content-Language is the documented
     # difference; CSRF, auth and messages do not concern an anonymous JSON join (a session
-    # cookie sends the join to Django). Whoever adds, removes or reorders a middleware must
-    # decide whether the lean paths (queueing/web/hot_paths.py) have to mirror it too, and
-    # then update this list: that is why it is pinned.
+    # cookie sends the join to Django); NulInput is for pages, not /api/ (a join's JSON
+    # fields are judged one by one, as the view judges them). Whoever
+    # adds, removes or reorders a middleware must decide whether the lean paths
+    # (queueing/web/hot_paths.py) have to mirror it too, and then update this list: that is
+    # why it is pinned.
     assert settings.MIDDLEWARE == [
         "django.middleware.security.SecurityMiddleware",
         "queueing.web.middleware.ContentSecurityPolicyMiddleware",
         "queueing.web.middleware.ApiErrorMiddleware",
+        "queueing.web.middleware.NulInputMiddleware",
         "django.contrib.sessions.middleware.SessionMiddleware",
         "django.middleware.locale.LocaleMiddleware",
         "django.middleware.common.CommonMiddleware",
@@ -379,6 +382,93 @@ def test_one_fans_unexpected_failure_is_theirs_alone(make_event, monkeypatch) ->
     assert [r.status for r in replies] == [201, 500, 201]
     assert replies[1].body["error"] == "internal_error"
     assert QueueEntry.objects.count() == 2
+
+
+# Raw JSON bodies: "\ud800" is a lone surrogate once parsed (not UTF-8), "\u0000" a NUL;
+# PostgreSQL can store neither.
+_GOOD_JOIN = b'{"return": "https://shop.example/ok"}'
+_BAD_JOINS = {
+    "surrogate-return": (b'{"return": "https://shop.example/\\ud800"}', 201),
+    "nul-return": (b'{"return": "https://shop.example/\\u0000"}', 201),
+    "surrogate-code": (b'{"access_code": "A\\ud800"}', 400),
+    "nul-code": (b'{"access_code": "A\\u0000"}', 400),
+}
+
+
+def test_one_bad_value_in_a_batch_of_joins_answers_only_its_own_join(
+    make_event, monkeypatch
+) -> None:
+    # The probe's attack: a burst of good joins at a sale's start, and among them a few with
+    # values PostgreSQL cannot store, sharing the good ones' batch.
+    event = make_event(capacity=0)
+    sizes: list[int] = []
+    real_join_batch = join_batcher.join_batch
+
+    def counting(items: Any) -> Any:
+        sizes.append(len(items))
+        return real_join_batch(items)
+
+    monkeypatch.setattr(join_batcher, "join_batch", counting)
+    hot = HotPaths(django_asgi_app)
+    path = f"/api/v1/events/{event.slug}/join"
+    sent = [(f"fan-{i}", _GOOD_JOIN, 201) for i in range(30)]
+    sent += [(name, body, status) for name, (body, status) in _BAD_JOINS.items()]
+    sent += [(f"fan-{i}", _GOOD_JOIN, 201) for i in range(30, 60)]
+
+    async def burst() -> list[Any]:
+        return await asyncio.gather(
+            *(
+                asgi_call(hot, "POST", path, body=body, headers={"idempotency-key": key})
+                for key, body, _ in sent
+            )
+        )
+
+    replies = asyncio.run(burst())
+    assert max(sizes) > len(_BAD_JOINS)  # the bad joins shared a batch with good ones
+    assert {key: r.status for (key, _, _), r in zip(sent, replies, strict=True)} == {
+        key: status for key, _, status in sent
+    }
+    assert all(r.body["error"] == "bad_request" for r in replies if r.status == 400)
+    urls = set(QueueEntry.objects.values_list("return_url", flat=True))
+    assert urls == {"https://shop.example/ok", ""}  # the bad links dropped, never stored
+    assert QueueEntry.objects.count() == 62
+    assert audit_chain_verify(event_id=event.id).ok
+
+
+def test_a_join_that_fails_in_its_batch_is_answered_alone_and_logged_with_its_traceback(
+    make_event, monkeypatch, caplog
+) -> None:
+    from queueing.line import joining
+
+    event = make_event(capacity=0)
+    real_insert = joining.entries_insert
+
+    def fragile(entries: list[QueueEntry]) -> None:
+        if any(entry.return_url == "https://shop.example/break" for entry in entries):
+            raise RuntimeError("a bug for this join only")
+        real_insert(entries)
+
+    monkeypatch.setattr(joining, "entries_insert", fragile)
+    hot = HotPaths(django_asgi_app)
+    path = f"/api/v1/events/{event.slug}/join"
+    bodies = [b"{}"] * 10 + [b'{"return": "https://shop.example/break"}'] + [b"{}"] * 10
+
+    async def burst() -> list[Any]:
+        return await asyncio.gather(
+            *(
+                asgi_call(hot, "POST", path, body=body, headers={"idempotency-key": f"fan-{i}"})
+                for i, body in enumerate(bodies)
+            )
+        )
+
+    replies = asyncio.run(burst())
+    assert [r.status for r in replies] == [201] * 10 + [500] + [201] * 10
+    assert replies[10].body["error"] == "internal_error"
+    assert QueueEntry.objects.count() == 20
+    (logged,) = [r for r in caplog.records if r.name == "queueing.web.api_errors"]
+    assert logged.exc_info is not None and logged.exc_info[0] is RuntimeError
+    assert "a bug for this join only" in caplog.text
+    assert "NoneType: None" not in caplog.text
 
 
 def test_a_server_that_names_itself_with_a_list_is_served(make_event, hot) -> None:
