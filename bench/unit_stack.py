@@ -251,8 +251,9 @@ def http_costs(rig: Rig, workers: int, event: Event) -> dict[str, Any]:
 def _locate_command(sha: str, event_id: int, tier: str, member: str) -> list[str]:
     """A status poll's script call, as redis-benchmark arguments."""
     return [
-        *("EVALSHA", sha, "5", keys.epoch(event_id), keys.heartbeats(event_id)),
-        *(keys.prequeue(event_id), tier, tier, member, str(int(time.time()) + 3600), "", ""),
+        *("EVALSHA", sha, "6", keys.epoch(event_id), keys.heartbeats(event_id)),
+        *(keys.prequeue(event_id), tier, keys.holders(event_id), tier),
+        *(member, str(int(time.time()) + 3600), "", "", ""),
     ]
 
 

@@ -205,7 +205,7 @@ HOT_PATHS: dict[str, Any] = {
             "responses": {
                 "201": {**_json(TICKET_JOIN, "A new ticket."), "headers": POLL},
                 "200": {**_json(TICKET_JOIN, "This identity's live ticket."), "headers": POLL},
-                **_errors(400, 404, 409, 429, 503),
+                **_errors(400, 404, 409, 410, 429, 503),
             },
         }
     },
@@ -225,7 +225,7 @@ HOT_PATHS: dict[str, Any] = {
             "parameters": [TICKET],
             "responses": {
                 "200": {**_json(TICKET_STATUS, "The ticket."), "headers": POLL},
-                **_errors(400, 404, 503),
+                **_errors(400, 404, 410, 503),
             },
         },
         "delete": {
@@ -234,7 +234,7 @@ HOT_PATHS: dict[str, Any] = {
             "parameters": [TICKET],
             "responses": {
                 "204": {"description": "Left (or already gone)."},
-                **_errors(400, 409, 503),
+                **_errors(400, 409, 410, 503),
             },
         },
     },
@@ -247,7 +247,7 @@ HOT_PATHS: dict[str, Any] = {
             "parameters": [TICKET],
             "responses": {
                 "200": {**_json(TICKET_STATUS, "The ticket, waiting again."), "headers": POLL},
-                **_errors(400, 404, 409, 503),
+                **_errors(400, 404, 409, 410, 503),
             },
         }
     },

@@ -429,6 +429,15 @@ WR_ADDRESS_LIMIT_RETRY_AFTER = env_int("WR_ADDRESS_LIMIT_RETRY_AFTER", 60, minim
 WR_SOCKETS_PER_TICKET = env_int("WR_SOCKETS_PER_TICKET", 3, minimum=1)
 # How long a "Continue on your phone" link moves a place (queueing/line/place_links.py).
 WR_PLACE_LINK_SECONDS = env_int("WR_PLACE_LINK_SECONDS", 600, minimum=30)
+# How many such links one place may ask for within WR_PLACE_LINK_SECONDS (0 = no limit); a
+# new one revokes the one before, so only the newest works.
+WR_PLACE_LINKS_PER_PLACE = env_int("WR_PLACE_LINKS_PER_PLACE", 5, minimum=0)
+# "E-mail me when it's my turn" (queueing/line/turn_mail.py): how many addresses one client
+# address (IPv6 per /64) may leave for one on-sale within the window (0 = no limit), and the
+# window, which is also how long an address, once asked for, gets no second mail from the
+# on-sale.
+WR_TURN_MAIL_PER_ADDRESS = env_int("WR_TURN_MAIL_PER_ADDRESS", 3, minimum=0)
+WR_TURN_MAIL_WINDOW_SECONDS = env_int("WR_TURN_MAIL_WINDOW_SECONDS", 86_400, minimum=60)
 # At most this many sockets per client address (IPv6 per /64) in each web process; past it a
 # socket is closed with 4429 and its page polls instead (0 = no cap). Fans behind one NAT
 # share it: keep it generous.

@@ -38,6 +38,13 @@ def heartbeats(event_id: int) -> str:
     return f"{_event(event_id)}:hb"
 
 
+def holders(event_id: int) -> str:
+    """Hash of entry id -> holder key, for places in line that were moved to another browser
+    (queueing/line/place_links.py): a poll whose ticket names another holder is not answered
+    from the index but from the entry's row, which refuses it."""
+    return f"{_event(event_id)}:holders"
+
+
 def stats(event_id: int) -> str:
     """Hash of measured admission throughput: lam (per second), scv, measured (0/1)."""
     return f"{_event(event_id)}:stats"
@@ -91,6 +98,23 @@ def wrong_codes(event_id: int, address: str) -> str:
     wrong-code budget (queueing/web/abuse.py). Under the event's hash tag, so that an event's
     keys stay together."""
     return f"{_event(event_id)}:wc:{address}"
+
+
+def turn_mail_signups(event_id: int, address: str) -> str:
+    """Recent "it's your turn" addresses left from one client address (its digest) for one
+    event (queueing/line/turn_mail.py)."""
+    return f"{_event(event_id)}:mail-signups:{address}"
+
+
+def turn_mail_recipient(event_id: int, recipient: str) -> str:
+    """Which place of one event an address (the SHA-256 of it, lower-cased) is kept for: one
+    "it's your turn" mail per address and on-sale (queueing/line/turn_mail.py)."""
+    return f"{_event(event_id)}:mail-to:{recipient}"
+
+
+def place_links(event_id: int, entry_id: int) -> str:
+    """Recent "Continue on your phone" links of one place (queueing/line/place_links.py)."""
+    return f"{_event(event_id)}:links:{entry_id}"
 
 
 def pow_used(challenge_id: str) -> str:

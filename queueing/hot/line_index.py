@@ -4,7 +4,7 @@ counted, sketched and trimmed in one round trip each; and its fans' heartbeat de
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Literal
@@ -53,6 +53,9 @@ class Placement:
     where: Where
     rank: int | None  # 0-based rank in the entry's tier queue when where is TIER
     order_key: int | None  # the entry's score where found
+    # The place was moved to another browser than the one the asking ticket names: not to
+    # be answered from the index (the entry's row refuses the ticket).
+    held_elsewhere: bool = False
 
 
 def tier_keys(layout: EventLayout) -> list[str]:
@@ -78,6 +81,7 @@ class LocateRequest:
     heartbeat_deadline: float | None
     add: Literal["tier", "pre"] | None = None
     order_key: int | None = None
+    holder: str = ""  # the holder key the asking ticket names ("": a place never moved)
 
 
 def _locate_keys(layout: EventLayout, tier_id: int) -> list[str]:
@@ -87,6 +91,7 @@ def _locate_keys(layout: EventLayout, tier_id: int) -> list[str]:
         keys.heartbeats(event_id),
         keys.prequeue(event_id),
         keys.tier_queue(event_id, tier_id),
+        keys.holders(event_id),
         *tier_keys(layout),
     ]
 
@@ -98,16 +103,18 @@ def _locate_args(request: LocateRequest) -> list[object]:
         "" if deadline is None else repr(deadline),
         request.add or "",
         "" if request.order_key is None else request.order_key,
+        request.holder,
     ]
 
 
 def _placement(raw: Sequence[Any]) -> Placement:
-    state, where, rank, score, *raw_counts = raw
+    state, where, rank, score, elsewhere, *raw_counts = raw
     return Placement(
         counts=_line_counts(state, raw_counts),
         where=Where(where),
         rank=int(rank) if where == Where.TIER else None,
         order_key=int(float(score)) if score else None,
+        held_elsewhere=bool(elsewhere),
     )
 
 
@@ -120,12 +127,17 @@ def locate(
     heartbeat_deadline: float | None,
     add: Literal["tier", "pre"] | None = None,
     order_key: int | None = None,
+    holder: str = "",
 ) -> Placement:
     """Find an entry in its tier queue or the pre-queue, refresh its heartbeat if found,
     optionally add it first, and count the whole line, in one round trip."""
     (placement,) = locate_many(
         layout,
-        [LocateRequest(member, tier_id, heartbeat_deadline, add=add, order_key=order_key)],
+        [
+            LocateRequest(
+                member, tier_id, heartbeat_deadline, add=add, order_key=order_key, holder=holder
+            )
+        ],
     )
     return placement
 
@@ -179,9 +191,18 @@ def remove(event_id: int, *, tier_id: int, members: Sequence[int]) -> None:
             keys.heartbeats(event_id),
             keys.prequeue(event_id),
             keys.tier_queue(event_id, tier_id),
+            keys.holders(event_id),
         ],
         args=list(members),
     )
+
+
+@unavailable_on_redis_error
+def holders_set(event_id: int, holders: Mapping[int, str]) -> None:
+    """Which holder key each of these places in line shows at (they were moved to another
+    browser): locate.lua leaves tickets naming another holder to the entry's row."""
+    if holders:
+        client().hset(keys.holders(event_id), mapping={str(m): h for m, h in holders.items()})
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Atomic counters for the fans' abuse controls: sliding-window rate limits (joins, wrong
-access codes) and spend-once keys (proof-of-work challenges)."""
+access codes, place links, turn-mail addresses), spend-once keys (proof-of-work challenges)
+and keys held by one owner (the address a turn mail goes to)."""
 
 from __future__ import annotations
 
@@ -38,3 +39,23 @@ def rate_limit_peek(key: str, *, now: float, window: float, limit: int) -> float
 def spend_once(key: str, *, ttl_seconds: int) -> bool:
     """True the first time ``key`` is spent, False ever after (until it expires)."""
     return bool(client().set(key, "1", nx=True, ex=ttl_seconds))
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+@fails_open(None)  # Redis away: nobody is refused for it
+@unavailable_on_redis_error
+def claim_hold(key: str, *, owner: str, ttl_seconds: int, stale_holder: str = "") -> str | None:
+    """Hold ``key`` for ``owner`` unless another holds it (``stale_holder``, one the caller
+    found to no longer need it, is replaced); the expiry starts again. The holder after the
+    call: ``owner`` when it holds the key now."""
+    return _text(run_script("claim", keys=[key], args=[owner, ttl_seconds, stale_holder]))
+
+
+@fails_open(None)  # the key expires by itself
+@unavailable_on_redis_error
+def claim_release(key: str, *, owner: str) -> None:
+    """Give ``key`` up, if ``owner`` still holds it."""
+    run_script("release_lock", keys=[key], args=[owner])

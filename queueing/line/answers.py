@@ -15,6 +15,11 @@ is degraded, never refused: the entry's row is read by its key and the fan place
 line's snapshot (line/reads.py decides), the answer saying when its position is approximate
 and asking the fan to come back later (``rules/layout.py``).
 
+A place moved to another browser answers only the ticket naming its holder key
+(``rules/ticket_codec.py``): the hot index sends any other ticket of it here
+(``Placement.held_elsewhere``), and its row refuses it (``PlaceMoved``) before anything is
+told or handed over.
+
 Over 350 lines on purpose: every way a fan's answer is made, the lean path's included, reads
 best side by side, so that they cannot drift apart.
 """
@@ -46,6 +51,7 @@ from queueing.rules.layout import (
     poll_after_seconds,
     position_in_line,
 )
+from queueing.rules.place_links import ticket_holder_check
 from queueing.rules.states import QUEUED, REENTERABLE, EntryStatus, ReentryFacts, reentry_until
 from queueing.rules.ticket_codec import TicketRef, ticket_issue
 
@@ -139,7 +145,7 @@ def answer_from_index(
     """What the hot index alone can tell a fan in line (waiting or in the pre-queue); None
     when it cannot answer (not there, being rebuilt): then the database must be read.
     Pure, so that the lean ASGI status path and ``ticket_poll`` share it."""
-    if placement.counts.state is not IndexState.READY:
+    if placement.counts.state is not IndexState.READY or placement.held_elsewhere:
         return None
     position = _position_in_tier(layout, ref.tier_id, placement)
     if position is not None:
@@ -196,7 +202,7 @@ def answer_unplaced(
     PostgreSQL or Redis failed right after its commit): its ticket and status."""
     counts = placement.counts if placement is not None else None
     return answer_from_facts(
-        ticket_issue(TicketRef(entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id)),
+        ticket_issue(entry_ticket_ref(entry)),
         layout,
         EntryStatus(entry.status),
         None,
@@ -204,6 +210,17 @@ def answer_unplaced(
         throughput=None,
         tier_id=entry.tier_id,
         order_key=entry.order_key,
+    )
+
+
+def entry_ticket_ref(entry: QueueEntry) -> TicketRef:
+    """What the entry's ticket names: its ids and its holder key (a moved place's)."""
+    holder = entry.holder_key
+    # A row a join just inserted holds the database's default, unread: a place never moved.
+    if not isinstance(holder, str):
+        holder = ""
+    return TicketRef(
+        entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id, holder=holder
     )
 
 
@@ -253,7 +270,7 @@ def _entry_described(
 ) -> TicketAnswer:
     """``entry_answer`` without what it sets off: reads only, the pass not part of it."""
     status = EntryStatus(entry.status)
-    ref = TicketRef(entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id)
+    ref = entry_ticket_ref(entry)
     if status in QUEUED and (placement is None or placement.counts.state is not IndexState.READY):
         # Degraded: the line's counts and the position from its snapshot (line/reads.py).
         snapshot = line_snapshot(layout)
@@ -301,7 +318,9 @@ def entry_poll(
     layout = layout or layout_with_tier(entry.event_id, entry.tier_id)
     placement = None
     if entry.status in QUEUED:
-        placement = heartbeat(layout, member=entry.id, tier_id=entry.tier_id, now=now)
+        placement = heartbeat(
+            layout, member=entry.id, tier_id=entry.tier_id, now=now, holder=entry.holder_key
+        )
     return entry_answer(entry, now=now, layout=layout, placement=placement)
 
 
@@ -310,9 +329,12 @@ def entry_poll(
 
 def ticket_poll(*, ref: TicketRef, ticket: str, now: datetime) -> TicketAnswer:
     """The fan polls their ticket (a heartbeat): answered from the hot index alone while
-    the fan is in line there; the database is read only when the index cannot answer."""
+    the fan is in line there; the database is read only when the index cannot answer.
+    PlaceMoved when the ticket is not the place's any more (moved to another browser)."""
     layout = layout_with_tier(ref.event_id, ref.tier_id)
-    placement = heartbeat(layout, member=ref.entry_id, tier_id=ref.tier_id, now=now)
+    placement = heartbeat(
+        layout, member=ref.entry_id, tier_id=ref.tier_id, now=now, holder=ref.holder
+    )
     if placement is not None:
         answer = answer_from_index(
             ref=ref,
@@ -330,6 +352,7 @@ def ticket_poll(*, ref: TicketRef, ticket: str, now: datetime) -> TicketAnswer:
     )
     if entry is None:
         raise TicketNotFound()
+    ticket_holder_check(ref, entry.holder_key)
     return entry_answer(entry, now=now, layout=layout, placement=placement)
 
 
@@ -348,6 +371,7 @@ async def ticket_poll_async(ref: TicketRef, ticket: str) -> TicketAnswer | None:
         member=ref.entry_id,
         tier_id=ref.tier_id,
         heartbeat_deadline=time.time() + layout.heartbeat_seconds,
+        holder=ref.holder,
     )
     try:
         placement = await heartbeat_async(layout, request)
@@ -372,6 +396,7 @@ async def _answer_from_row(ref: TicketRef, ticket: str, layout: EventLayout) -> 
             or row.event_id != ref.event_id
             or row.tier_id != ref.tier_id
             or row.status not in QUEUED
+            or row.holder_key != ref.holder  # moved: Django's way refuses it
         ):
             return None
         snapshot = await line_snapshot_async(layout)

@@ -64,9 +64,12 @@ FLAG_EVERY_SECONDS = 1.0
 # ------------------------------------------------------------------------- heartbeats
 
 
-def heartbeat(layout: EventLayout, *, member: int, tier_id: int, now: datetime) -> Placement | None:
-    """Record that the fan's page was seen, and where they stand; None when the hot index
-    could not be asked (the heartbeat is counted as unrecorded)."""
+def heartbeat(
+    layout: EventLayout, *, member: int, tier_id: int, now: datetime, holder: str = ""
+) -> Placement | None:
+    """Record that the fan's page was seen, and where they stand (``holder``: the holder key
+    the asking ticket names); None when the hot index could not be asked (the heartbeat is
+    counted as unrecorded)."""
     _, placement = _recorded(
         layout.event_id,
         line_index.locate,
@@ -74,6 +77,7 @@ def heartbeat(layout: EventLayout, *, member: int, tier_id: int, now: datetime) 
         member=member,
         tier_id=tier_id,
         heartbeat_deadline=now.timestamp() + layout.heartbeat_seconds,
+        holder=holder,
     )
     return placement
 

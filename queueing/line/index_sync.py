@@ -158,6 +158,16 @@ def index_heal_head(*, event_id: int) -> int:
     return len(ghosts)
 
 
+def index_holder_moved(event_id: int, entry_id: int, holder: str) -> None:
+    """The place now shows in the browser holding ``holder`` (line/place_links.py): the index
+    sends the place's other tickets to PostgreSQL, which refuses them. If Redis cannot be
+    written the event is flagged for a rebuild, which writes it; until then the old ticket
+    may be told its place while it waits, never handed a pass (only the entry's row does)."""
+    done, _ = answered(line_index.holders_set, event_id, {entry_id: holder})
+    if not done:
+        _flag_stale(event_id)
+
+
 def index_forget_heartbeats(event_id: int, members: Sequence[int]) -> None:
     """Drop the heartbeats of entries PostgreSQL has never seen; left to expire if Redis is
     away (they name nobody)."""
@@ -206,8 +216,12 @@ def hot_index_rebuild(*, event_id: int, now: datetime | None = None) -> bool:
         # (line/expiry.py).
         return now.timestamp() + (time.monotonic() - started) + layout.heartbeat_seconds
 
+    moved: dict[int, str] = {}
     try:
-        _load_overlapped(handle, _queued_lines(event_id, chunk=settings.WR_REBUILD_BATCH), deadline)
+        _load_overlapped(
+            handle, _queued_lines(event_id, chunk=settings.WR_REBUILD_BATCH, moved=moved), deadline
+        )
+        line_index.holders_set(event_id, moved)
         promoted = epoch.rebuild_finish(handle)
     except (HotIndexUnavailable, RebuildSuperseded):
         promoted = False
@@ -252,19 +266,24 @@ def _load_overlapped(
                 loading.cancel()
 
 
-def _queued_lines(event_id: int, *, chunk: int) -> Iterator[dict[int | None, list[int]]]:
+def _queued_lines(
+    event_id: int, *, chunk: int, moved: dict[int, str]
+) -> Iterator[dict[int | None, list[int]]]:
     """The event's entries in line, streamed from one query (a server-side cursor: one pass
     however long the line, where pages of it would each scan anew), ``chunk`` at a time, by
-    where they go in the index (``epoch.RebuildLines``)."""
+    where they go in the index (``epoch.RebuildLines``). The holder keys of the places moved
+    to another browser are put in ``moved`` on the way (``line_index.holders_set``)."""
     rows = (
         QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED)
-        .values_list("id", "tier_id", "status", "order_key")
+        .values_list("id", "tier_id", "status", "order_key", "holder_key")
         .iterator(chunk_size=chunk)
     )
     prequeue = EntryStatus.PREQUEUE.value
     lines: dict[int | None, list[int]] = {}
     held = 0
-    for entry_id, tier_id, status, order_key in rows:
+    for entry_id, tier_id, status, order_key, holder_key in rows:
+        if holder_key:
+            moved[entry_id] = holder_key
         target = None if status == prequeue else tier_id
         pairs = lines.get(target)
         if pairs is None:

@@ -58,6 +58,7 @@ from queueing.rules.errors import (
     EventMaintenance,
     EventNotOpen,
     InvalidAccessCode,
+    PlaceMoved,
     QueueError,
     TicketContention,
 )
@@ -344,12 +345,7 @@ def _join_sorted(requests: Sequence[JoinRequest], batch: _Sorted) -> list[JoinOu
     live = live_entries(event.id, {requests[i].identity for i in batch.open + batch.held_only})
     _keep_latest_return_urls(live, [requests[i] for i in batch.open])
     holders = [i for i in batch.held_only + batch.open if requests[i].identity in live]
-    answered |= {
-        i: JoinResult(
-            answer=entry_poll(live[requests[i].identity], now=requests[i].now), created=False
-        )
-        for i in holders
-    }
+    answered |= {i: _told_again(live[requests[i].identity], now=requests[i].now) for i in holders}
     held = set(holders)
     newcomers = _newcomers(requests, [i for i in batch.open if i not in held], batch.tiers)
     if not newcomers:
@@ -589,6 +585,15 @@ def _commit(event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]) -
     )
 
 
+def _told_again(entry: QueueEntry, *, now: datetime) -> JoinOutcome:
+    """The identity's live ticket, told again; PlaceMoved once the place was moved to
+    another browser (line/place_links.py): the identity's own no longer holds it, and its
+    new ticket is that browser's alone."""
+    if entry.holder_key:
+        return PlaceMoved()
+    return JoinResult(answer=entry_poll(entry, now=now), created=False)
+
+
 def _after_identity_conflict(newcomers: Sequence[_Newcomer]) -> Answered:
     """Another process committed a join of one of these identities first (the transaction
     was rolled back). Alone, the fan is answered with that ticket; in a batch, every fan
@@ -607,7 +612,7 @@ def _after_identity_conflict(newcomers: Sequence[_Newcomer]) -> Answered:
             _keep_latest_return_urls(live, [request])
             existing = live.get(request.identity)
             outcome = (
-                JoinResult(answer=entry_poll(existing, now=request.now), created=False)
+                _told_again(existing, now=request.now)
                 if existing is not None
                 else TicketContention("Another request changed this ticket; please retry.")
             )

@@ -10,6 +10,7 @@ from queueing.line.index_sync import index_forget
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.transitions import transition_audited
 from queueing.rules.errors import TicketContention
+from queueing.rules.place_links import ticket_holder_check
 from queueing.rules.states import EntryStatus
 from queueing.rules.ticket_codec import TicketRef
 
@@ -22,10 +23,14 @@ _LEAVE_OUTCOME: dict[EntryStatus, tuple[EntryStatus, AuditAction]] = {
 
 
 def entry_leave(*, ref: TicketRef, now: datetime) -> bool:
-    """The fan leaves. True if this call ended the ticket; False if it was already over."""
+    """The fan leaves. True if this call ended the ticket; False if it was already over.
+    PlaceMoved for a ticket the place had before it moved to another browser."""
     for _attempt in range(settings.WR_LEAVE_ATTEMPTS):
         entry = QueueEntry.objects.filter(pk=ref.entry_id, event_id=ref.event_id).first()
-        if entry is None or entry.status not in _LEAVE_OUTCOME:
+        if entry is None:
+            return False
+        ticket_holder_check(ref, entry.holder_key)  # a moved place's old ticket ends nothing
+        if entry.status not in _LEAVE_OUTCOME:
             return False
         current = EntryStatus(entry.status)
         new_status, action = _LEAVE_OUTCOME[current]

@@ -2,19 +2,32 @@
 your turn" e-mail): one place, whichever browser shows it.
 
 The page cookie carries the entry's ``holder_key``; a claim gives the place a new key and the
-claiming browser the cookie with it, so the old browser's page says the place moved. No new
-entry is ever made: the ticket, its order key and its status stay as they are.
+claiming browser the cookie with it, so the old browser's page says the place moved. The
+claiming browser also gets the place's new ticket, which names that key
+(rules/ticket_codec.py): the ticket the place had before is spent everywhere (status, leave,
+re-entry, the socket; the hot index is told so after the commit). No new entry is ever made:
+the entry, its order key and its status stay as they are.
+
+A place has one "Continue on your phone" link at a time: a new one revokes the one before
+(it answers as expired), and a place may ask for ``WR_PLACE_LINKS_PER_PLACE`` of them per
+``WR_PLACE_LINK_SECONDS`` (each is a row and a QR code drawn).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 
+from queueing.hot import keys
 from queueing.hot.channels import notify_moved
+from queueing.hot.rate_limits import rate_limit_hit
+from queueing.line.index_sync import index_holder_moved
 from queueing.models import PlaceLink, QueueEntry
+from queueing.rules.errors import RateLimited
 from queueing.rules.place_links import (
     LinkRefusal,
     PlaceLinkRefused,
@@ -22,7 +35,7 @@ from queueing.rules.place_links import (
     link_token_digest,
     link_token_new,
 )
-from queueing.rules.states import LIVE
+from queueing.rules.states import LIVE, QUEUED
 from queueing.rules.ticket_codec import TicketRef, ticket_issue
 
 
@@ -45,6 +58,36 @@ def place_link_create(
         expires_at=expires_at,
     )
     return token
+
+
+def device_link_new(*, entry_id: int, event_id: int, now: datetime) -> tuple[str, datetime]:
+    """The place's "Continue on your phone" link (the token, and when it expires); the link
+    made before it no longer works. RateLimited past ``WR_PLACE_LINKS_PER_PLACE``."""
+    limit = settings.WR_PLACE_LINKS_PER_PLACE
+    window = settings.WR_PLACE_LINK_SECONDS
+    if limit:
+        wait = rate_limit_hit(
+            keys.place_links(event_id, entry_id),
+            now=now.timestamp(),
+            window=float(window),
+            limit=limit,
+        )
+        if wait is not None:
+            raise RateLimited(retry_after=max(1, math.ceil(wait)))
+    expires_at = now + timedelta(seconds=window)
+    with transaction.atomic():
+        # Two asking at once (a double click) take turns, so one link is left live.
+        QueueEntry.objects.select_for_update().filter(pk=entry_id).values_list("id").first()
+        PlaceLink.objects.filter(
+            entry_id=entry_id,
+            purpose=PlaceLink.Purpose.DEVICE,
+            used_at__isnull=True,
+            expires_at__gt=now,
+        ).update(expires_at=now)
+        token = place_link_create(
+            entry_id=entry_id, purpose=PlaceLink.Purpose.DEVICE, now=now, expires_at=expires_at
+        )
+    return token, expires_at
 
 
 def place_link_check(*, token: str, event_id: int, now: datetime) -> None:
@@ -72,10 +115,22 @@ def place_link_claim(*, token: str, event_id: int, now: datetime) -> PlaceClaime
         )
         if moved != 1:
             raise PlaceLinkRefused(LinkRefusal.ENDED)  # rolls the spending back
-        entry = QueueEntry.objects.only("id", "event_id", "tier_id").get(pk=link.entry_id)
-        transaction.on_commit(lambda: notify_moved(entry.id))
-    ref = TicketRef(entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id)
+        entry = QueueEntry.objects.only("id", "event_id", "tier_id", "status").get(pk=link.entry_id)
+        in_line = entry.status in QUEUED  # else the hot index does not list it
+        transaction.on_commit(lambda: _tell_moved(entry.event_id, entry.id, holder, in_line))
+    # The place's new ticket names its holder: the one it had before is spent.
+    ref = TicketRef(
+        entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id, holder=holder
+    )
     return PlaceClaimed(ticket=ticket_issue(ref), holder_key=holder)
+
+
+def _tell_moved(event_id: int, entry_id: int, holder: str, in_line: bool) -> None:
+    """After the commit: the hot index, for a place in line (it then sends the old ticket's
+    polls to the entry's row), and the old browser's open pages (closed with 4410)."""
+    if in_line:
+        index_holder_moved(event_id, entry_id, holder)
+    notify_moved(entry_id)
 
 
 def _link(token: str, event_id: int) -> PlaceLink:

@@ -17,7 +17,7 @@ from django.utils.translation import gettext_noop
 from events.models import Event
 from queueing.line.answers import TicketAnswer, entry_answer, reentry_facts
 from queueing.line.followups import admission_soon
-from queueing.line.index_sync import index_add
+from queueing.line.index_sync import index_add, index_holder_moved
 from queueing.line.reads import layout_with_tier
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock
@@ -30,6 +30,7 @@ from queueing.records.entry_reads import (
 )
 from queueing.rules.errors import ReentryNotAllowed, TicketNotFound
 from queueing.rules.line_limits import within_address_cap
+from queueing.rules.place_links import ticket_holder_check
 from queueing.rules.states import front_order_key, reentry_refusal
 from queueing.rules.ticket_codec import TicketRef
 
@@ -47,6 +48,7 @@ def _entry(ref: TicketRef) -> QueueEntry:
     entry = QueueEntry.objects.filter(pk=ref.entry_id, event_id=ref.event_id).first()
     if entry is None:
         raise TicketNotFound()
+    ticket_holder_check(ref, entry.holder_key)  # a moved place's old ticket acts on nothing
     return entry
 
 
@@ -133,4 +135,6 @@ def _answer(back: Reentered, *, event_id: int, now: datetime) -> TicketAnswer:
     )
     # Read again: a fast admission run may have let them in already.
     entry = QueueEntry.objects.select_related("tier").get(pk=back.id)
+    if entry.holder_key:  # a moved place: its hint left the index with it (locate.lua)
+        index_holder_moved(event_id, entry.id, entry.holder_key)
     return entry_answer(entry, now=now, layout=layout, placement=placement)

@@ -186,6 +186,7 @@ class EntryRow:
     tier_id: int
     status: EntryStatus
     order_key: int
+    holder_key: str  # "" until the place is moved to another browser
 
 
 def entry_rows_read(ids: Collection[int]) -> dict[int, EntryRow]:
@@ -193,14 +194,19 @@ def entry_rows_read(ids: Collection[int]) -> dict[int, EntryRow]:
     ``= ANY`` of an array, not a list of as many parameters)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id, event_id, tier_id, status, order_key FROM queueing_queueentry "
-            "WHERE id = ANY(%s)",
+            "SELECT id, event_id, tier_id, status, order_key, holder_key "
+            "FROM queueing_queueentry WHERE id = ANY(%s)",
             [list(ids)],
         )
         rows = cursor.fetchall()
     return {
         row[0]: EntryRow(
-            id=row[0], event_id=row[1], tier_id=row[2], status=EntryStatus(row[3]), order_key=row[4]
+            id=row[0],
+            event_id=row[1],
+            tier_id=row[2],
+            status=EntryStatus(row[3]),
+            order_key=row[4],
+            holder_key=row[5],
         )
         for row in rows
     }

@@ -22,6 +22,7 @@ class ErrorCode(StrEnum):
     EVENT_NOT_OPEN = "event_not_open"
     INVALID_ACCESS_CODE = "invalid_access_code"
     INVALID_TICKET = "invalid_ticket"
+    PLACE_MOVED = "place_moved"
     POW_INVALID = "pow_invalid"
     POW_REQUIRED = "pow_required"
     QUEUE_FULL = "queue_full"
@@ -106,6 +107,15 @@ class InvalidAccessCode(
 
 class TicketNotFound(QueueError, code=ErrorCode.TICKET_NOT_FOUND, detail="No such ticket."):
     pass
+
+
+class PlaceMoved(
+    QueueError,
+    code=ErrorCode.PLACE_MOVED,
+    detail=gettext_noop("Your place moved to another device."),
+):
+    """The ticket names a holder the place no longer has: it was moved to another browser
+    (queueing/line/place_links.py), which got the place's new ticket; this one is spent."""
 
 
 class QueueFull(

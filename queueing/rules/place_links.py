@@ -9,6 +9,9 @@ import enum
 import hashlib
 import secrets
 
+from queueing.rules.errors import PlaceMoved
+from queueing.rules.ticket_codec import TicketRef
+
 
 class LinkRefusal(enum.StrEnum):
     UNKNOWN = "unknown"  # no such link for this on-sale (or a guess)
@@ -33,3 +36,10 @@ def link_token_digest(token: str) -> str:
 
 def holder_key_new() -> str:
     return secrets.token_hex(16)
+
+
+def ticket_holder_check(ref: TicketRef, holder_key: str) -> None:
+    """PlaceMoved unless the ticket names the place's holder key (both "" for a place never
+    moved): the ticket a place had before it moved is spent."""
+    if ref.holder != holder_key:
+        raise PlaceMoved()

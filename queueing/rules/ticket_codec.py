@@ -11,6 +11,11 @@ read or changed without the key. It is deterministic so one entry always has the
 (pages, cookies and sockets compare them); two entries never share a plaintext, so that
 reveals nothing either.
 
+A place moved to another browser (queueing/line/place_links.py) gets a new ticket there: the
+same ids and the place's new holder key (16 bytes) sealed with them, 75 characters. The
+ticket the place had before names another holder (or none), and is refused wherever the
+entry's holder is known (``TicketRef.holder``): the old browser holds nothing any more.
+
 The key is derived from ``SECRET_KEY`` with HKDF; tickets issued under a key that was moved to
 ``SECRET_KEY_FALLBACKS`` are still read, as Django's signer does.
 """
@@ -38,11 +43,14 @@ from queueing.rules.errors import ErrorCode, QueueError
 _HKDF_SALT = b"waitingroom.ticket"
 _HKDF_INFO = b"waitingroom.ticket.v2 AES-SIV-512"
 _IDS = struct.Struct(">QQQ")  # entry, event, tier
-_SEALED_LENGTH = 54  # base64url of 24 bytes of ids + 16 bytes of synthetic IV, unpadded
-_SEALED_RE = re.compile(r"^[A-Za-z0-9_-]{54}$")
+_HOLDER_BYTES = 16  # a moved place's holder key (32 hex digits), after the ids
+# base64url, unpadded, of 24 bytes of ids (+ 16 of holder key) + 16 bytes of synthetic IV
+_SEALED_RE = re.compile(r"^[A-Za-z0-9_-]{54}(?:[A-Za-z0-9_-]{21})?$")
 _MAX_ID = 2**63 - 1  # PostgreSQL bigint
+_HOLDER_RE = re.compile(r"^(?:[0-9a-f]{32})?$")
 
-# Anything longer than a ticket (54) and what may surround one is refused before any work.
+# Anything longer than a ticket (54, or 75 once moved) and what may surround one is refused
+# before any work.
 MAX_TICKET_LENGTH = 128
 
 
@@ -55,6 +63,9 @@ class TicketRef:
     entry_id: int
     event_id: int
     tier_id: int
+    # The holder key of the browser the place was moved to ("": a place never moved): a
+    # ticket is the place's only while it names the entry's holder key.
+    holder: str = ""
 
 
 @functools.lru_cache(maxsize=16)
@@ -65,9 +76,10 @@ def _cipher(secret: bytes) -> AESSIV:
 
 
 def ticket_issue(ref: TicketRef) -> str:
-    sealed = _cipher(force_bytes(settings.SECRET_KEY)).encrypt(
-        _IDS.pack(ref.entry_id, ref.event_id, ref.tier_id), None
-    )
+    if not _HOLDER_RE.match(ref.holder):
+        raise ValueError("a holder key is 32 lower-case hex digits")
+    plain = _IDS.pack(ref.entry_id, ref.event_id, ref.tier_id) + bytes.fromhex(ref.holder)
+    sealed = _cipher(force_bytes(settings.SECRET_KEY)).encrypt(plain, None)
     return base64.urlsafe_b64encode(sealed).rstrip(b"=").decode("ascii")
 
 
@@ -80,7 +92,7 @@ def ticket_read(ticket: str) -> TicketRef:
         or not ticket.isascii()
     ):
         raise InvalidTicket()
-    if len(ticket) == _SEALED_LENGTH and _SEALED_RE.match(ticket):
+    if _SEALED_RE.match(ticket):
         return _read_sealed(ticket)
     raise InvalidTicket()
 
@@ -99,13 +111,15 @@ def _read_sealed(ticket: str) -> TicketRef:
             plain = _cipher(force_bytes(secret)).decrypt(sealed, None)
         except InvalidTag:
             continue
-        return _ref(*_IDS.unpack(plain))
+        return _ref(*_IDS.unpack(plain[: _IDS.size]), holder=plain[_IDS.size :].hex())
     raise InvalidTicket()
 
 
-def _ref(entry_id: int, event_id: int, tier_id: int) -> TicketRef:
+def _ref(entry_id: int, event_id: int, tier_id: int, *, holder: str) -> TicketRef:
     # Only we can make a ticket that authenticates, but ids a database would refuse must
     # never reach it.
     if not all(1 <= value <= _MAX_ID for value in (entry_id, event_id, tier_id)):
         raise InvalidTicket()
-    return TicketRef(entry_id=entry_id, event_id=event_id, tier_id=tier_id)
+    if len(holder) not in (0, 2 * _HOLDER_BYTES):
+        raise InvalidTicket()
+    return TicketRef(entry_id=entry_id, event_id=event_id, tier_id=tier_id, holder=holder)

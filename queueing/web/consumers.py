@@ -1,10 +1,12 @@
 """The waiting page's WebSocket: relay only.
 
 Connect: verify the ticket (no database), take one of the client address's sockets in this
-process, join the ticket's group, accept, count the socket on its ticket (the oldest beyond
-the cap are told to go: queueing/live/sockets.py), then send one personal snapshot. Afterwards
-the socket only relays the event's tick (serialized once for everyone, handed over by this
-process's fan-out: queueing/live/fanout.py) and, for an admitted fan, where to go. A page
+process, join the ticket's group, accept, find the ticket's answer (a ticket its place had
+before it moved to another browser is closed with 4410 here), count the socket on its ticket
+(the oldest beyond the cap are told to go: queueing/live/sockets.py), then send one personal
+snapshot. Afterwards the socket only relays the event's tick (serialized once for everyone,
+handed over by this process's fan-out: queueing/live/fanout.py) and, for an admitted fan,
+where to go. A page
 that was shown the pre-queue gets a new snapshot once a tick says the line has started:
 its shuffled place, with which it turns into a waiting page where it is, rather than every
 pre-queue page reloading at once (``START_SPREAD_SECONDS``). The page sends nothing; a frame
@@ -32,7 +34,7 @@ from queueing.line.reads import event_layout_async, line_reads
 from queueing.live.fanout import TickRelay, tick_relay_close, tick_relay_open
 from queueing.live.sockets import address_slots, ticket_socket_closed, ticket_socket_open
 from queueing.live.watchers import watchers
-from queueing.rules.errors import TicketNotFound
+from queueing.rules.errors import PlaceMoved, TicketNotFound
 from queueing.rules.layout import EventLayout
 from queueing.rules.states import EntryStatus
 from queueing.rules.ticket_codec import InvalidTicket, TicketRef, ticket_read
@@ -122,8 +124,7 @@ class LineConsumer(AsyncWebsocketConsumer):
             await self.accept()
             watchers.add(ref.event_id, ref.entry_id, layout.heartbeat_seconds)
             self.watching = True
-            await ticket_socket_open(ref, self.channel_name)
-            if await self._send_personal(snapshot=True):
+            if await self._send_personal(snapshot=True, opening=True):
                 # Ticks only after the snapshot: a page places itself from its order key.
                 self.ticks = await tick_relay_open(ref.event_id, self._send_text)
                 self._watch_for_start()
@@ -137,9 +138,14 @@ class LineConsumer(AsyncWebsocketConsumer):
         await self.accept()
         await self.close(code=code)
 
-    async def _send_personal(self, *, snapshot: bool, last_tick: str | None = None) -> bool:
-        """False if the ticket is gone (the socket is being closed). ``last_tick``: the tick
-        to put in a snapshot, if the caller has it (else it is read)."""
+    async def _send_personal(
+        self, *, snapshot: bool, last_tick: str | None = None, opening: bool = False
+    ) -> bool:
+        """False if the ticket is gone or spent (the socket is being closed). ``last_tick``:
+        the tick to put in a snapshot, if the caller has it (else it is read). ``opening``:
+        the socket's first snapshot, before which it is counted on its ticket, once the
+        ticket is known to be the place's (one a place had before it moved must not push
+        the new browser's sockets out)."""
         assert self.ref is not None and self.layout is not None
         # From the hot index on the event loop while the fan is in line there (a page
         # connecting is as hot as a status poll when a sale starts); else from the database.
@@ -153,6 +159,12 @@ class LineConsumer(AsyncWebsocketConsumer):
                 self._leave()  # nothing to keep alive; do not wait for the disconnect
                 await self.close(code=CLOSE_TICKET_GONE)
                 return False
+            except PlaceMoved:
+                # The place moved to another browser: this ticket is spent, nothing is told.
+                await self._moved()
+                return False
+        if opening:
+            await ticket_socket_open(self.ref, self.channel_name)
         if snapshot:
             last = last_tick or await line_reads.last_tick_async(self.ref.event_id)
             await self.send(text_data=json.dumps(snapshot_message(view, self.layout, last)))
@@ -246,6 +258,9 @@ class LineConsumer(AsyncWebsocketConsumer):
         """The place moved to another browser (queueing/line/place_links.py): say so, close."""
         if self.left:
             return
+        await self._moved()
+
+    async def _moved(self) -> None:
         await self.send(text_data=json.dumps({"type": "moved"}))
         self._leave()
         await self.close(code=CLOSE_MOVED)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -25,10 +25,10 @@ from queueing.line.answers import TicketAnswer, ticket_poll
 from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
 from queueing.line.reentry import entry_reenter
 from queueing.records.entry_reads import PageFacts, entry_page_facts, entry_return_url
-from queueing.rules.errors import QueueError, ReentryNotAllowed
+from queueing.rules.errors import PlaceMoved, QueueError, ReentryNotAllowed
 from queueing.rules.gate import destination_sources, return_url_clean
 from queueing.rules.states import REENTERABLE, EntryStatus
-from queueing.rules.ticket_codec import ticket_read
+from queueing.rules.ticket_codec import TicketRef, ticket_issue, ticket_read
 from queueing.rules.wording import js_strings, wait_range_text, your_turn_strings
 from queueing.web.abuse import join_rate_check, pow_check, wrong_code_gate
 from queueing.web.api_errors import ApiError, api_error
@@ -199,7 +199,8 @@ def _render_ticket(
         "reentry_refused": reentry_refused,
         # The address left for the "it's your turn" mail (queueing/web/place_pages.py).
         "notify_email": facts.notify_email if facts is not None else "",
-        "mail_invalid": request.GET.get("mail") == "invalid",
+        # Why the address was not kept: "invalid", "taken" or "limited" (place_pages.py).
+        "mail_error": request.GET.get("mail", "")[:16],
         "wait_text": wait_range_text(view.eta),
         "progress": _progress(first, view.position),
         "refresh_seconds": max(5, math.ceil(view.poll_after_seconds)),
@@ -309,16 +310,25 @@ def _page_view(
     if page_ticket is None:
         return None, None, None
     try:
-        ref = ticket_read(page_ticket.ticket)
+        ref = _held_ref(page_ticket, ticket_read(page_ticket.ticket))
         # Before anything is told or handed over (a pass, to an admitted fan): is the place
         # still shown in this browser, or did it move to another?
         facts = entry_page_facts(ref.entry_id)
         if not holds_place(page_ticket, facts):
             raise PlaceMovedAway
-        view = ticket_poll(ref=ref, ticket=page_ticket.ticket, now=now)
+        view = ticket_poll(ref=ref, ticket=ticket_issue(ref), now=now)
+    except PlaceMoved:
+        raise PlaceMovedAway from None  # moved between the two reads
     except (QueueError, ApiError):
         return None, None, None  # a ticket from an old database: start afresh
     return page_ticket, view, facts
+
+
+def _held_ref(page_ticket: PageTicket, ref: TicketRef) -> TicketRef:
+    """The ticket the page shows, naming the holder key its cookie carries: a cookie set
+    before tickets named it (a place moved then) still holds its place, and the page's
+    script is handed the ticket that names it."""
+    return replace(ref, holder=page_ticket.holder) if page_ticket.holder else ref
 
 
 class PlaceMovedAway(Exception):
@@ -358,7 +368,7 @@ def _reenter(request: HttpRequest, event: Event, now: datetime) -> HttpResponse:
     if page_ticket is None:
         return page
     try:
-        ref = ticket_read(page_ticket.ticket)
+        ref = _held_ref(page_ticket, ticket_read(page_ticket.ticket))
         if not holds_place(page_ticket, entry_page_facts(ref.entry_id)):
             return _render_moved(request, event, now)
         entry_reenter(ref=ref, now=now)

@@ -6,7 +6,7 @@ link previews, scanners and mail clients open links by themselves."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime
 
 import segno
 from django.conf import settings
@@ -20,14 +20,14 @@ from django.utils.translation import get_language
 from django.views.decorators.http import require_http_methods, require_POST
 
 from events.models import Event
-from queueing.line.place_links import place_link_check, place_link_claim, place_link_create
-from queueing.line.turn_mail import turn_mail_address_set
-from queueing.models import PlaceLink
+from queueing.line.place_links import device_link_new, place_link_check, place_link_claim
+from queueing.line.turn_mail import TurnMailRefused, turn_mail_address_set
 from queueing.records.entry_reads import PageFacts, entry_page_facts
-from queueing.rules.errors import QueueError
+from queueing.rules.errors import QueueError, RateLimited
 from queueing.rules.place_links import LinkRefusal, PlaceLinkRefused
 from queueing.rules.states import QUEUED
 from queueing.rules.ticket_codec import ticket_read
+from queueing.web.callers import address_digest
 from queueing.web.middleware import kept_out_of_caches
 from queueing.web.pages import (
     PageTicket,
@@ -77,13 +77,10 @@ def place_link_new(request: HttpRequest, slug: str) -> HttpResponse:
     if held is None or held.facts.status not in QUEUED:
         return _back_to_the_page(event)  # nothing (any more) to move from here
     now = timezone.now()
-    expires_at = now + timedelta(seconds=settings.WR_PLACE_LINK_SECONDS)
-    token = place_link_create(
-        entry_id=held.entry_id,
-        purpose=PlaceLink.Purpose.DEVICE,
-        now=now,
-        expires_at=expires_at,
-    )
+    try:
+        token, expires_at = device_link_new(entry_id=held.entry_id, event_id=event.pk, now=now)
+    except RateLimited as refusal:
+        return _render_too_many(request, event, refusal, now)
     url = request.build_absolute_uri(reverse("place-link", args=[event.slug, token]))
     # segno draws the code from the URL alone: an SVG of paths, nothing of anyone's input.
     qr = segno.make(url, error="m").svg_inline(scale=5, border=2, omitsize=True)
@@ -94,8 +91,23 @@ def place_link_new(request: HttpRequest, slug: str) -> HttpResponse:
         "expires_at": expires_at,
         "minutes": settings.WR_PLACE_LINK_SECONDS // 60,
     }
-    response = render(request, "queueing/place_link.html", context)
-    response["Cache-Control"] = "no-store"  # the page holds a working link
+    # The page holds a working link: kept_out_of_caches keeps it out of every cache.
+    return render(request, "queueing/place_link.html", context)
+
+
+def _render_too_many(
+    request: HttpRequest, event: Event, refusal: RateLimited, now: datetime
+) -> HttpResponse:
+    """The page's 429: "Too many attempts from here", then back to the place by itself."""
+    retry_after = refusal.retry_after or 1
+    context = {
+        **page_base_context(event, now),
+        "error": refusal.code.value,
+        "detail": refusal.detail,
+        "retry_after": retry_after,
+    }
+    response = render(request, "queueing/refused.html", context, status=429)
+    response["Retry-After"] = str(retry_after)
     return response
 
 
@@ -111,7 +123,6 @@ def place_link_open(request: HttpRequest, slug: str, token: str) -> HttpResponse
             response = render(
                 request, "queueing/place_link_open.html", page_base_context(event, now)
             )
-            response["Cache-Control"] = "no-store"
             # The token is in this page's URL: it may go as Referer to the room itself only
             # (not "no-referrer", which makes browsers send the form's Origin as "null", which
             # the CSRF check refuses).
@@ -144,14 +155,17 @@ def turn_mail_form(request: HttpRequest, slug: str) -> HttpResponse:
     if held is None:
         return _back_to_the_page(event)
     address = "" if request.POST.get("clear") else request.POST.get("email", "")[:254]
+    page = reverse("waiting-page", args=[event.slug])
     try:
         turn_mail_address_set(
             entry_id=held.entry_id,
             address=address,
             language=get_language() or settings.LANGUAGE_CODE,
+            client=address_digest(request),
         )
     except ValidationError:
-        return HttpResponseRedirect(
-            reverse("waiting-page", args=[event.slug]) + "?mail=invalid#turn-mail"
-        )
-    return HttpResponseRedirect(reverse("waiting-page", args=[event.slug]) + "#turn-mail")
+        return HttpResponseRedirect(f"{page}?mail=invalid#turn-mail")
+    except TurnMailRefused as refusal:
+        # The page says why (queueing/web/pages.py: mail_error).
+        return HttpResponseRedirect(f"{page}?mail={refusal.reason.value}#turn-mail")
+    return HttpResponseRedirect(page + "#turn-mail")

@@ -5,6 +5,7 @@
 -- KEYS[3]  heartbeats   zset
 -- KEYS[4]  prequeue     zset
 -- KEYS[5]  tier queue   zset    the entries' tier queue
+-- KEYS[6]  holders      hash    entry id -> holder key of moved places (locate.lua)
 -- ARGV[1..] entry ids
 -- Returns the number of entry ids given. While the epoch is "building:", the ids are also
 -- added to the tombstones so that the rebuild, which may have read them from PostgreSQL before
@@ -21,5 +22,6 @@ for i = 1, #ARGV do
   redis.call('ZREM', KEYS[3], ARGV[i])
   redis.call('ZREM', KEYS[4], ARGV[i])
   redis.call('ZREM', KEYS[5], ARGV[i])
+  redis.call('HDEL', KEYS[6], ARGV[i])
 end
 return #ARGV

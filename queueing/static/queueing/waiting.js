@@ -8,7 +8,7 @@
   // function declarations below are hoisted, so they can be handed over before any page code.
   if (typeof module !== "undefined" && module.exports) {
     module.exports = { positionInLine: positionInLine, rankIn: rankIn, afterClose: afterClose,
-      estimate: estimate };
+      afterPollRefused: afterPollRefused, estimate: estimate };
     return;
   }
   var cfg = JSON.parse(document.getElementById("wr-config").textContent);
@@ -201,6 +201,11 @@
     fetch(cfg.ticketApi, { headers: { Accept: "application/json" }, credentials: "same-origin" })
       .then(function (response) {
         if (!response.ok) {
+          if (afterPollRefused(response.status).action === "reload") {
+            leaving = true;  // no more polls: the server's page says what happened
+            window.location.reload();
+            throw { stop: true };
+          }
           // Busy or briefly unavailable: back off as told, keep the page and the place.
           var wait = parseFloat(response.headers.get("Retry-After")) || 5;
           throw { retry: Math.min(wait, cfg.pollAfter) * (1 + Math.random()) };
@@ -218,6 +223,7 @@
       })
       .catch(function (error) {
         checking = false;
+        if (error && error.stop) return;
         if (thenSchedule || !socketOpen()) schedulePoll((error && error.retry) || cfg.pollAfter);
       });
   }
@@ -263,6 +269,15 @@
   }
 
   function socketOpen() { return socket !== null && socket.readyState === 1; }
+
+  // What the page does when a poll of its ticket is refused (docs/api.md). Pure.
+  //   reload:   the place moved to another device (410 place_moved): this ticket is spent,
+  //             and the server's page says so
+  //   retry:    anything else (busy, briefly unavailable): back off, keep the place
+  function afterPollRefused(status) {
+    if (status === 410) return { action: "reload" };
+    return { action: "retry" };
+  }
 
   // What the page does when the server closes its socket (docs/api.md lists the codes). Pure.
   //   reload:   the ticket is not valid here (4401) or is gone (4404), or the place moved to

@@ -3,16 +3,19 @@ place; the first browser's page then says it moved; no second place is ever made
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
 from queueing.beat import event_tick
+from queueing.line.index_sync import hot_index_rebuild
 from queueing.line.place_links import place_link_claim, place_link_create
 from queueing.models import PlaceLink, QueueEntry
 from queueing.rules.place_links import LinkRefusal, PlaceLinkRefused
@@ -138,6 +141,37 @@ def test_only_the_browser_showing_the_place_can_make_a_link(make_event) -> None:
     assert PlaceLink.objects.count() == 1
 
 
+def test_a_new_link_revokes_the_one_before(make_event) -> None:
+    """Issue 28, item 8: one place, one live link."""
+    make_event(slug="one-link", capacity=0)
+    fan = new_fan()
+    on_the_page(fan, "one-link")
+    older = new_link(fan, "one-link").split("testserver", 1)[1]
+    newer = new_link(fan, "one-link").split("testserver", 1)[1]
+    refused = Client().get(older)
+    assert refused.status_code == 410 and b"This link has expired." in refused.content
+    assert Client().post(older).status_code == 410
+    assert Client().get(newer).status_code == 200
+    now = timezone.now()
+    assert PlaceLink.objects.filter(used_at__isnull=True, expires_at__gt=now).count() == 1
+
+
+def test_a_place_asks_for_a_few_links_at_most(make_event, settings) -> None:
+    settings.WR_PLACE_LINKS_PER_PLACE = 5
+    make_event(slug="many", capacity=0)
+    fan = new_fan()
+    on_the_page(fan, "many")
+    for _ in range(5):
+        new_link(fan, "many")
+    refused = fan.post("/e/many/move")
+    assert refused.status_code == 429
+    assert 1 <= int(refused["Retry-After"]) <= settings.WR_PLACE_LINK_SECONDS
+    assert "Too many attempts from here." in refused.content.decode()
+    assert PlaceLink.objects.count() == 5
+    # Its place is still shown where it was.
+    assert 'id="position"' in fan.get("/e/many/").content.decode()
+
+
 def test_claiming_needs_the_pages_csrf_token(make_event) -> None:
     make_event(slug="csrf", capacity=0)
     fan = new_fan()
@@ -170,6 +204,63 @@ def test_an_admitted_place_moves_with_its_pass_and_the_first_browser_gets_none(
     stays = laptop.get("/e/shop/")
     assert stays.status_code == 200 and b"moved to another device" in stays.content
     assert QueueEntry.objects.get().pass_issued_at is not None  # handed over once, to the phone
+
+
+def page_ticket(client: Client, slug: str) -> str:
+    """The ticket the waiting page hands its script (and with it the API and the socket)."""
+    html = client.get(f"/e/{slug}/").content.decode()
+    found = re.search(r'<script id="wr-config" type="application/json">(.*?)</script>', html, re.S)
+    return json.loads(found.group(1))["ticket"]
+
+
+def api(client: Client, method: str, path: str):
+    return getattr(client, method)(path, content_type="application/json")
+
+
+def test_the_ticket_the_place_had_before_it_moved_gets_nothing(
+    make_event, redis_client, django_capture_on_commit_callbacks
+) -> None:
+    """Issue 28, item 4: the first browser's ticket still answered with the pass."""
+    event = make_event(slug="spent", capacity=5, rate_per_minute=0, target_url="https://s.example/")
+    laptop = new_fan()
+    on_the_page(laptop, "spent")
+    old = page_ticket(laptop, "spent")
+    assert api(laptop, "post", "/api/v1/events/spent/join").json()["ticket"] == old
+    phone = Client()
+    with django_capture_on_commit_callbacks(execute=True):  # the hot index is told after it
+        phone.post(new_link(laptop, "spent").split("testserver", 1)[1])
+    new = page_ticket(phone, "spent")
+    assert new != old
+
+    refused = api(Client(), "get", f"/api/v1/tickets/{old}")
+    assert refused.status_code == 410
+    assert refused.json() == {
+        "error": "place_moved",
+        "detail": "Your place moved to another device.",
+    }
+    assert api(Client(), "get", f"/api/v1/tickets/{new}").json()["position"] == 1
+    # The old ticket ends nothing, and its identity's join hands nothing back.
+    assert api(laptop, "delete", f"/api/v1/tickets/{old}").status_code == 410
+    again = api(laptop, "post", "/api/v1/events/spent/join")
+    assert (again.status_code, again.json()["error"]) == (410, "place_moved")
+    assert QueueEntry.objects.get().status == "waiting"
+    # Redis lost, the index rebuilt from PostgreSQL: still refused.
+    for key in redis_client.scan_iter(match=f"{settings.WR_REDIS_PREFIX}:*"):
+        redis_client.delete(key)
+    assert api(Client(), "get", f"/api/v1/tickets/{old}").status_code == 410
+    assert hot_index_rebuild(event_id=event.id)
+    assert api(Client(), "get", f"/api/v1/tickets/{old}").status_code == 410
+    assert api(Client(), "get", f"/api/v1/tickets/{new}").json()["position"] == 1
+
+    event_tick(event_id=event.id, now=timezone.now())
+    assert QueueEntry.objects.get().status == "admitted"
+    admitted_old = api(Client(), "get", f"/api/v1/tickets/{old}")
+    assert admitted_old.status_code == 410 and b"wr_pass" not in admitted_old.content
+    assert b"wr_pass" not in laptop.get("/e/spent/").content
+    assert laptop.post(f"/api/v1/tickets/{old}/reenter").status_code == 410
+    shown = api(Client(), "get", f"/api/v1/tickets/{new}").json()
+    assert shown["status"] == "admitted" and "wr_pass=" in shown["redirect_url"]
+    assert phone.get("/e/spent/")["Location"] == shown["redirect_url"]
 
 
 @pytest.mark.django_db(transaction=True)

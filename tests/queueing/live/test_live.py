@@ -17,9 +17,10 @@ from config.asgi import application
 from queueing import in_process
 from queueing.beat import event_tick
 from queueing.line import reads
+from queueing.line.place_links import place_link_claim, place_link_create
 from queueing.live.ticks import broadcast_tick
 from queueing.live.watchers import watchers
-from queueing.models import QueueEntry
+from queueing.models import PlaceLink, QueueEntry
 from queueing.rules.layout import rank_from_checkpoints
 from queueing.rules.ticket_codec import TicketRef, ticket_issue
 from queueing.web.consumers import START_SPREAD_SECONDS
@@ -117,6 +118,50 @@ def test_a_prequeue_page_is_sent_its_shuffled_place_once_the_line_starts(make_ev
         assert (await ws.receive_json_from(timeout=5))["type"] == "tick"
         assert await ws.receive_nothing(timeout=START_SPREAD_SECONDS + 0.5)
         await ws.disconnect()
+
+    asyncio.run(scenario())
+
+
+def test_the_ticket_a_place_had_before_it_moved_gets_4410_and_never_a_pass(make_event) -> None:
+    """Issue 28, item 4: the first browser's socket, opened again with its old ticket, was
+    sent the snapshot (with ``redirect_url`` once admitted) like the new browser's."""
+    event = make_event(capacity=1, rate_per_minute=0, target_url="https://shop.example/")
+    (old,) = fans_join(event.slug, 1)
+    entry = entry_of(old)
+    now = timezone.now()
+    token = place_link_create(
+        entry_id=entry.pk,
+        purpose=PlaceLink.Purpose.DEVICE,
+        now=now,
+        expires_at=now + timedelta(minutes=5),
+    )
+
+    async def refused(ticket: str) -> None:
+        ws = socket(event.slug, ticket)
+        connected, _ = await ws.connect()
+        assert connected
+        assert await ws.receive_json_from(timeout=5) == {"type": "moved"}
+        assert await ws.receive_output(timeout=5) == {"type": "websocket.close", "code": 4410}
+
+    async def scenario() -> None:
+        laptop = socket(event.slug, old)
+        await laptop.connect()
+        assert (await laptop.receive_json_from(timeout=5))["status"] == "waiting"
+        claimed = await database_sync_to_async(place_link_claim)(
+            token=token, event_id=event.id, now=timezone.now()
+        )
+        # The open page is told at once; opened again, its ticket is refused.
+        assert await next_of(laptop, "moved", timeout=5) == {"type": "moved"}
+        assert await laptop.receive_output(timeout=5) == {"type": "websocket.close", "code": 4410}
+        await refused(old)
+        phone = socket(event.slug, claimed.ticket)
+        await phone.connect()
+        assert (await phone.receive_json_from(timeout=5))["status"] == "waiting"
+        await database_sync_to_async(event_tick)(event_id=event.id, now=timezone.now())
+        let_in = await next_of(phone, "admitted", timeout=5)
+        assert "wr_pass=" in let_in["redirect_url"]
+        await refused(old)  # admitted now: still nothing, least of all where to go
+        await phone.disconnect()
 
     asyncio.run(scenario())
 

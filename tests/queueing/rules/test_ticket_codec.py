@@ -124,3 +124,21 @@ def test_an_authentic_ticket_with_impossible_ids_is_rejected() -> None:
         )
         with pytest.raises(InvalidTicket):
             ticket_read(base64.urlsafe_b64encode(sealed).rstrip(b"=").decode())
+
+
+def test_a_moved_places_ticket_names_its_holder_and_differs_from_the_one_before() -> None:
+    """Issue 28, item 4: the browser a place moved to holds a ticket of its own."""
+    holder = "0123456789abcdef" * 2
+    moved = TicketRef(entry_id=12345, event_id=7, tier_id=3, holder=holder)
+    ticket = ticket_issue(moved)
+    assert len(ticket) == 75 and len(ticket_issue(REF)) == 54
+    assert ticket_read(ticket) == moved
+    assert ticket_read(ticket_issue(REF)).holder == ""
+    assert ticket != ticket_issue(REF)
+    assert holder not in ticket and bytes.fromhex(holder) not in decoded(ticket)
+    for bad in ("", ticket[:-1], ticket + "A", ticket[:54]):
+        if bad != ticket_issue(REF):
+            with pytest.raises(InvalidTicket):
+                ticket_read(bad)
+    with pytest.raises(ValueError):
+        ticket_issue(TicketRef(entry_id=1, event_id=1, tier_id=1, holder="not hex"))

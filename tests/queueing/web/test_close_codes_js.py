@@ -38,3 +38,14 @@ def test_each_close_code_gets_the_documented_reaction() -> None:
     assert got[4429]["reconnectAfter"][0] >= 60
     for code in (1013, 1009, 1006, 1001):
         assert got[code] == {"action": "retry", "reconnectAfter": [5, 10]}
+
+
+def test_a_poll_refused_because_the_place_moved_reloads_the_page() -> None:
+    """Issue 28, item 4: a page whose place moved to another device, polling (no socket),
+    is told 410 place_moved; it reloads, and the server's page says the place moved."""
+    statuses = [410, 404, 429, 500, 503]
+    answers = run_waiting_js("return input.map((s) => rules.afterPollRefused(s));", statuses)
+    got = dict(zip(statuses, answers, strict=True))
+    assert got[410] == {"action": "reload"}
+    for status in (404, 429, 500, 503):
+        assert got[status] == {"action": "retry"}

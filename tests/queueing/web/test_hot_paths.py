@@ -18,7 +18,8 @@ from django.utils import timezone
 from config.asgi import django_asgi_app
 from queueing import in_process
 from queueing.line import reads
-from queueing.models import QueueEntry
+from queueing.line.place_links import place_link_claim, place_link_create
+from queueing.models import PlaceLink, QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.web import join_batcher
 from queueing.web.hot_paths import HotPaths
@@ -115,6 +116,30 @@ def test_the_lean_status_path_really_answers_without_django(make_event, hot, mon
 
     lean_only = HotPaths(refuse)
     assert call(lean_only, "GET", f"/api/v1/tickets/{ticket}").body["position"] == 1
+
+
+def test_a_moved_places_old_ticket_is_refused_and_its_new_one_answered_lean(make_event, hot):
+    """Issue 28, item 4: the lean path must not answer the ticket a place had before it moved
+    to another browser (line/place_links.py); the new browser's ticket stays on it."""
+    event = make_event(capacity=0)
+    old = join(new_fan(), event.slug).json()["ticket"]
+    entry = QueueEntry.objects.get()
+    now = timezone.now()
+    token = place_link_create(
+        entry_id=entry.pk,
+        purpose=PlaceLink.Purpose.DEVICE,
+        now=now,
+        expires_at=now + timezone.timedelta(minutes=5),
+    )
+    new = place_link_claim(token=token, event_id=event.id, now=now).ticket
+    refused = call(hot, "GET", f"/api/v1/tickets/{old}")
+    assert (refused.status, refused.body["error"]) == (410, "place_moved")
+    assert refused.raw == call(django_asgi_app, "GET", f"/api/v1/tickets/{old}").raw
+
+    async def refuse(*args: Any) -> None:
+        raise AssertionError("went to Django")
+
+    assert call(HotPaths(refuse), "GET", f"/api/v1/tickets/{new}").body["position"] == 1
 
 
 def test_a_prequeue_ticket_is_answered_on_the_lean_path(make_event) -> None:
