@@ -6,6 +6,7 @@ and their clients, and the staff API's basics. No test module imports another te
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -17,7 +18,8 @@ from rest_framework.test import APIClient
 
 from dashboard.permissions import AUDITORS_GROUP
 from queueing.beat import event_tick
-from queueing.models import QueueEntry
+from queueing.line.place_links import place_link_create
+from queueing.models import PlaceLink, QueueEntry
 from queueing.rules.ticket_codec import TicketRef, ticket_issue, ticket_read
 from staff.services import event_pause
 
@@ -110,6 +112,18 @@ def admission_halted(event, *, settle_seconds: float = 1.5, timeout: float = 15)
             return
         admitted = now_admitted
     raise AssertionError(f"admission went on for {timeout}s after the pause")
+
+
+def place_link_for(entry: QueueEntry, *, email: bool = False, minutes: float = 5) -> str:
+    """A live link (its token) that moves ``entry``'s place: "Continue on your phone", or with
+    ``email`` the one the turn mail carries."""
+    now = timezone.now()
+    return place_link_create(
+        entry_id=entry.pk,
+        purpose=PlaceLink.Purpose.EMAIL if email else PlaceLink.Purpose.DEVICE,
+        now=now,
+        expires_at=now + timedelta(minutes=minutes),
+    )
 
 
 # Staff, auditors and other accounts.

@@ -19,7 +19,7 @@ from queueing.line.index_sync import hot_index_rebuild
 from queueing.line.place_links import place_link_claim, place_link_create
 from queueing.models import PlaceLink, QueueEntry
 from queueing.rules.place_links import LinkRefusal, PlaceLinkRefused
-from tests.helpers import new_fan
+from tests.helpers import new_fan, place_link_for
 
 pytestmark = pytest.mark.django_db
 
@@ -189,13 +189,7 @@ def test_an_admitted_place_moves_with_its_pass_and_the_first_browser_gets_none(
     laptop = new_fan()
     laptop.post("/e/shop/")
     entry = QueueEntry.objects.get()
-    now = timezone.now()
-    token = place_link_create(
-        entry_id=entry.pk,
-        purpose=PlaceLink.Purpose.EMAIL,
-        now=now,
-        expires_at=now + timedelta(minutes=5),
-    )
+    token = place_link_for(entry, email=True)
     event_tick(event_id=entry.event_id, now=timezone.now())
     assert QueueEntry.objects.get().status == "admitted"
     phone = Client()
@@ -269,13 +263,7 @@ def test_two_browsers_claiming_at_once_cannot_both_win(make_event) -> None:
     fan = new_fan()
     on_the_page(fan, "race")
     entry = QueueEntry.objects.get()
-    now = timezone.now()
-    token = place_link_create(
-        entry_id=entry.pk,
-        purpose=PlaceLink.Purpose.DEVICE,
-        now=now,
-        expires_at=now + timedelta(minutes=5),
-    )
+    token = place_link_for(entry)
     outcomes: list[str] = []
     barrier = threading.Barrier(4)
 

@@ -17,15 +17,15 @@ from config.asgi import application
 from queueing import in_process
 from queueing.beat import event_tick
 from queueing.line import reads
-from queueing.line.place_links import place_link_claim, place_link_create
+from queueing.line.place_links import place_link_claim
 from queueing.live.ticks import broadcast_tick
 from queueing.live.watchers import watchers
-from queueing.models import PlaceLink, QueueEntry
+from queueing.models import QueueEntry
 from queueing.rules.layout import rank_from_checkpoints
 from queueing.rules.ticket_codec import TicketRef, ticket_issue
 from queueing.web.consumers import START_SPREAD_SECONDS
 from staff.services import event_pause
-from tests.helpers import entry_of, fans_join, waiting_entries
+from tests.helpers import entry_of, fans_join, place_link_for, waiting_entries
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -128,13 +128,7 @@ def test_the_ticket_a_place_had_before_it_moved_gets_4410_and_never_a_pass(make_
     event = make_event(capacity=1, rate_per_minute=0, target_url="https://shop.example/")
     (old,) = fans_join(event.slug, 1)
     entry = entry_of(old)
-    now = timezone.now()
-    token = place_link_create(
-        entry_id=entry.pk,
-        purpose=PlaceLink.Purpose.DEVICE,
-        now=now,
-        expires_at=now + timedelta(minutes=5),
-    )
+    token = place_link_for(entry)
 
     async def refused(ticket: str) -> None:
         ws = socket(event.slug, ticket)

@@ -18,14 +18,14 @@ from django.utils import timezone
 from config.asgi import django_asgi_app
 from queueing import in_process
 from queueing.line import reads
-from queueing.line.place_links import place_link_claim, place_link_create
-from queueing.models import PlaceLink, QueueEntry
+from queueing.line.place_links import place_link_claim
+from queueing.models import QueueEntry
 from queueing.records.audit import audit_chain_verify
 from queueing.web import join_batcher
 from queueing.web.hot_paths import HotPaths
 from staff.services import TierSpec
 from tests.asgi import AsgiReply, asgi_call, call
-from tests.helpers import join, new_fan, staff_user
+from tests.helpers import join, new_fan, place_link_for, staff_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -124,14 +124,8 @@ def test_a_moved_places_old_ticket_is_refused_and_its_new_one_answered_lean(make
     event = make_event(capacity=0)
     old = join(new_fan(), event.slug).json()["ticket"]
     entry = QueueEntry.objects.get()
-    now = timezone.now()
-    token = place_link_create(
-        entry_id=entry.pk,
-        purpose=PlaceLink.Purpose.DEVICE,
-        now=now,
-        expires_at=now + timezone.timedelta(minutes=5),
-    )
-    new = place_link_claim(token=token, event_id=event.id, now=now).ticket
+    token = place_link_for(entry)
+    new = place_link_claim(token=token, event_id=event.id, now=timezone.now()).ticket
     refused = call(hot, "GET", f"/api/v1/tickets/{old}")
     assert (refused.status, refused.body["error"]) == (410, "place_moved")
     assert refused.raw == call(django_asgi_app, "GET", f"/api/v1/tickets/{old}").raw
@@ -327,8 +321,8 @@ def test_a_logged_in_fan_joins_through_django_as_their_account(make_event, hot) 
     )
 
 
-def test_concurrent_joins_commit_in_batches_in_arrival_order(make_event, monkeypatch) -> None:
-    event = make_event(capacity=0)
+def batch_sizes_counted(monkeypatch) -> list[int]:
+    """The size of each batch the lean join path commits from now on, in order."""
     sizes: list[int] = []
     real_join_batch = join_batcher.join_batch
 
@@ -337,6 +331,12 @@ def test_concurrent_joins_commit_in_batches_in_arrival_order(make_event, monkeyp
         return real_join_batch(items)
 
     monkeypatch.setattr(join_batcher, "join_batch", counting)
+    return sizes
+
+
+def test_concurrent_joins_commit_in_batches_in_arrival_order(make_event, monkeypatch) -> None:
+    event = make_event(capacity=0)
+    sizes = batch_sizes_counted(monkeypatch)
     hot = HotPaths(django_asgi_app)
 
     async def burst() -> list[Any]:
@@ -426,14 +426,7 @@ def test_one_bad_value_in_a_batch_of_joins_answers_only_its_own_join(
     # The probe's attack: a burst of good joins at a sale's start, and among them a few with
     # values PostgreSQL cannot store, sharing the good ones' batch.
     event = make_event(capacity=0)
-    sizes: list[int] = []
-    real_join_batch = join_batcher.join_batch
-
-    def counting(items: Any) -> Any:
-        sizes.append(len(items))
-        return real_join_batch(items)
-
-    monkeypatch.setattr(join_batcher, "join_batch", counting)
+    sizes = batch_sizes_counted(monkeypatch)
     hot = HotPaths(django_asgi_app)
     path = f"/api/v1/events/{event.slug}/join"
     sent = [(f"fan-{i}", _GOOD_JOIN, 201) for i in range(30)]
