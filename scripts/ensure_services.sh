@@ -3,19 +3,23 @@
 # CELERY_BROKER_URL is amqp://. Idempotent.
 set -euo pipefail
 
-# The database the room will use: DATABASE_URL's when it is set (as config/settings.py reads
-# it), so a second room with its own DATABASE_URL gets its own database here, not the first's.
+# The database the room will use: DATABASE_URL's when it is set, read by the same parser as
+# config/settings.py (config/env.py; the Makefile makes .venv first), so a second room with
+# its own DATABASE_URL gets its own database here, not the first's, and a bad URL stops here.
 if [ -n "${DATABASE_URL:-}" ]; then
-  eval "$(python3 - <<'PY'
+  ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+  # Assigned first: a failure inside "eval $(...)" would go unnoticed.
+  database=$(PYTHONPATH="$ROOT" "$ROOT/.venv/bin/python" - <<'PY'
 import os, shlex
-from urllib.parse import unquote, urlsplit
-url = urlsplit(os.environ["DATABASE_URL"])
-for name, value in (("PGHOST", url.hostname), ("PGPORT", url.port), ("PGUSER", url.username),
-                    ("PGPASSWORD", url.password), ("DB_NAME", unquote(url.path.lstrip("/")))):
-    if value:
-        print(f"export {name}={shlex.quote(unquote(str(value)))}")
+from config.env import database_from_url
+db = database_from_url(os.environ["DATABASE_URL"])
+for name, key in (("PGHOST", "HOST"), ("PGPORT", "PORT"), ("PGUSER", "USER"),
+                  ("PGPASSWORD", "PASSWORD"), ("DB_NAME", "NAME")):
+    if db[key]:
+        print(f"export {name}={shlex.quote(str(db[key]))}")
 PY
-)"
+)
+  eval "$database"
 fi
 PGHOST=${PGHOST:-127.0.0.1}
 PGPORT=${PGPORT:-5432}
