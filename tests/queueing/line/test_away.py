@@ -23,9 +23,7 @@ pytestmark = pytest.mark.django_db
 
 def unseen_for(event: Event, ticket: str, seconds: float) -> None:
     """The fan's page has not asked for ``seconds`` past its heartbeat deadline."""
-    line_index.refresh_heartbeats(
-        event.id, [entry_of(ticket).id], deadline=time.time() - seconds
-    )
+    line_index.refresh_heartbeats(event.id, [entry_of(ticket).id], deadline=time.time() - seconds)
 
 
 def actions(event: Event, ticket: str) -> list[str]:
@@ -47,7 +45,12 @@ def test_an_away_fan_at_their_turn_is_passed_over_and_holds_no_slot(sale: Event)
     first, second, third, fourth = fans_join(sale.slug, 4)
     unseen_for(sale, first, 5)
     tick(sale)
-    assert statuses([first, second, third, fourth]) == ["waiting", "admitted", "admitted", "waiting"]
+    assert statuses([first, second, third, fourth]) == [
+        "waiting",
+        "admitted",
+        "admitted",
+        "waiting",
+    ]
     assert entry_of(first).passed_over_at is not None
     assert actions(sale, first) == ["joined", "away"]
     # Nobody counts the passed fan ahead of them any more.
@@ -56,7 +59,7 @@ def test_an_away_fan_at_their_turn_is_passed_over_and_holds_no_slot(sale: Event)
 
 
 def test_back_after_the_turn_goes_in_first_in_the_tier(sale: Event) -> None:
-    first, second, third, fourth = fans_join(sale.slug, 4)
+    first, second, _third, fourth = fans_join(sale.slug, 4)
     unseen_for(sale, first, 5)
     tick(sale)
     came_back = poll(first)  # the page wakes up: any answer about the ticket brings it back
