@@ -1,9 +1,11 @@
 """Appending to and checking an event's hash-chained audit trail.
 
 ``hash = sha256(prev_hash + canonical(record))`` where the canonical form is compact JSON with
-sorted keys. Appends take the row lock of the event's chain head, so records of one event are
-chained in commit order; the lock is held only until the caller's transaction commits, which is
-why callers append as the last step of their transaction.
+sorted keys, stated byte for byte in docs/api.md ("The canonical form"), which outsiders check
+with scripts/verify_trail.py: change it here and both must change. Appends take the row lock of
+the event's chain head, so records of one event are chained in commit order; the lock is held
+only until the caller's transaction commits, which is why callers append as the last step of
+their transaction.
 """
 
 from __future__ import annotations
@@ -22,6 +24,18 @@ from queueing.models import GENESIS_HASH, AuditAction, AuditChainHead, AuditReco
 from queueing.records.bulk_insert import insert_rows
 
 
+def hashed_at(at: datetime) -> str:
+    """``at`` as the hash covers it (and the auditors' API shows it, as ``at_hashed``): UTC,
+    always six digits of microseconds, ``+00:00``."""
+    return at.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def canonical_json(value: Any) -> str:
+    """Compact JSON with sorted keys, non-ASCII characters as themselves: the form the hash
+    covers, and the CSV export's ``data``."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_record(
     *,
     event_id: int,
@@ -32,19 +46,16 @@ def canonical_record(
     actor: str,
     data: dict[str, Any],
 ) -> str:
-    return json.dumps(
+    return canonical_json(
         {
             "event": event_id,
             "seq": seq,
-            "at": at.astimezone(UTC).isoformat(timespec="microseconds"),
+            "at": hashed_at(at),
             "ticket_id": str(ticket_id) if ticket_id else None,
             "action": action,
             "actor": actor,
             "data": data,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
+        }
     )
 
 
