@@ -96,7 +96,7 @@ def audit_home(request: HttpRequest) -> HttpResponse:
             "search": text,
             "search_max": SEARCH_MAX_LENGTH,
             "params": QueryDict(urlencode({"q": text}) if text else ""),
-            "verify_max": settings.WR_AUDIT_VERIFY_MAX,
+            "verify_max": f"{settings.WR_AUDIT_VERIFY_MAX:,}",
         },
     )
 
