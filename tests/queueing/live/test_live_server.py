@@ -40,7 +40,7 @@ def test_an_idle_socket_survives_15_seconds_and_still_gets_ticks(make_event) -> 
 
 def test_an_open_socket_keeps_its_ticket_alive(make_event) -> None:
     # Paused: nobody is admitted, so only heartbeats decide who stays.
-    event = make_event(slug="alive", heartbeat_seconds=10)
+    event = make_event(slug="alive", heartbeat_seconds=10, away_seconds=0)
     event_pause(event=event, actor="test", now=timezone.now())
     with running_stack() as stack:
         base = stack.web(workers=1)
