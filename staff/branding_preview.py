@@ -192,6 +192,7 @@ def branding_preview_response(request: HttpRequest, saved: Event | None) -> Http
         "status": view.status.value,
         "session_cut_short": False,
         "status_text": status_text(StatusKind.IN_LINE),
+        "wait_kind": "estimate",
         "wait_text": wait_range_text(SAMPLE_ETA),
         "offer_phone": True,
         "progress": progress,

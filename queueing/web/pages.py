@@ -294,6 +294,7 @@ def fan_words(event: Event, view: TicketAnswer, now: datetime) -> dict[str, Any]
             status_kind(status=status, state=state, mode=event.mode, position=view.position)
         ),
         "wait_text": wait_text(kind, eta=eta, bound_seconds=bound),
+        "wait_kind": kind.value,
         "others_text": others_waiting_text(view.queue_length),
         "bound_applies": bound_applies,
     }

@@ -239,7 +239,9 @@
       // Paused: nobody knows when staff resume, so no wait is shown (as the server says).
       var eta = live.state === "paused" ? null : view.eta;
       var bound = cfg.boundApplies ? waitBound(view.position, live.limits) : null;
-      $("wait").textContent = waitText(waitKind(status, live.state, live.mode, eta, bound), eta, bound);
+      var kind = waitKind(status, live.state, live.mode, eta, bound);
+      $("wait").textContent = waitText(kind, eta, bound);
+      $("wait").setAttribute("data-kind", kind);
       $("queue-length").textContent = number(view.queueLength);
       if (!firstPosition || view.position > firstPosition) {
         firstPosition = view.position;
