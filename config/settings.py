@@ -382,6 +382,11 @@ WR_DEGRADED_EXACT_LINE = env_int("WR_DEGRADED_EXACT_LINE", 1000, minimum=0)
 WR_HOT_RETRY_SECONDS = env_float("WR_HOT_RETRY_SECONDS", 0.5, minimum=0.0)
 # Retry-After (seconds) on 429 queue_full.
 WR_QUEUE_FULL_RETRY_AFTER = env_int("WR_QUEUE_FULL_RETRY_AFTER", 30, minimum=1)
+# Records one "verify now" on the auditors' page checks at most (dashboard/audit_verdicts.py):
+# a long trail is checked a stretch per request, each going on from where the last stopped,
+# so that no request reads millions of records (about 11,000 records a second were checked on
+# a shared 2-core machine: some 2 s a request).
+WR_AUDIT_VERIFY_MAX = env_int("WR_AUDIT_VERIFY_MAX", 25_000, minimum=1)
 # Most fans admitted by one admission run of one event.
 WR_ADMISSION_BATCH = env_int("WR_ADMISSION_BATCH", 500, minimum=1)
 # Rate credit left unspent (a late tick, a full shop) builds up to this many seconds of the

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -28,11 +27,26 @@ from events.models import Event
 from events.validation import SLUG_RE
 from queueing.line.reads import event_by_slug
 from queueing.models import AuditAction, AuditRecord, QueueEntry
-from queueing.records.audit import audit_chain_verify
+from queueing.records.audit import audit_chain_verify, canonical_json, hashed_at
 from queueing.rules.ticket_codec import InvalidTicket, ticket_read
 from queueing.web.api_errors import errors
 
-CSV_COLUMNS = ["id", "at", "event", "ticket_id", "action", "actor", "data", "hash", "prev_hash"]
+# The last three were added so that an outsider can recompute each hash (docs/api.md, "The
+# canonical form"); they come after the earlier columns, which keep their places.
+CSV_COLUMNS = [
+    "id",
+    "at",
+    "event",
+    "ticket_id",
+    "action",
+    "actor",
+    "data",
+    "hash",
+    "prev_hash",
+    "event_id",
+    "seq",
+    "at_hashed",
+]
 
 
 class CSVRenderer(BaseRenderer):
@@ -119,6 +133,11 @@ def _row(record: AuditRecord, slugs: dict[int, str]) -> dict[str, Any]:
         "data": record.data,
         "hash": record.hash,
         "prev_hash": record.prev_hash,
+        # What the hash covers and the fields above do not show as hashed: the on-sale's id
+        # (``event`` is its slug), the place in the chain, and ``at`` in the hashed form.
+        "event_id": record.event_id,
+        "seq": record.seq,
+        "at_hashed": hashed_at(record.at),
     }
 
 
@@ -132,6 +151,11 @@ class RecordSerializer(serializers.Serializer):
     data = serializers.DictField()
     hash = serializers.CharField()
     prev_hash = serializers.CharField()
+    event_id = serializers.IntegerField(help_text="The on-sale's id: `event` in the hashed form.")
+    seq = serializers.IntegerField(help_text="The record's place in its chain, from 1, gapless.")
+    at_hashed = serializers.CharField(
+        help_text="`at` exactly as hashed: UTC, six digits of microseconds, `+00:00`."
+    )
 
 
 class RecordPageSerializer(serializers.Serializer):
@@ -167,7 +191,7 @@ def _csv_stream(records: QuerySet[AuditRecord], slugs: dict[int, str]) -> Iterat
     yield writer.writerow(CSV_COLUMNS)
     for record in records.order_by("id").iterator(chunk_size=2000):
         row = _row(record, slugs)
-        row["data"] = json.dumps(row["data"], sort_keys=True, separators=(",", ":"))
+        row["data"] = canonical_json(row["data"])
         yield writer.writerow([row[column] for column in CSV_COLUMNS])
 
 

@@ -1,4 +1,5 @@
-"""Staff-side records: lockouts of password logins to the admin (and so the dashboard).
+"""Staff-side records: lockouts of password logins to the admin (and so the dashboard), and
+the last verdict on each on-sale's audit chain.
 
 The room's audit trail is a hash chain per on-sale (queueing/records/audit.py); a staff login
 belongs to no on-sale, so its lockouts are kept here, append-only, and shown read-only in the
@@ -40,3 +41,29 @@ class LoginLockout(models.Model):
     def __str__(self) -> str:
         who = self.username if self.scope == LockoutScope.ACCOUNT else self.address_bucket
         return f"{self.scope} {who} locked out at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class AuditVerdict(models.Model):
+    """The last check of an on-sale's audit chain (``dashboard/audit_verdicts.py``): the
+    auditors' page shows it rather than read a trail of millions of records on every view, and
+    the next check goes on from where this one stopped."""
+
+    event = models.OneToOneField(
+        "events.Event", on_delete=models.CASCADE, primary_key=True, related_name="audit_verdict"
+    )
+    ok = models.BooleanField()
+    # Every record up to this seq was found intact, the last of them with this hash.
+    checked_seq = models.BigIntegerField(default=0)
+    checked_hash = models.CharField(max_length=64)
+    # The chain head's seq when the check began: records after it were not looked at.
+    head_seq = models.BigIntegerField(default=0)
+    # When not ok: the first record that failed (none when the end of the chain is missing),
+    # and what failed, in words.
+    first_bad_seq = models.BigIntegerField(null=True, blank=True)
+    first_bad_id = models.BigIntegerField(null=True, blank=True)
+    problem = models.CharField(max_length=200, blank=True)
+    checked_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        outcome = "intact" if self.ok else "broken"
+        return f"audit chain of event {self.event_id}: {outcome} up to #{self.checked_seq}"

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
+from django.db.models import Count
 
 from dashboard.fairness import (
     QuotedWait,
@@ -84,7 +85,10 @@ def _fairness(order_keys_by_tier: dict[str, list[int]]) -> Fairness:
 
 
 # Each admitted ticket's first admission, in the trail's order, with the key it was admitted
-# by (the trail's, else the entry's) and its tier: the rule of ``_first_admissions``, in one
+# by (the trail's, else the entry's) and its tier, leaving out the fans passed over while
+# away who came back (``back``: let in from the front of their tier after some who were
+# behind them, by the away rule, not the line's order; counted apart as
+# ``came_back_after_turn``): the rule of ``_first_admissions``, in one
 # query that sends only a tier name and a number per fan (the trail's rows and their JSON
 # stay in PostgreSQL), so that a report of a million fans loads what it counts.
 _ORDER_SQL = f"""
@@ -97,6 +101,8 @@ SELECT t.name,
          ORDER BY ticket_id, seq) a
   JOIN {QueueEntry._meta.db_table} q ON q.public_id = a.ticket_id AND q.event_id = %s
   JOIN {Tier._meta.db_table} t ON t.id = q.tier_id
+ WHERE NOT EXISTS (SELECT 1 FROM {AuditRecord._meta.db_table} b
+                    WHERE b.ticket_id = a.ticket_id AND b.event_id = %s AND b.action = %s)
  ORDER BY a.seq
 """
 
@@ -105,7 +111,10 @@ def event_fairness(event: Event) -> Fairness:
     """Order inversions and Kendall tau per tier, among first admissions."""
     order_keys_by_tier: dict[str, list[int]] = defaultdict(list)
     with connection.cursor() as cursor:
-        cursor.execute(_ORDER_SQL, [event.id, AuditAction.ADMITTED.value, event.id])
+        cursor.execute(
+            _ORDER_SQL,
+            [event.id, AuditAction.ADMITTED.value, event.id, event.id, AuditAction.BACK.value],
+        )
         while rows := cursor.fetchmany(10_000):
             for tier, key in rows:
                 order_keys_by_tier[tier].append(key)
@@ -150,10 +159,19 @@ def event_report(event: Event) -> dict[str, Any]:
         and row["reentered_at"] is None
         and row["status"] in (EntryStatus.LEFT, EntryStatus.EXPIRED)
     )
+    away = dict(
+        AuditRecord.objects.filter(event=event, action__in=[AuditAction.AWAY, AuditAction.BACK])
+        .values_list("action")
+        .annotate(n=Count("ticket_id", distinct=True))
+        .values_list("action", "n")
+    )
     return {
         "event": event.slug,
         "joined": len(entries),
         "admitted": len(waits),
+        # Fans away at their turn (passed over, place kept), and those of them who came back.
+        "passed_over_away": away.get(AuditAction.AWAY.value, 0),
+        "came_back_after_turn": away.get(AuditAction.BACK.value, 0),
         "order_inversions": fairness.order_inversions,
         "kendall_tau": fairness.kendall_tau,
         "per_tier": [

@@ -1,11 +1,13 @@
 from django.urls import path
 
-from dashboard import report_views, views
+from dashboard import audit_home, report_views, views
 from dashboard.sign_in import SignInView
 
 urlpatterns = [
-    path("", views.index, name="dashboard"),
+    path("", audit_home.dashboard_landing, name="dashboard"),
     path("sign-in/", SignInView.as_view(), name="dashboard-sign-in"),
+    path("audit/", audit_home.audit_home, name="dashboard-audit"),
+    path("audit/<slug:slug>/verify", audit_home.audit_verify, name="dashboard-audit-verify"),
     path("catalogue/figures", views.catalogue_figures, name="dashboard-catalogue-figures"),
     path("events/<slug:slug>/", views.event_page, name="dashboard-event"),
     path("events/<slug:slug>/stats", views.event_stats, name="dashboard-event-stats"),

@@ -95,7 +95,17 @@ class Event(models.Model):
     heartbeat_seconds = models.PositiveIntegerField(
         default=60,
         validators=[MinValueValidator(10), MaxValueValidator(3_600)],
-        help_text="A waiting fan whose page has not been seen for this long loses the place.",
+        help_text="A waiting fan whose page has not been seen for this long is away (the "
+        "place is kept for the away time below).",
+    )
+    # A phone suspends a page in the background: its fan is away, not gone. The place is kept
+    # this much longer (queueing/line/away.py); admission passes over an away fan, who holds
+    # no shop slot, and who goes in first in their tier when back.
+    away_seconds = models.PositiveIntegerField(
+        default=600,
+        validators=[MaxValueValidator(86_400)],
+        help_text="How long the place of a fan whose page is closed (away) is kept after the "
+        "heartbeat window, before it ends as expired (0 = not kept).",
     )
     max_queue_length = models.PositiveIntegerField(
         default=0, help_text="Joins are refused once this many fans wait (0 = unbounded)."

@@ -45,7 +45,10 @@ def _event_tick(event: Event, *, now: datetime) -> AdmissionOutcome | None:
             line_start(event_id=event_id, now=now)
         else:
             line_admit_stragglers(event_id=event_id, now=now)
-    queued_expire_unseen(event_id=event_id, now=now)
+    if event.started_at is not None:
+        # A pre-queue place is kept until the start whoever looks at it: the start reloads
+        # the index, which gives everyone a fresh heartbeat window (and then the away hold).
+        queued_expire_unseen(event_id=event_id, now=now, away_seconds=event.away_seconds)
     index_heal_head(event_id=event_id)
     if state in (EventState.OPEN, EventState.PAUSED):
         # Paused, the run lets nobody in but keeps counting who leaves the shop, which the

@@ -63,6 +63,11 @@ class QueueEntry(models.Model):
     # another device (line/place_links.py); then only the page cookie carrying this key
     # shows the place, and the old device's page says the place moved.
     holder_key = models.CharField(max_length=32, blank=True, db_default="")
+    # When admission reached this fan while their page was away (unseen for the heartbeat
+    # window): they were passed over, hold no shop slot, and keep their place at the front of
+    # their tier until they come back or the on-sale's ``away_seconds`` run out from here
+    # (queueing/line/away.py). Null otherwise, and cleared when they come back.
+    passed_over_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = "queue entry"
@@ -92,10 +97,17 @@ class QueueEntry(models.Model):
         ]
         indexes = [
             # Admission order and the PostgreSQL fallback for positions.
+            # (Fans passed over while away are out of the order until they come back.)
             models.Index(
                 fields=["event", "tier", "order_key"],
-                condition=Q(status=EntryStatus.WAITING),
+                condition=Q(status=EntryStatus.WAITING, passed_over_at__isnull=True),
                 name="entry_waiting_order",
+            ),
+            # Fans passed over while away, whose hold runs out (line/expiry.py).
+            models.Index(
+                fields=["event", "passed_over_at"],
+                condition=Q(status=EntryStatus.WAITING, passed_over_at__isnull=False),
+                name="entry_passed_over",
             ),
             models.Index(fields=["event", "status"], name="entry_event_status"),
             # Arrivals per minute on the dashboard.
@@ -147,6 +159,10 @@ class AuditAction(models.TextChoices):
     ADMITTED = "admitted"
     REENTERED = "reentered"
     EXPIRED = "expired"
+    # Admission reached a fan whose page was away: passed over, their place kept.
+    AWAY = "away"
+    # A fan passed over while away came back: at the front of their tier.
+    BACK = "back"
     LEFT = "left"
     COMPLETED = "completed"
     ABANDONED = "abandoned"

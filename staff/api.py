@@ -90,6 +90,8 @@ class EventInputSerializer(serializers.Serializer):
     rate_per_minute = serializers.IntegerField(min_value=0, max_value=10_000_000, required=False)
     session_seconds = serializers.IntegerField(min_value=30, max_value=86_400, required=False)
     heartbeat_seconds = serializers.IntegerField(min_value=10, max_value=3_600, required=False)
+    # How long an away fan's place is kept after the heartbeat window; 0 = not kept.
+    away_seconds = serializers.IntegerField(min_value=0, max_value=86_400, required=False)
     max_queue_length = serializers.IntegerField(min_value=0, max_value=100_000_000, required=False)
     max_wait_seconds = serializers.IntegerField(min_value=0, max_value=30 * 86_400, required=False)
     prequeue_opens_at = serializers.DateTimeField(allow_null=True, required=False)
@@ -183,6 +185,7 @@ class EventOutputSerializer(serializers.Serializer):
     rate_per_minute = serializers.IntegerField()
     session_seconds = serializers.IntegerField()
     heartbeat_seconds = serializers.IntegerField()
+    away_seconds = serializers.IntegerField()
     max_queue_length = serializers.IntegerField()
     max_wait_seconds = serializers.IntegerField()
     prequeue_opens_at = serializers.DateTimeField(allow_null=True)

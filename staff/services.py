@@ -40,6 +40,7 @@ EDITABLE_FIELDS = (
     "rate_per_minute",
     "session_seconds",
     "heartbeat_seconds",
+    "away_seconds",
     "max_queue_length",
     "max_wait_seconds",
     "prequeue_opens_at",

@@ -54,13 +54,14 @@ from events.models import Event, EventMode, EventState, Tier
 from queueing.hot.channels import notify_admitted
 from queueing.hot.line_index import IndexState, Placement
 from queueing.line.answers import TicketAnswer, answer_from_facts
+from queueing.line.away import passed_over
 from queueing.line.index_sync import index_forget, pace_record
 from queueing.line.reads import event_layout, line_reads
 from queueing.line.sessions import entry_pass
 from queueing.line.turn_mail import turn_mail_ask
 from queueing.models import AdmissionState, AuditAction, AuditChainHead, PassKey, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many
-from queueing.records.entry_reads import earlier_admissions_since
+from queueing.records.entry_reads import IN_ORDER, earlier_admissions_since
 from queueing.records.transitions import Moved, transition_many
 from queueing.rules.admission_plan import (
     RATE_WINDOW_SECONDS,
@@ -85,6 +86,9 @@ logger = logging.getLogger(__name__)
 # First key of the two-int advisory lock; the second is the event id.
 ADMISSION_LOCK_NAMESPACE = 0x5752
 INDEX_SYNC_GRACE_SECONDS = 10.0
+# How often a run picks again for the picks it lost to away fans (each round one query per
+# tier short): enough for a front of the line that is mostly away, bounded all the same.
+PICK_ROUNDS = 4
 
 
 # ------------------------------------------------------ what the run and the join share
@@ -281,6 +285,7 @@ class _Plan:
 class _Moves:
     admitted: list[Moved] = field(default_factory=list)
     expired: list[Moved] = field(default_factory=list)
+    passed: list[Moved] = field(default_factory=list)  # away: passed over, place kept
     tier_names: dict[int, str] = field(default_factory=dict)
 
 
@@ -297,7 +302,7 @@ def admission_run(
         plan.event,
         plan.state,
         moves.admitted,
-        moves.expired,
+        [*moves.expired, *moves.passed],
         heal_index=plan.heal_index,
         now=plan.now,
     )
@@ -348,7 +353,9 @@ def _plan(
 
 def _move(plan: _Plan) -> _Moves:
     """The next ``room.n`` fans over the tiers (their split, ``rules/admission_plan.py``):
-    those whose page was not seen in time expire, the others are admitted."""
+    those whose page is away are passed over (their place kept, line/away.py), those whose
+    hold ran out too expire, the others are admitted; the picks are refilled for those
+    passed by, so that away fans do not slow the line down."""
     event, state, now, n = plan.event, plan.state, plan.now, plan.room.n
     if n <= 0:
         return _Moves()
@@ -358,44 +365,63 @@ def _move(plan: _Plan) -> _Moves:
         n,
         {int(k): v for k, v in state.tier_credit.items()},
     )
-    candidates = [
-        entry_id
-        for tier_id, take in split.take.items()
-        if take
-        for entry_id in _pick(event.pk, tier_id, take)
-    ]
-    # An abandoned tab never takes a shop slot (line/reads.py decides whom the index saw).
-    overdue = line_reads.overdue(event, candidates, now)
-    expired = transition_many(
-        ids=[i for i in candidates if i in overdue],
-        to=EntryStatus.EXPIRED,
-        expected=[EntryStatus.WAITING],
-        now=now,
-    )
-    admitted = transition_many(
-        ids=[i for i in candidates if i not in overdue],
-        to=EntryStatus.ADMITTED,
-        expected=[EntryStatus.WAITING],
-        now=now,
-        extra={
-            "admitted_at": now,
-            "pass_expires_at": now + timedelta(seconds=event.session_seconds),
-        },
-    )
+    wanted = {tier_id: take for tier_id, take in split.take.items() if take}
+    admitted: list[Moved] = []
+    expired: list[Moved] = []
+    passed: list[Moved] = []
+    for _ in range(PICK_ROUNDS):
+        picked = {tier_id: _pick(event.pk, tier_id, take) for tier_id, take in wanted.items()}
+        candidates = [entry_id for ids in picked.values() for entry_id in ids]
+        if not candidates:
+            break
+        # An abandoned tab never takes a shop slot (line/reads.py decides whom the index saw).
+        unseen = line_reads.unseen_among(event, candidates, now)
+        expired += transition_many(
+            ids=[i for i in candidates if i in unseen.gone],
+            to=EntryStatus.EXPIRED,
+            expected=[EntryStatus.WAITING],
+            now=now,
+        )
+        passed += passed_over(ids=[i for i in candidates if i in unseen.away], now=now)
+        let_in = transition_many(
+            ids=[i for i in candidates if i not in unseen.away and i not in unseen.gone],
+            to=EntryStatus.ADMITTED,
+            expected=[EntryStatus.WAITING],
+            now=now,
+            extra={
+                "admitted_at": now,
+                "pass_expires_at": now + timedelta(seconds=event.session_seconds),
+            },
+        )
+        admitted += let_in
+        # Picked again: only the tiers that lost picks to the unseen, and had more to give.
+        let_in_by_tier = Counter(moved.tier_id for moved in let_in)
+        wanted = {
+            tier_id: take - let_in_by_tier[tier_id]
+            for tier_id, take in wanted.items()
+            if len(picked[tier_id]) == take and let_in_by_tier[tier_id] < take
+        }
+        if not wanted:
+            break
     service_rank = {tier.id: rank for rank, tier in enumerate(tiers)}
     admitted.sort(key=lambda moved: (service_rank[moved.tier_id], moved.order_key))
     state.tier_credit = {str(k): v for k, v in split.credit.items()}
     return _Moves(
-        admitted=admitted, expired=expired, tier_names={tier.id: tier.name for tier in tiers}
+        admitted=admitted,
+        expired=expired,
+        passed=passed,
+        tier_names={tier.id: tier.name for tier in tiers},
     )
 
 
 def _waiting_at_most(event_id: int, tier_id: int, limit: int) -> int:
-    """How many wait in a tier, counting no further than ``limit`` (cheap in a huge line)."""
+    """How many wait in a tier, in its order (not those passed over while away), counting
+    no further than ``limit`` (cheap in a huge line)."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM {QueueEntry._meta.db_table} "
-            "WHERE event_id = %s AND tier_id = %s AND status = %s LIMIT %s) AS head",
+            "WHERE event_id = %s AND tier_id = %s AND status = %s "
+            "AND passed_over_at IS NULL LIMIT %s) AS head",
             [event_id, tier_id, EntryStatus.WAITING.value, limit],
         )
         return int(cursor.fetchone()[0])
@@ -403,7 +429,7 @@ def _waiting_at_most(event_id: int, tier_id: int, limit: int) -> int:
 
 def _pick(event_id: int, tier_id: int, limit: int) -> list[int]:
     return list(
-        QueueEntry.objects.filter(event_id=event_id, tier_id=tier_id, status=EntryStatus.WAITING)
+        QueueEntry.objects.filter(IN_ORDER, event_id=event_id, tier_id=tier_id)
         .order_by("order_key")
         .select_for_update(skip_locked=True)
         .values_list("id", flat=True)[:limit]
@@ -433,6 +459,18 @@ def _record(plan: _Plan, moves: _Moves) -> None:
                 data={"reason": "no_heartbeat", "from": moved.previous},
             )
             for moved in moves.expired
+        ]
+        + [
+            AuditItem(
+                action=AuditAction.AWAY,
+                ticket_id=moved.public_id,
+                data={
+                    "tier": moves.tier_names[moved.tier_id],
+                    "order_key": moved.order_key,
+                    "kept_until": (now + timedelta(seconds=event.away_seconds)).isoformat(),
+                },
+            )
+            for moved in moves.passed
         ],
     )
     # Passthrough's admissions spend the credit too (down to none): back in queue or
@@ -447,7 +485,7 @@ def _record(plan: _Plan, moves: _Moves) -> None:
         by_tier=Counter(moved.tier_id for moved in moves.admitted),
     )
     state.last_run_at = now
-    state.index_pending = bool(moves.admitted or moves.expired)
+    state.index_pending = bool(moves.admitted or moves.expired or moves.passed)
     state.save()
 
 
@@ -455,19 +493,20 @@ def _after_admission(
     event: Event,
     state: AdmissionState,
     admitted: Sequence[Moved],
-    expired: Sequence[Moved],
+    unseen: Sequence[Moved],
     *,
     heal_index: bool,
     now: datetime,
 ) -> None:
-    """After the commit: the hot index drops those who left the line, their pages hear it,
-    mails go out, and the pace measured so far is written for everyone's quotes."""
+    """After the commit: the hot index drops those who left the line (``unseen``: expired,
+    or passed over while away), the admitted fans' pages hear it, mails go out, and the
+    pace measured so far is written for everyone's quotes."""
     if heal_index:
         # A previous run committed but never reached the hot index (its worker died).
         Event.objects.filter(pk=event.pk).update(hot_index_dirty=True)
     # Mails need PostgreSQL and the broker, not the hot index: asked for whatever Redis says.
     turn_mail_ask(m.id for m in admitted)
-    moved = [*admitted, *expired]
+    moved = [*admitted, *unseen]
     if not index_forget(event.pk, moved):
         return
     if moved:

@@ -36,6 +36,7 @@ from django.db import DatabaseError
 from events.models import Event, EventMode, EventState
 from queueing.hot.client import HotIndexBusy
 from queueing.hot.line_index import IndexState, LineCounts, LocateRequest, Placement, Where
+from queueing.line.away import away_back
 from queueing.line.expiry import heartbeat, heartbeat_async
 from queueing.line.index_sync import request_rebuild
 from queueing.line.reads import event_layout_async, layout_with_tier, line_reads
@@ -247,6 +248,9 @@ def entry_answer(
     """The fan's answer for an entry whose row is at hand, given where the hot index has it
     (None: no answer), and what telling them sets off: an admitted fan is handed their pass,
     and a hot index found lost is sent for rebuilding."""
+    if entry.status == EntryStatus.WAITING and entry.passed_over_at is not None:
+        # Passed over while away, and asking again: back at the front of their tier.
+        placement = away_back(entry, layout=layout, now=now) or placement
     if (
         entry.status in QUEUED
         and placement is not None
@@ -397,6 +401,7 @@ async def _answer_from_row(ref: TicketRef, ticket: str, layout: EventLayout) -> 
             or row.tier_id != ref.tier_id
             or row.status not in QUEUED
             or row.holder_key != ref.holder  # moved: Django's way refuses it
+            or row.passed_over  # away at their turn: Django's way brings them back
         ):
             return None
         snapshot = await line_snapshot_async(layout)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import ParamSpec, TypeVar
 
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.db.models import Q
 
 from events.models import Event
@@ -220,10 +220,19 @@ def _expire(
     )
 
 
-def queued_expire_unseen(*, event_id: int, now: datetime) -> int:
-    overdue = line_reads.unseen(event_id, now, limit=BATCH)
+def queued_expire_unseen(*, event_id: int, now: datetime, away_seconds: int | None = None) -> int:
+    """Tickets in line whose page was not seen for the heartbeat window and ``away_seconds``
+    (the on-sale's, read if not given) more end as ``expired``; so do those passed over at
+    their turn while away ``away_seconds`` ago (line/away.py). Both in bounded batches."""
+    if away_seconds is None:
+        away_seconds = (
+            Event.objects.filter(pk=event_id).values_list("away_seconds", flat=True).first() or 0
+        )
+    held_since = now - timedelta(seconds=away_seconds)
+    expired = _expire_passed_over(event_id, held_since=held_since, now=now)
+    overdue = line_reads.unseen(event_id, held_since, limit=BATCH)
     if not overdue:
-        return 0
+        return expired
     moved = _expire(event_id, overdue, QUEUED, "no_heartbeat", now)
     index_forget(event_id, moved)
     # Entries that had already left the line by other means: take them out of every list.
@@ -232,7 +241,25 @@ def queued_expire_unseen(*, event_id: int, now: datetime) -> int:
         index_forget(event_id, QueueEntry.objects.filter(pk__in=gone).only("id", "tier_id"))
         missing = gone - set(QueueEntry.objects.filter(pk__in=gone).values_list("id", flat=True))
         index_forget_heartbeats(event_id, list(missing))
-    return len(moved)
+    return expired + len(moved)
+
+
+def _expire_passed_over(event_id: int, *, held_since: datetime, now: datetime) -> int:
+    """Fans passed over while away who did not come back within their hold (they are out of
+    the hot index already: nothing to forget there). Index entry_passed_over."""
+    with transaction.atomic():
+        # Locked until the expiry commits: a fan coming back at this instant (away_back's
+        # compare-and-set) waits, then finds the place ended, never both.
+        ids = list(
+            QueueEntry.objects.filter(
+                event_id=event_id, status=EntryStatus.WAITING, passed_over_at__lte=held_since
+            )
+            .select_for_update(skip_locked=True)
+            .values_list("id", flat=True)[:BATCH]
+        )
+        if not ids:
+            return 0
+        return len(_expire(event_id, ids, (EntryStatus.WAITING,), "no_heartbeat", now))
 
 
 def sessions_expire(*, event_id: int, now: datetime) -> int:

@@ -37,6 +37,7 @@ from queueing.line.activity import events_with_fans
 from queueing.line.followups import rebuild_soon
 from queueing.line.reads import event_layout
 from queueing.models import QueueEntry
+from queueing.records.entry_reads import IN_ORDER
 from queueing.records.transitions import Moved
 from queueing.rules.eta import Throughput
 from queueing.rules.layout import EventLayout
@@ -143,11 +144,7 @@ def index_heal_head(*, event_id: int) -> int:
     _, members = answered(line_index.head_members, layout, count=settings.WR_INDEX_HEAD_CHECK)
     if not members:
         return 0
-    ghosts = list(
-        QueueEntry.objects.filter(pk__in=members)
-        .exclude(status=EntryStatus.WAITING)
-        .only("id", "tier_id")
-    )
+    ghosts = list(QueueEntry.objects.filter(pk__in=members).exclude(IN_ORDER).only("id", "tier_id"))
     unknown = set(members) - set(
         QueueEntry.objects.filter(pk__in=members).values_list("id", flat=True)
     )
@@ -273,8 +270,9 @@ def _queued_lines(
     however long the line, where pages of it would each scan anew), ``chunk`` at a time, by
     where they go in the index (``epoch.RebuildLines``). The holder keys of the places moved
     to another browser are put in ``moved`` on the way (``line_index.holders_set``)."""
+    # Fans passed over while away are out of the order until they come back (line/away.py).
     rows = (
-        QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED)
+        QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED, passed_over_at=None)
         .values_list("id", "tier_id", "status", "order_key", "holder_key")
         .iterator(chunk_size=chunk)
     )

@@ -77,6 +77,7 @@ _EVENT_FIELDS = (
     "id",
     "slug",
     "heartbeat_seconds",
+    "away_seconds",
     "rate_per_minute",
     "capacity",
     "session_seconds",
@@ -103,6 +104,7 @@ def _build(event: dict[str, Any], tiers: list[Tier]) -> EventLayout:
         ),
         message=event["message"],
         paused=event["control"] == EventControl.PAUSED,
+        away_seconds=event["away_seconds"],
     )
 
 
@@ -260,19 +262,26 @@ class LineReads:
 
     # ------------------------------------------------------------------- heartbeats
 
-    def overdue(self, event: Event, ids: Sequence[int], now: datetime) -> set[int]:
-        """Which of ``ids`` (the next to be let in) were not seen in time: they are expired,
-        not admitted, so an abandoned tab never takes a shop slot. Without Redis, or while
-        the index is flagged stale (heartbeats it could not record among what it missed),
-        everyone counts as seen."""
+    def unseen_among(self, event: Event, ids: Sequence[int], now: datetime) -> UnseenAmong:
+        """Which of ``ids`` (the next to be let in) were not seen in time: those away (unseen
+        for the heartbeat window) are passed over, and those whose hold ran out too
+        (``away_seconds`` more) expire, so an abandoned tab never takes a shop slot. Without
+        Redis, or while the index is flagged stale (heartbeats it could not record among
+        what it missed), everyone counts as seen."""
         if event.hot_index_dirty:
-            return set()
+            return UnseenAmong()
         _, deadlines = answered(line_index.heartbeat_deadlines, event.pk, ids)
-        cutoff = now.timestamp()
-        return {i for i, d in (deadlines or {}).items() if d is not None and d < cutoff}
+        away_from = now.timestamp()
+        gone_from = away_from - event.away_seconds
+        unseen = {i: d for i, d in (deadlines or {}).items() if d is not None and d < away_from}
+        return UnseenAmong(
+            away=frozenset(i for i, d in unseen.items() if d >= gone_from),
+            gone=frozenset(i for i, d in unseen.items() if d < gone_from),
+        )
 
     def unseen(self, event_id: int, now: datetime, *, limit: int) -> list[int]:
-        """Tickets in line whose heartbeat deadline passed, oldest first, at most ``limit``;
+        """Tickets in line whose heartbeat deadline passed before ``now``, oldest first, at
+        most ``limit`` (the caller moves ``now`` back by the hold of away fans);
         none while the index is flagged stale (it missed heartbeats: expiry.py) or is being
         reloaded (a rebuild grants everyone a grace period), nor without Redis."""
         if Event.objects.filter(pk=event_id, hot_index_dirty=True).exists():
@@ -305,6 +314,14 @@ class LineReads:
 
 
 line_reads = LineReads()
+
+
+@dataclass(frozen=True)
+class UnseenAmong:
+    """Of the fans admission is about to let in, those whose page was not seen in time."""
+
+    away: frozenset[int] = frozenset()  # within their hold: passed over, place kept
+    gone: frozenset[int] = frozenset()  # past their hold: expired
 
 
 @dataclass(frozen=True)

@@ -109,8 +109,9 @@ def snapshot_take(layout: EventLayout) -> LineSnapshot:
     )
 
 
-# The partial index entry_waiting_order (event, tier, order key) WHERE status = 'waiting'.
-_WAITING = "event_id = %s AND tier_id = %s AND status = %s"
+# The partial index entry_waiting_order (event, tier, order key) WHERE status = 'waiting'
+# AND passed_over_at IS NULL: the line's order (records/entry_reads.IN_ORDER).
+_WAITING = "event_id = %s AND tier_id = %s AND status = %s AND passed_over_at IS NULL"
 
 _W = EntryStatus.WAITING.value
 

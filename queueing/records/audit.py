@@ -1,9 +1,11 @@
 """Appending to and checking an event's hash-chained audit trail.
 
 ``hash = sha256(prev_hash + canonical(record))`` where the canonical form is compact JSON with
-sorted keys. Appends take the row lock of the event's chain head, so records of one event are
-chained in commit order; the lock is held only until the caller's transaction commits, which is
-why callers append as the last step of their transaction.
+sorted keys, stated byte for byte in docs/api.md ("The canonical form"), which outsiders check
+with scripts/verify_trail.py: change it here and both must change. Appends take the row lock of
+the event's chain head, so records of one event are chained in commit order; the lock is held
+only until the caller's transaction commits, which is why callers append as the last step of
+their transaction.
 """
 
 from __future__ import annotations
@@ -14,12 +16,24 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import connection
 
 from queueing.models import GENESIS_HASH, AuditAction, AuditChainHead, AuditRecord
 from queueing.records.bulk_insert import insert_rows
+
+
+def hashed_at(at: datetime) -> str:
+    """``at`` as the hash covers it (and the auditors' API shows it, as ``at_hashed``): UTC,
+    always six digits of microseconds, ``+00:00``."""
+    return at.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def canonical_json(value: Any) -> str:
+    """Compact JSON with sorted keys, non-ASCII characters as themselves: the form the hash
+    covers, and the CSV export's ``data``."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def canonical_record(
@@ -32,19 +46,16 @@ def canonical_record(
     actor: str,
     data: dict[str, Any],
 ) -> str:
-    return json.dumps(
+    return canonical_json(
         {
             "event": event_id,
             "seq": seq,
-            "at": at.astimezone(UTC).isoformat(timespec="microseconds"),
+            "at": hashed_at(at),
             "ticket_id": str(ticket_id) if ticket_id else None,
             "action": action,
             "actor": actor,
             "data": data,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
+        }
     )
 
 
@@ -52,7 +63,22 @@ def chain_hash(prev_hash: str, canonical: str) -> str:
     return hashlib.sha256((prev_hash + canonical).encode()).hexdigest()
 
 
-def record_hash(record: AuditRecord) -> str:
+class Hashed(Protocol):
+    """What a record's hash is computed from: a saved ``AuditRecord``, or a row of its fields
+    read without building one (``audit_chain_verify``)."""
+
+    event_id: int
+    seq: int
+    at: datetime
+    ticket_id: uuid.UUID | None
+    action: str
+    actor: str
+    data: dict[str, Any]
+    prev_hash: str
+    hash: str
+
+
+def record_hash(record: Hashed) -> str:
     return chain_hash(
         record.prev_hash,
         canonical_record(
@@ -170,30 +196,121 @@ class ChainVerdict:
     ok: bool
     records: int
     first_bad_id: int | None
+    # Where the check stopped: every record up to ``checked_seq`` is intact and the last of
+    # them has ``checked_hash``; a later check can go on from there (``after_seq``).
+    checked_seq: int = 0
+    checked_hash: str = GENESIS_HASH
+    # The chain head's seq when the check began: records beyond it were not looked at.
+    head_seq: int = 0
+    first_bad_seq: int | None = None
+    problem: str = ""  # what failed, in words, when not ok
+
+    @property
+    def complete(self) -> bool:
+        """Whether the check reached the head (else a limit stopped it, and so far all held)."""
+        return not self.ok or self.checked_seq >= self.head_seq
 
 
-def audit_chain_verify(*, event_id: int, batch_size: int = 5000) -> ChainVerdict:
+# A check reads these as plain rows: building a model instance per record cost more than
+# hashing it.
+_CHECKED_FIELDS = ("id", *_RECORD_FIELDS)
+
+
+def _record_problem(record: Hashed, *, expected_seq: int, prev_hash: str) -> str:
+    if record.seq != expected_seq:
+        return f"seq {record.seq} where seq {expected_seq} was due"
+    if record.prev_hash != prev_hash:
+        return f"its prev_hash is not the hash of seq {expected_seq - 1}"
+    if record.hash != record_hash(record):
+        return "its hash does not match its contents"
+    return ""
+
+
+def audit_chain_verify(
+    *,
+    event_id: int,
+    batch_size: int = 5000,
+    after_seq: int = 0,
+    after_hash: str = GENESIS_HASH,
+    limit: int | None = None,
+) -> ChainVerdict:
     """Recompute the chain: every hash, every link, and no gap in ``seq``.
 
     The head is read first and only records up to its ``seq`` are checked: those were all
     committed before the head was read, so appends during a live sale are not mistaken for
     tampering.
+
+    ``after_seq``/``after_hash``: go on from an earlier check that found the chain intact up
+    to that record (whose hash must still be ``after_hash``), so a long trail is not read again
+    from its start. ``limit``: check at most that many records this time; the verdict says
+    where it stopped (``checked_seq``, ``complete``).
     """
     head = AuditChainHead.objects.filter(event_id=event_id).first()
-    records = AuditRecord.objects.filter(event_id=event_id).order_by("seq")
+    head_seq = head.seq if head is not None else 0
+    if after_seq:
+        # The record gone on from must be as it was: its stored hash, and its contents.
+        anchor = AuditRecord.objects.filter(event_id=event_id, seq=after_seq).first()
+        if anchor is None or not (anchor.hash == after_hash == record_hash(anchor)):
+            return ChainVerdict(
+                ok=False,
+                records=0,
+                first_bad_id=anchor.id if anchor else None,
+                head_seq=head_seq,
+                first_bad_seq=after_seq,
+                problem=(
+                    f"seq {after_seq} changed since it was last checked"
+                    if anchor
+                    else f"seq {after_seq} is gone since it was last checked"
+                ),
+            )
+    records = AuditRecord.objects.filter(event_id=event_id, seq__gt=after_seq).order_by("seq")
     if head is not None:
         records = records.filter(seq__lte=head.seq)
-    prev_hash, expected_seq, count = GENESIS_HASH, 1, 0
-    for record in records.iterator(chunk_size=batch_size):
+    prev_hash, expected_seq, count = after_hash, after_seq + 1, 0
+    batch = (records[:limit] if limit is not None else records).values_list(
+        *_CHECKED_FIELDS, named=True
+    )
+    for record in batch.iterator(chunk_size=batch_size):
         count += 1
-        if (
-            record.seq != expected_seq
-            or record.prev_hash != prev_hash
-            or record.hash != record_hash(record)
-        ):
-            return ChainVerdict(ok=False, records=records.count(), first_bad_id=record.id)
+        problem = _record_problem(record, expected_seq=expected_seq, prev_hash=prev_hash)
+        if problem:
+            return ChainVerdict(
+                ok=False,
+                records=records.count(),
+                first_bad_id=record.id,
+                checked_seq=expected_seq - 1,
+                checked_hash=prev_hash,
+                head_seq=head_seq,
+                first_bad_seq=record.seq,
+                problem=problem,
+            )
         prev_hash, expected_seq = record.hash, expected_seq + 1
-    if head is not None and (head.seq != count or head.last_hash != prev_hash):
+    checked = expected_seq - 1
+    stopped_early = limit is not None and count == limit and checked < head_seq
+    if (
+        head is not None
+        and not stopped_early
+        and (head.seq != checked or head.last_hash != prev_hash)
+    ):
         # Records were removed from the end of the chain.
-        return ChainVerdict(ok=False, records=count, first_bad_id=None)
-    return ChainVerdict(ok=True, records=count, first_bad_id=None)
+        return ChainVerdict(
+            ok=False,
+            records=count,
+            first_bad_id=None,
+            checked_seq=checked,
+            checked_hash=prev_hash,
+            head_seq=head_seq,
+            problem=(
+                f"records missing at the end of the chain (its head is at seq {head.seq})"
+                if head.seq != checked
+                else f"seq {checked} is not the record the chain head holds"
+            ),
+        )
+    return ChainVerdict(
+        ok=True,
+        records=count,
+        first_bad_id=None,
+        checked_seq=checked,
+        checked_hash=prev_hash,
+        head_seq=head_seq if head is not None else checked,
+    )

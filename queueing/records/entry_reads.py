@@ -59,6 +59,11 @@ def live_per_address(event_id: int, addresses: set[str]) -> dict[str, int]:
     )
 
 
+# Waiting in the line's order: not those passed over while away (queueing/line/away.py),
+# who are out of it until they come back (index entry_waiting_order).
+IN_ORDER = Q(status=EntryStatus.WAITING, passed_over_at__isnull=True)
+
+
 def position_counted(entry: QueueEntry, tiers: Sequence[TierLayout]) -> int:
     """The fan's position counted row by row (``tiers`` in service order): O(position), for
     short lines only."""
@@ -69,8 +74,8 @@ def position_counted(entry: QueueEntry, tiers: Sequence[TierLayout]) -> int:
         tiers_ahead.append(tier.id)
     ahead = QueueEntry.objects.filter(
         Q(tier_id__in=tiers_ahead) | Q(tier_id=entry.tier_id, order_key__lt=entry.order_key),
+        IN_ORDER,
         event_id=entry.event_id,
-        status=EntryStatus.WAITING,
     ).count()
     return ahead + 1
 
@@ -151,9 +156,9 @@ def entry_page_facts(entry_id: int) -> PageFacts | None:
 
 def tier_smallest_waiting_key(*, event_id: int, tier_id: int) -> int | None:
     """The order key at the front of a tier's line (index entry_waiting_order)."""
-    return QueueEntry.objects.filter(
-        event_id=event_id, tier_id=tier_id, status=EntryStatus.WAITING
-    ).aggregate(smallest=Min("order_key"))["smallest"]
+    return QueueEntry.objects.filter(IN_ORDER, event_id=event_id, tier_id=tier_id).aggregate(
+        smallest=Min("order_key")
+    )["smallest"]
 
 
 def earlier_admissions_since(*, event_id: int, since: datetime) -> int:
@@ -187,6 +192,7 @@ class EntryRow:
     status: EntryStatus
     order_key: int
     holder_key: str  # "" until the place is moved to another browser
+    passed_over: bool = False  # passed over while away: the answer brings them back
 
 
 def entry_rows_read(ids: Collection[int]) -> dict[int, EntryRow]:
@@ -194,8 +200,8 @@ def entry_rows_read(ids: Collection[int]) -> dict[int, EntryRow]:
     ``= ANY`` of an array, not a list of as many parameters)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id, event_id, tier_id, status, order_key, holder_key "
-            "FROM queueing_queueentry WHERE id = ANY(%s)",
+            "SELECT id, event_id, tier_id, status, order_key, holder_key, "
+            "passed_over_at IS NOT NULL FROM queueing_queueentry WHERE id = ANY(%s)",
             [list(ids)],
         )
         rows = cursor.fetchall()
@@ -207,6 +213,7 @@ def entry_rows_read(ids: Collection[int]) -> dict[int, EntryRow]:
             status=EntryStatus(row[3]),
             order_key=row[4],
             holder_key=row[5],
+            passed_over=row[6],
         )
         for row in rows
     }

@@ -36,6 +36,9 @@ class EventLayout:
     # Staff paused the on-sale: fans are told no wait (nobody knows when staff will resume),
     # known to polls within the cache's life as the message is.
     paused: bool = False
+    # How long the place of a fan whose page is closed is kept after the heartbeat window
+    # (queueing/line/away.py): what the page promises ("you can close this page for ...").
+    away_seconds: int = 0
 
     def tier_index(self, tier_id: int) -> int | None:
         for index, tier in enumerate(self.tiers):

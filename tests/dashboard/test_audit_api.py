@@ -50,7 +50,12 @@ def test_a_full_lifecycle_appears_in_the_trail_in_order(make_event, auditor) -> 
         "data",
         "hash",
         "prev_hash",
+        "event_id",
+        "seq",
+        "at_hashed",
     }
+    assert [r["seq"] for r in body["results"]] == list(range(1, 8))
+    assert {r["event_id"] for r in body["results"]} == {event.id}
     # Support looks a fan up by the ticket they hold.
     mine = auditor.get("/api/v1/audit/records/", {"ticket": first}).json()["results"]
     assert [r["action"] for r in mine] == ["joined", "admitted", "completed"]

@@ -115,6 +115,8 @@ def test_pause_resume_close(staff) -> None:
         {"capacity": -1},
         {"capacity": "many"},
         {"heartbeat_seconds": 1},
+        {"away_seconds": -1},
+        {"away_seconds": 86_401},
         {"target_url": "not a url"},
         {"tiers": []},
         {"tiers": [{"name": "A"}, {"name": "A"}]},
@@ -130,6 +132,14 @@ def test_bad_input_is_a_validation_error(staff, fields) -> None:
     assert body["error"] == "validation_error"
     assert body["fields"]
     assert Event.objects.count() == 0
+
+
+@pytest.mark.parametrize("away_seconds", [0, 600, 86_400])
+def test_the_hold_of_an_away_fan_is_set_and_shown(staff, away_seconds: int) -> None:
+    response = staff_api_create(staff, away_seconds=away_seconds)
+    assert response.status_code == 201, response.json()
+    assert response.json()["away_seconds"] == away_seconds
+    assert Event.objects.get().away_seconds == away_seconds
 
 
 def test_a_duplicate_slug_is_a_validation_error(staff) -> None:

@@ -193,7 +193,7 @@ def test_a_fan_whose_page_went_away_is_expired_not_admitted(make_event, redis_cl
 
 
 def test_unseen_waiting_tickets_expire_in_the_pruning(make_event, redis_client) -> None:
-    event = make_event(capacity=0, rate_per_minute=0)
+    event = make_event(capacity=0, rate_per_minute=0, away_seconds=0)
     event_pause(event=event, actor="staff:x", now=timezone.now())
     tickets = fans_join(event.slug, 3)
     later = timezone.now() + timedelta(seconds=event.heartbeat_seconds + 1)

@@ -148,7 +148,7 @@ def test_heartbeats_are_flagged_unrecorded_only_after_failing_for_a_second() -> 
 def test_nobody_expires_while_heartbeats_went_unrecorded_until_a_heartbeat_after_the_rebuild(
     make_event, redis_client
 ) -> None:
-    event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=30)
+    event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=30, away_seconds=0)
     tickets = fans_join(event.slug, 3)
     ids = list(QueueEntry.objects.filter(event=event).values_list("id", flat=True))
     # Redis came back with the deadlines it had: all past, the polls meanwhile lost.

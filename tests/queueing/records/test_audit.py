@@ -110,3 +110,46 @@ def test_verification_during_a_live_sale_is_not_a_false_alarm(make_event, monkey
     monkeypatch.setattr(audit, "record_hash", real)
     verdict = audit_chain_verify(event_id=event.id)
     assert verdict.ok and verdict.records == 6  # created, started, four joins
+
+
+def test_a_check_goes_on_from_where_an_earlier_one_stopped(event) -> None:
+    make_history(event)  # ten records
+    first = audit_chain_verify(event_id=event.id, limit=4)
+    assert (first.ok, first.complete, first.records, first.checked_seq) == (True, False, 4, 4)
+    assert first.checked_hash == AuditRecord.objects.get(event=event, seq=4).hash
+    rest = audit_chain_verify(
+        event_id=event.id, after_seq=first.checked_seq, after_hash=first.checked_hash
+    )
+    assert (rest.ok, rest.complete, rest.records, rest.checked_seq, rest.head_seq) == (
+        True,
+        True,
+        6,
+        10,
+        10,
+    )
+    # Records before the point gone on from are not read again...
+    target = AuditRecord.objects.get(event=event, seq=2)
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE queueing_auditrecord SET actor = 'x' WHERE id = %s", [target.id])
+    assert audit_chain_verify(event_id=event.id, after_seq=4, after_hash=first.checked_hash).ok
+    # ... but that point itself must be as it was: its contents...
+    anchor = AuditRecord.objects.get(event=event, seq=4)
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE queueing_auditrecord SET actor = 'x' WHERE id = %s", [anchor.id])
+    verdict = audit_chain_verify(event_id=event.id, after_seq=4, after_hash=first.checked_hash)
+    assert (verdict.ok, verdict.first_bad_id, verdict.first_bad_seq) == (False, anchor.id, 4)
+    # ... and its hash.
+    AuditRecord.objects.filter(pk=anchor.pk).update(actor=anchor.actor, hash="e" * 64)
+    verdict = audit_chain_verify(event_id=event.id, after_seq=4, after_hash=first.checked_hash)
+    assert (verdict.ok, verdict.first_bad_id, verdict.first_bad_seq) == (False, anchor.id, 4)
+    assert verdict.problem == "seq 4 changed since it was last checked"
+
+
+def test_a_verdict_says_where_and_what_failed(event) -> None:
+    make_history(event)
+    victim = AuditRecord.objects.get(event=event, seq=6)
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM queueing_auditrecord WHERE id = %s", [victim.id])
+    verdict = audit_chain_verify(event_id=event.id)
+    assert (verdict.first_bad_seq, verdict.checked_seq) == (7, 5)
+    assert verdict.problem == "seq 7 where seq 6 was due"

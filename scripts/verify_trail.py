@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""Check an export of the waiting room's audit trail without trusting the room.
+
+    python3 verify_trail.py FILE        (FILE may be - for standard input)
+
+FILE is what the auditors' API gave (docs/api.md, "Auditors"): its JSON pages, several of them
+one after the other as ``curl ... >> trail.json`` leaves them, a JSON array of records, JSON
+lines (a record a line), or its CSV export. Every record is recomputed by the rule in
+docs/api.md ("The canonical form"):
+
+    hash = sha256(prev_hash + canonical JSON of the record)
+
+and its chain is followed: a chain is one on-sale's records (``event_id``), or one lane of
+them where records carry a ``lane``. Records of different chains may interleave in the file;
+within a chain they must come in order. Exit status:
+
+    0  every hash, every link (prev_hash = the hash of the chain's record before it in the
+       file) and every seq (no gap, no repeat, up by one) holds;
+    1  not so: the first bad record is named (its id and seq) with what failed;
+    2  bad usage, a file that cannot be read or holds no records.
+
+A chain whose first record in the file has seq 1 is checked from the chain's start (its
+prev_hash must be 64 zeros). One that starts later (an export from a time, or the later pages
+of a long trail) is checked from its first record in the file: that record's own hash is
+recomputed, but its prev_hash links to a record the file does not hold, so it is taken as
+given, and the output says so. What the file cannot show is a chain cut short at its end:
+compare the last seq and hash printed with what the room reports.
+
+Only Python's standard library is used, so this file runs on its own, anywhere with Python
+3.9 or later.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import io
+import json
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from typing import IO, Any, NamedTuple
+
+GENESIS_HASH = "0" * 64
+# What every record must carry; ``lane`` is optional (and hashed when present).
+REQUIRED = ("event_id", "seq", "at_hashed", "ticket_id", "action", "actor", "data")
+CHAINED = ("prev_hash", "hash")
+READ_CHUNK = 1 << 20
+
+
+class BadInput(Exception):
+    """The file is not an export of the trail at all (exit 2)."""
+
+
+class Record(NamedTuple):
+    where: str  # how the output names it: its id, or its place in the file
+    fields: dict[str, Any]
+
+
+class Chain:
+    def __init__(self, first_seq: int) -> None:
+        self.first_seq = first_seq
+        self.last_seq = first_seq
+        self.last_hash = ""
+        self.count = 0
+
+
+def canonical(fields: dict[str, Any]) -> str:
+    """The record as the room hashed it: the API's ``event_id`` and ``at_hashed`` under the
+    names ``event`` and ``at``, keys sorted, no spaces, non-ASCII characters as themselves."""
+    hashed: dict[str, Any] = {
+        "action": fields["action"],
+        "actor": fields["actor"],
+        "at": fields["at_hashed"],
+        "data": fields["data"],
+        "event": fields["event_id"],
+        "seq": fields["seq"],
+        "ticket_id": fields["ticket_id"],
+    }
+    if fields.get("lane") is not None:
+        hashed["lane"] = fields["lane"]
+    return json.dumps(hashed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def record_hash(fields: dict[str, Any]) -> str:
+    return hashlib.sha256((fields["prev_hash"] + canonical(fields)).encode()).hexdigest()
+
+
+# Reading the file.
+
+
+def _json_values(stream: IO[str]) -> Iterator[Any]:
+    """Each JSON value of a file that holds one or more one after the other (pages appended
+    by curl, JSON lines), read a piece at a time: a long trail need not fit in memory, only
+    its largest value."""
+    decoder = json.JSONDecoder()
+    buffer, position, ended = "", 0, False
+    while True:
+        while position < len(buffer) and buffer[position].isspace():
+            position += 1
+        if position == len(buffer):
+            if ended:
+                return
+            buffer, position = stream.read(READ_CHUNK), 0
+            ended = not buffer
+            continue
+        try:
+            value, end = decoder.raw_decode(buffer, position)
+        except json.JSONDecodeError as exc:
+            if ended:
+                raise BadInput(f"not JSON at character {exc.pos}: {exc.msg}") from None
+            # Perhaps cut off at the piece's end: read at least as much again and retry.
+            more = stream.read(max(READ_CHUNK, len(buffer) - position))
+            buffer, position = buffer[position:] + more, 0
+            ended = not more
+            continue
+        if end == len(buffer) and not ended and not isinstance(value, (dict, list)):
+            # A number or word may go on in the next piece.
+            more = stream.read(READ_CHUNK)
+            if more:
+                buffer, position = buffer[position:] + more, 0
+                continue
+            ended = True
+        yield value
+        position = end
+
+
+def _json_records(stream: IO[str]) -> Iterator[Record]:
+    number = 0
+    for value in _json_values(stream):
+        if isinstance(value, dict) and isinstance(value.get("results"), list):
+            items = value["results"]  # a page of the API
+        elif isinstance(value, list):
+            items = value  # an array of records (or of pages)
+        elif isinstance(value, dict):
+            items = [value]  # a JSON line
+        else:
+            raise BadInput("a JSON value that is neither a page, an array nor a record")
+        for item in items:
+            if isinstance(item, dict) and isinstance(item.get("results"), list):
+                pages = item["results"]
+            else:
+                pages = [item]
+            for one in pages:
+                number += 1
+                if not isinstance(one, dict):
+                    raise BadInput(f"record {number} of the file is not a JSON object")
+                yield Record(_name(one, f"record {number} of the file"), one)
+
+
+def _csv_records(stream: IO[str]) -> Iterator[Record]:
+    reader = csv.DictReader(stream)
+    columns = set(reader.fieldnames or [])
+    missing = [c for c in (*REQUIRED, *CHAINED) if c not in columns]
+    if missing:
+        raise BadInput(
+            "not the trail's CSV export (or one from before it carried what the hash covers):"
+            f" no column {', '.join(missing)}"
+        )
+    for row in reader:
+        where = f"line {reader.line_num} of the file"
+        fields: dict[str, Any] = dict(row)
+        for name in ("event_id", "seq"):
+            fields[name] = _integer(row[name])
+        fields["ticket_id"] = row["ticket_id"] or None
+        fields["data"] = _json_cell(row["data"])
+        # The lane, like ``data``, is JSON in its cell (so 1 and "1" stay apart); empty: none.
+        fields["lane"] = _json_cell(row["lane"]) if row.get("lane") else None
+        yield Record(_name(fields, where), fields)
+
+
+def _integer(text: str | None) -> Any:
+    try:
+        return int(text or "")
+    except ValueError:
+        return text  # left for the record's check to refuse, naming the record
+
+
+class _Unreadable:
+    """A cell that is not JSON: no record holding it can verify."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _json_cell(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):  # TypeError: a row short of this cell
+        return _Unreadable(text)
+
+
+def _name(fields: dict[str, Any], where: str) -> str:
+    parts = []
+    if "id" in fields and fields["id"] not in (None, ""):
+        parts.append(f"id {fields['id']}")
+    if "seq" in fields:
+        parts.append(f"seq {fields['seq']}")
+    if fields.get("lane") is not None:
+        parts.append(f"lane {json.dumps(fields['lane'], ensure_ascii=False)}")
+    return f"record {', '.join(parts)} ({where})" if parts else f"{where}"
+
+
+def records_of(stream: IO[str]) -> Iterator[Record]:
+    """JSON or CSV, told apart by the first character that is not a space."""
+    start = stream.read(1)
+    while start and start.isspace():
+        start = stream.read(1)
+    if not start:
+        return iter(())
+    rest = _Prefixed(start, stream)
+    return _json_records(rest) if start in "{[" else _csv_records(rest)
+
+
+class _Prefixed(io.TextIOBase):
+    """A stream with its first character put back."""
+
+    def __init__(self, first: str, stream: IO[str]) -> None:
+        self.first, self.stream = first, stream
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> str:
+        head, self.first = self.first, ""
+        if size is None or size < 0:
+            return head + self.stream.read()
+        return head + self.stream.read(max(size - len(head), 0))
+
+    def readline(self, size: int | None = -1) -> str:
+        head, self.first = self.first, ""
+        return head + self.stream.readline()
+
+    def __iter__(self) -> Iterator[str]:
+        while True:
+            line = self.readline()
+            if not line:
+                return
+            yield line
+
+
+# Checking.
+
+
+def _shape_problem(fields: dict[str, Any]) -> str:
+    missing = [name for name in (*REQUIRED, *CHAINED) if name not in fields]
+    if missing:
+        return f"it has no {', '.join(missing)}"
+    for name in ("event_id", "seq"):
+        if type(fields[name]) is not int:
+            return f"its {name} is not a whole number"
+    if fields["seq"] < 1:
+        return "its seq is below 1"
+    for name in ("at_hashed", "action", "actor", *CHAINED):
+        if not isinstance(fields[name], str):
+            return f"its {name} is not text"
+    if not (fields["ticket_id"] is None or isinstance(fields["ticket_id"], str)):
+        return "its ticket_id is neither text nor null"
+    if isinstance(fields["data"], _Unreadable) or isinstance(fields.get("lane"), _Unreadable):
+        return "a cell that should hold JSON does not"
+    return _time_problem(fields)
+
+
+def _time_problem(fields: dict[str, Any]) -> str:
+    """``at`` is shown for people and not hashed as such: it must be the hashed time."""
+    try:
+        hashed = datetime.fromisoformat(fields["at_hashed"])
+    except ValueError:
+        return "its at_hashed is not an ISO 8601 time"
+    if "at" not in fields:
+        return ""
+    try:
+        shown = datetime.fromisoformat(str(fields["at"]).replace("Z", "+00:00"))
+    except ValueError:
+        return "its at is not an ISO 8601 time"
+    if hashed.tzinfo is None or shown.tzinfo is None or shown != hashed:
+        return "its at is not the time at_hashed holds"
+    return ""
+
+
+def _chain_key(fields: dict[str, Any]) -> tuple[int, str | None]:
+    lane = fields.get("lane")
+    return fields["event_id"], None if lane is None else json.dumps(lane, ensure_ascii=False)
+
+
+def _chain_name(key: tuple[int, str | None]) -> str:
+    event_id, lane = key
+    return f"on-sale {event_id}" + ("" if lane is None else f" lane {lane}")
+
+
+def verify(records: Iterator[Record], out: IO[str]) -> int:
+    """0 when everything holds, 1 at the first record that does not (printed to ``out``)."""
+    chains: dict[tuple[int, str | None], Chain] = {}
+    total = 0
+    for record in records:
+        fields = record.fields
+        problems = [_shape_problem(fields)]
+        if not problems[0]:
+            problems = _record_problems(fields, chains.get(_chain_key(fields)))
+        if problems:
+            print(f"FAILED at {record.where}: {'; '.join(problems)}.", file=out)
+            print(f"{total} records before it held.", file=out)
+            return 1
+        key = _chain_key(fields)
+        chain = chains.setdefault(key, Chain(fields["seq"]))
+        chain.last_seq, chain.last_hash = fields["seq"], fields["hash"]
+        chain.count += 1
+        total += 1
+    if not total:
+        raise BadInput("no audit records in the file")
+    print(
+        f"OK: {total} records in {len(chains)} chain(s); every hash, link and seq holds.", file=out
+    )
+    for key, chain in sorted(chains.items(), key=lambda item: (item[0][0], item[0][1] or "")):
+        start = (
+            "from the chain's start"
+            if chain.first_seq == 1
+            else (
+                f"from seq {chain.first_seq}: the records before it are not in the file, so its"
+                " prev_hash is taken as given"
+            )
+        )
+        print(
+            f"  {_chain_name(key)}: seq {chain.first_seq} to {chain.last_seq}, {start};"
+            f" last hash {chain.last_hash}",
+            file=out,
+        )
+    print(
+        "A chain cut short at its end cannot be seen in the file: compare each last seq and"
+        " hash with what the room reports.",
+        file=out,
+    )
+    return 0
+
+
+def _record_problems(fields: dict[str, Any], chain: Chain | None) -> list[str]:
+    problems = []
+    if record_hash(fields) != fields["hash"]:
+        problems.append("its hash is not sha256(prev_hash + its canonical JSON)")
+    seq = fields["seq"]
+    if chain is None:
+        if seq == 1 and fields["prev_hash"] != GENESIS_HASH:
+            problems.append("it is its chain's first record (seq 1) but prev_hash is not 64 zeros")
+        return problems
+    if seq == chain.last_seq:
+        problems.append(f"seq {seq} repeats")
+    elif seq < chain.last_seq:
+        problems.append(f"seq {seq} comes after seq {chain.last_seq}: out of order")
+    elif seq > chain.last_seq + 1:
+        missing = seq - chain.last_seq - 1
+        problems.append(
+            f"seq {seq} follows seq {chain.last_seq}: {missing} record(s) missing between them"
+        )
+    if fields["prev_hash"] != chain.last_hash:
+        problems.append(f"its prev_hash is not the hash of seq {chain.last_seq} before it")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Check an export of the waiting room's audit trail (JSON pages, a JSON"
+        " array, JSON lines or the CSV export): every hash, link and seq.",
+        epilog="Exit status: 0 all holds, 1 a bad record (named), 2 bad usage or input.",
+    )
+    parser.add_argument("file", help="the export, or - for standard input")
+    args = parser.parse_args(argv)
+    try:
+        if args.file == "-":
+            stream: IO[str] = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", newline="")
+        else:
+            stream = open(args.file, encoding="utf-8-sig", newline="")
+        with stream:
+            return verify(records_of(stream), sys.stdout)
+    except BadInput as exc:
+        print(f"{parser.prog}: {args.file}: {exc}", file=sys.stderr)
+    except UnicodeDecodeError as exc:
+        print(f"{parser.prog}: {args.file}: not UTF-8 text ({exc.reason})", file=sys.stderr)
+    except csv.Error as exc:
+        print(f"{parser.prog}: {args.file}: not CSV: {exc}", file=sys.stderr)
+    except OSError as exc:
+        print(f"{parser.prog}: {args.file}: {exc.strerror or exc}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

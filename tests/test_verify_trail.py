@@ -1,0 +1,354 @@
+"""scripts/verify_trail.py, the trail checked from outside: run as an outsider would, by a bare
+``python3 -I`` away from the project, on what the auditors' API exported of a real sale; and
+docs/api.md's worked example of the canonical form, which must still verify."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from queueing.beat import event_tick
+from queueing.models import AuditRecord
+from queueing.records.audit import canonical_record, chain_hash
+from staff.services import TierSpec, event_update
+from tests.helpers import AUDITOR, fans_join, poll, shop_completes, staff_client
+from tests.processes import ROOT
+
+pytestmark = pytest.mark.django_db
+
+SCRIPT = ROOT / "scripts" / "verify_trail.py"
+PYTHON = "/usr/bin/python3"
+RECORDS = "/api/v1/audit/records/"
+
+
+def verify(path: Path | str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The script as an outsider runs it: the system's Python, isolated (no site packages, no
+    environment, not the project's directory on its path), in a directory of its own."""
+    return subprocess.run(
+        [PYTHON, "-I", str(SCRIPT), str(path)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def a_real_sale(make_event: Any) -> None:
+    """Two on-sales whose records interleave: joins, an admission, a checkout, a fan who
+    leaves, a tier and a message with characters beyond ASCII."""
+    first = make_event(
+        slug="tour", capacity=1, rate_per_minute=0, tiers=[TierSpec(name="Général", priority=0)]
+    )
+    second = make_event(slug="gala")
+    tickets = fans_join(first.slug, 3)
+    fans_join(second.slug, 2)
+    event_tick(event_id=first.id, now=timezone.now())
+    shop_completes(poll(tickets[0])["pass"], first.integration_key)
+    APIClient().delete(f"/api/v1/tickets/{tickets[2]}")
+    event_update(
+        event=second, actor="staff:ann", now=timezone.now(), changes={"message": "Bientôt ☕"}
+    )
+    fans_join(second.slug, 1)
+
+
+def export_pages(auditor: APIClient, **params: Any) -> bytes:
+    """Every page of the records, each body as the API sent it, one after the other: what
+    ``curl ... >> trail.json`` over the ``next`` links leaves."""
+    bodies = []
+    response = auditor.get(RECORDS, {"page_size": 4, **params})
+    while True:
+        assert response.status_code == 200
+        bodies.append(response.content)
+        following = response.json()["next"]
+        if not following:
+            return b"\n".join(bodies)
+        response = auditor.get(following)
+
+
+def export_csv(auditor: APIClient) -> str:
+    response = auditor.get(RECORDS, {"format": "csv"})
+    assert response.status_code == 200
+    return b"".join(response.streaming_content).decode()
+
+
+@pytest.fixture
+def auditor() -> APIClient:
+    return staff_client("audrey", api=True, **AUDITOR)
+
+
+def _records(pages: bytes) -> list[dict[str, Any]]:
+    decoder, text, position, found = json.JSONDecoder(), pages.decode(), 0, []
+    while position < len(text):
+        page, position = decoder.raw_decode(text, position)
+        found += page["results"]
+        while position < len(text) and text[position].isspace():
+            position += 1
+    return found
+
+
+def _lines(records: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def test_a_real_trail_exported_as_pages_verifies(make_event, auditor, tmp_path: Path) -> None:
+    a_real_sale(make_event)
+    trail = tmp_path / "trail.json"
+    trail.write_bytes(export_pages(auditor))
+    result = verify(trail, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    total = AuditRecord.objects.count()
+    assert f"OK: {total} records in 2 chain(s)" in result.stdout
+    assert result.stdout.count("from the chain's start") == 2
+    # The records carry what the hash covers, in the form hashed.
+    record = _records(trail.read_bytes())[0]
+    assert {"event_id", "seq", "at_hashed"} <= set(record)
+    assert record["seq"] == 1 and re.fullmatch(
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00", record["at_hashed"]
+    )
+
+
+def test_a_real_trail_exported_as_csv_verifies(make_event, auditor, tmp_path: Path) -> None:
+    a_real_sale(make_event)
+    text = export_csv(auditor)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    changed = next(r for r in rows if r["action"] == "event_changed")
+    # ``data`` is the canonical JSON: sorted keys, no spaces, characters as themselves.
+    assert "Bientôt ☕" in changed["data"] and ", " not in changed["data"]
+    trail = tmp_path / "audit.csv"
+    trail.write_text(text, encoding="utf-8")
+    result = verify(trail, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"OK: {len(rows)} records in 2 chain(s)" in result.stdout
+
+
+def _tampered(records: list[dict[str, Any]], how: str) -> tuple[list[dict[str, Any]], str]:
+    """The records with one thing changed, and how the verifier must name the first bad one."""
+    records = [dict(r) for r in records]
+    tour = [i for i, r in enumerate(records) if r["event"] == "tour"]
+    k = tour[4]  # a record in the middle of a chain: one of the joins
+    target = records[k]
+    if how == "hash":
+        target["hash"] = ("1" if target["hash"][0] != "1" else "2") + target["hash"][1:]
+    elif how == "data":
+        target["data"] = json.loads(
+            json.dumps(target["data"], ensure_ascii=False).replace("Général", "Génèral")
+        )
+        assert target["data"]["tier"] == "Génèral"
+    elif how == "at":
+        digit = target["at_hashed"][-7]
+        new = str((int(digit) + 1) % 10)
+        target["at_hashed"] = target["at_hashed"][:-7] + new + target["at_hashed"][-6:]
+        target["at"] = target["at_hashed"]
+    elif how == "removed":
+        del records[k]
+        target = records[tour[5] - 1]  # the record after the one removed is the first wrong
+    elif how == "swapped":
+        records[k], records[tour[5]] = records[tour[5]], records[k]
+        target = records[k]
+    return records, f"id {target['id']}, seq {target['seq']}"
+
+
+@pytest.mark.parametrize("how", ["hash", "data", "at", "removed", "swapped"])
+def test_one_change_fails_and_names_the_record(make_event, auditor, tmp_path, how) -> None:
+    a_real_sale(make_event)
+    records = _records(export_pages(auditor))
+    if how == "data":
+        assert any("Général" in json.dumps(r["data"], ensure_ascii=False) for r in records)
+    records, named = _tampered(records, how)
+    trail = tmp_path / "trail.jsonl"
+    trail.write_text(_lines(records), encoding="utf-8")
+    result = verify(trail, tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"FAILED at record {named} " in result.stdout, result.stdout
+
+
+def test_one_character_changed_in_the_csv_fails(make_event, auditor, tmp_path: Path) -> None:
+    a_real_sale(make_event)
+    text = export_csv(auditor)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    target = next(r for r in rows if r["action"] == "event_changed")
+    line = next(line for line in text.splitlines() if line.startswith(f"{target['id']},"))
+    assert "Bientôt" in line
+    trail = tmp_path / "audit.csv"
+    trail.write_text(text.replace(line, line.replace("Bientôt", "Bientot")), encoding="utf-8")
+    result = verify(trail, tmp_path)
+    assert result.returncode == 1
+    assert f"FAILED at record id {target['id']}, seq {target['seq']} " in result.stdout
+    assert "its hash is not sha256" in result.stdout
+
+
+def test_an_export_from_a_later_record_is_checked_from_there(
+    make_event, auditor, tmp_path: Path
+) -> None:
+    a_real_sale(make_event)
+    records = [r for r in _records(export_pages(auditor, event="tour")) if r["seq"] >= 3]
+    trail = tmp_path / "later.json"
+    trail.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+    result = verify(trail, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "from seq 3: the records before it are not in the file" in result.stdout
+    # Its first record's own contents are still recomputed.
+    records[0]["actor"] = "someone else"
+    trail.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+    assert verify(trail, tmp_path).returncode == 1
+
+
+def _lane_record(event_id: int, lane: Any, seq: int, prev_hash: str, n: int) -> dict[str, Any]:
+    """A record as a trail with lanes would carry it, hashed by the rule docs/api.md states,
+    written out here again rather than taken from the script under test."""
+    fields = {
+        "event_id": event_id,
+        "seq": seq,
+        "at_hashed": f"2026-11-21T18:00:{n:02d}.000100+00:00",
+        "ticket_id": f"00000000-0000-4000-8000-{n:012d}",
+        "action": "joined",
+        "actor": "fan",
+        "data": {"tier": "Général", "order_key": n},
+        "prev_hash": prev_hash,
+    }
+    hashed = {
+        "action": "joined",
+        "actor": "fan",
+        "at": fields["at_hashed"],
+        "data": fields["data"],
+        "event": event_id,
+        "seq": seq,
+        "ticket_id": fields["ticket_id"],
+    }
+    if lane is not None:
+        fields["lane"] = hashed["lane"] = lane
+    canonical = json.dumps(hashed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    fields["hash"] = hashlib.sha256((prev_hash + canonical).encode()).hexdigest()
+    return {"id": n, **fields}
+
+
+def _two_lanes() -> list[dict[str, Any]]:
+    """On-sale 7 in lanes "a" and 2, on-sale 8 without lanes, all interleaved."""
+    heads: dict[Any, tuple[int, str]] = {}
+    records = []
+    for n, (event_id, lane) in enumerate(
+        [(7, "a"), (7, 2), (7, 2), (8, None), (7, "a"), (7, 2), (8, None), (7, "a")], start=1
+    ):
+        seq, prev = heads.get((event_id, lane), (0, "0" * 64))
+        record = _lane_record(event_id, lane, seq + 1, prev, n)
+        heads[(event_id, lane)] = (seq + 1, record["hash"])
+        records.append(record)
+    return records
+
+
+def test_lanes_are_chains_of_their_own_and_may_interleave(tmp_path: Path) -> None:
+    records = _two_lanes()
+    trail = tmp_path / "lanes.json"
+    # As two pages of the API, appended one after the other.
+    pages = [{"next": "…", "previous": None, "results": records[:5]}]
+    pages.append({"next": None, "previous": "…", "results": records[5:]})
+    trail.write_text("".join(json.dumps(p) for p in pages), encoding="utf-8")
+    result = verify(trail, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "OK: 8 records in 3 chain(s)" in result.stdout
+    assert 'on-sale 7 lane "a": seq 1 to 3' in result.stdout
+    assert "on-sale 7 lane 2: seq 1 to 3" in result.stdout
+    assert "on-sale 8: seq 1 to 2" in result.stdout
+
+    # The lane is covered by the hash: moved to the other lane, the record no longer verifies.
+    records[5]["lane"] = "a"
+    trail.write_text(_lines(records), encoding="utf-8")
+    result = verify(trail, tmp_path)
+    assert result.returncode == 1
+    assert 'FAILED at record id 6, seq 3, lane "a" ' in result.stdout
+    assert "its hash is not sha256" in result.stdout
+
+    # A lane's record out of its place: the other lanes do not hide it.
+    records = _two_lanes()
+    records[1], records[2] = records[2], records[1]
+    trail.write_text(_lines(records), encoding="utf-8")
+    result = verify(trail, tmp_path)
+    assert result.returncode == 1
+    assert "FAILED at record id 2, seq 1, lane 2 " in result.stdout
+    assert "seq 1 comes after seq 2: out of order" in result.stdout
+
+
+def test_a_repeated_page_is_a_repeated_seq(tmp_path: Path) -> None:
+    records = _two_lanes()
+    trail = tmp_path / "twice.json"
+    trail.write_text(json.dumps(records) + json.dumps(records[-2:]), encoding="utf-8")
+    result = verify(trail, tmp_path)
+    assert result.returncode == 1
+    assert "FAILED at record id 7, seq 2 " in result.stdout and "seq 2 repeats" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "No such file"),
+        ("", "no audit records"),
+        ('{"next": null, "previous": null, "results": []}', "no audit records"),
+        ('{"results": [', "not JSON"),
+        ("id,at,event\n1,2,3\n", "no column"),
+        ("\xff", "not UTF-8"),
+    ],
+)
+def test_what_is_not_a_trail_is_exit_2(tmp_path: Path, content: str | None, message: str) -> None:
+    trail = tmp_path / "trail"
+    if content == "\xff":
+        trail.write_bytes(b"\xff\xfe{")
+    elif content is not None:
+        trail.write_text(content, encoding="utf-8")
+    result = verify(trail, tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_bad_usage_is_exit_2(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [PYTHON, "-I", str(SCRIPT)], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2 and "usage:" in result.stderr
+
+
+# The worked example in docs/api.md.
+
+
+def _doc_block(text: str, name: str) -> str:
+    """The fenced block after ``<!-- trail example: name -->``."""
+    after = text.split(f"<!-- trail example: {name} -->", 1)[1]
+    match = re.match(r"\s*```[a-z]*\n(.*?)\n```", after, re.S)
+    assert match, f"no block after the {name} marker"
+    return match.group(1)
+
+
+def test_the_docs_worked_example_still_verifies(tmp_path: Path) -> None:
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    record = json.loads(_doc_block(text, "record"))
+    canonical = _doc_block(text, "canonical")
+    prev_hash = _doc_block(text, "prev_hash")
+    digest = _doc_block(text, "hash")
+    # The canonical string is what the room itself hashes for that record...
+    assert canonical == canonical_record(
+        event_id=record["event_id"],
+        seq=record["seq"],
+        at=timezone.datetime.fromisoformat(record["at_hashed"]),
+        ticket_id=record["ticket_id"],
+        action=record["action"],
+        actor=record["actor"],
+        data=record["data"],
+    )
+    # ... the hash follows from it as stated, and is the record's ...
+    assert prev_hash == record["prev_hash"]
+    assert hashlib.sha256((prev_hash + canonical).encode()).hexdigest() == digest
+    assert chain_hash(prev_hash, canonical) == digest == record["hash"]
+    # ... and the script agrees.
+    example = tmp_path / "example.json"
+    example.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+    result = verify(example, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
