@@ -26,7 +26,7 @@ from queueing.rules.branding import (
 )
 from queueing.rules.eta import Eta
 from queueing.rules.states import EntryStatus
-from queueing.rules.wording import wait_range_text
+from queueing.rules.wording import StatusKind, status_text, wait_range_text
 from queueing.web.branding import logo_url
 
 LOGO_HELP = (
@@ -191,7 +191,10 @@ def branding_preview_response(request: HttpRequest, saved: Event | None) -> Http
         "view": view,
         "status": view.status.value,
         "session_cut_short": False,
-        "wait_text": wait_range_text(view.eta),
+        "status_text": status_text(StatusKind.IN_LINE),
+        "wait_kind": "estimate",
+        "wait_text": wait_range_text(SAMPLE_ETA),
+        "offer_phone": True,
         "progress": progress,
         "refresh_seconds": 5,
     }

@@ -46,6 +46,16 @@ def checkpoint_ranks() -> list[int]:
 CHECKPOINT_RANKS = checkpoint_ranks()
 
 
+def event_limits(event: Event) -> dict[str, int]:
+    """The settings that bound a wait while the pace is still measured (rules/eta.py
+    ``wait_bound``): ticks carry them, and so does the page (queueing/web/pages.py)."""
+    return {
+        "rate": event.rate_per_minute,
+        "capacity": event.capacity,
+        "session": event.session_seconds,
+    }
+
+
 def tick_payload(event: Event, layout: EventLayout, *, now: datetime) -> dict[str, Any] | None:
     line = line_reads.sketch(layout, ranks=CHECKPOINT_RANKS)
     if line is None:
@@ -64,6 +74,7 @@ def tick_payload(event: Event, layout: EventLayout, *, now: datetime) -> dict[st
             {"id": t.tier_id, "count": t.count, "checkpoints": [list(c) for c in t.checkpoints]}
             for t in line.tiers
         ],
+        "limits": event_limits(event),
         # What the page needs to quote as the server does (rules/eta.py, waiting.js).
         "throughput": (
             {

@@ -433,3 +433,31 @@ def estimate_wait(
         position * throughput.scv / lam**2 + (mean * throughput.rel_err) ** 2 + TICK_SD**2
     )
     return Eta(p10=max(0.0, mean - Z90 * sd), p50=mean, p90=mean + Z90 * sd)
+
+
+# Seconds a session may run past its end before its place is freed (the expiry runs at the
+# next tick) and the freed place is filled (the admission run at that tick): per session.
+SESSION_TURNOVER_SECONDS = 2.0
+
+
+def wait_bound(
+    position: int, *, rate_per_minute: int, capacity: int, session_seconds: int
+) -> float | None:
+    """The longest a fan at ``position`` (1 = next) can wait while the pace of a shop whose
+    capacity may bind is still being measured: a bound, not a guess. The shop's places free
+    within a session (every pass runs out by then), so the fans ahead go in by waves of
+    ``capacity``, each wave at most a session (and its turnover) plus, with a rate, the time
+    the rate takes to let a whole wave in. None where the settings bound nothing: a capacity
+    that cannot bind (the rate is then the pace, quoted as an estimate) or no session."""
+    if (
+        position < 1
+        or not session_seconds
+        or not capacity_may_bind(
+            rate_per_minute=rate_per_minute, capacity=capacity, session_seconds=session_seconds
+        )
+    ):
+        return None
+    wave = session_seconds + SESSION_TURNOVER_SECONDS
+    if rate_per_minute:
+        wave += capacity / (rate_per_minute / 60.0)
+    return math.ceil(position / capacity) * wave

@@ -9,6 +9,8 @@
   keyed digest the room keeps of it. The join limits, the sockets' caps, the staff login's
   lockouts and ``/metrics`` all judge the same address by the same rule, and none of them
   reaches into another's checks for it.
+- **The device** (whether it is a phone or a tablet): the page does not offer such a device to
+  "continue on your phone".
 """
 
 from __future__ import annotations
@@ -193,3 +195,20 @@ def address_digest(request: HttpRequest) -> str:
     return salted_hmac(
         _ADDRESS_DIGEST_SALT, rate_key_for_ip(client_ip(request)), algorithm="sha256"
     ).hexdigest()
+
+
+# ---------------------------------------------------------------------- device
+
+# Phones and tablets as their browsers name themselves: "Mobi" (every phone browser's token,
+# Mozilla's advice), Android (its tablets drop "Mobi"), and Apple's and the e-readers' own.
+_HANDHELD_UA_RE = re.compile(r"Mobi|Android|iPhone|iPad|iPod|Silk|Kindle|Opera Mini", re.I)
+
+
+def handheld_request(request: HttpRequest) -> bool:
+    """Whether the browser says it is a phone or a tablet: the ``Sec-CH-UA-Mobile`` hint
+    (Chromium's, sent with every request of a secure origin) or the User-Agent.
+    A tablet that calls itself a desktop (iPadOS Safari) is caught by the page's stylesheet
+    (``pointer: coarse``, queueing/static/queueing/waiting.css)."""
+    if request.headers.get("Sec-CH-UA-Mobile") == "?1":
+        return True
+    return bool(_HANDHELD_UA_RE.search(request.headers.get("User-Agent", "")))

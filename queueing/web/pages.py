@@ -20,20 +20,37 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from events.models import Event, EventMode
+from events.models import Event, EventMode, EventState
 from queueing.line.answers import TicketAnswer, ticket_poll
 from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
+from queueing.line.reads import event_layout
 from queueing.line.reentry import entry_reenter
+from queueing.live.ticks import event_limits
 from queueing.records.entry_reads import PageFacts, entry_page_facts, entry_return_url
 from queueing.rules.errors import PlaceMoved, QueueError, ReentryNotAllowed
+from queueing.rules.eta import wait_bound
 from queueing.rules.gate import destination_sources, return_url_clean
+from queueing.rules.layout import service_groups
 from queueing.rules.states import REENTERABLE, EntryStatus
 from queueing.rules.ticket_codec import TicketRef, ticket_issue, ticket_read
-from queueing.rules.wording import js_strings, wait_range_text, your_turn_strings
+from queueing.rules.wording import (
+    js_strings,
+    others_waiting_text,
+    status_kind,
+    status_text,
+    wait_kind,
+    wait_text,
+    your_turn_strings,
+)
 from queueing.web.abuse import join_rate_check, pow_check, wrong_code_gate
 from queueing.web.api_errors import ApiError, api_error
 from queueing.web.branding import event_branding
-from queueing.web.callers import address_digest, identity_from_request, identity_remember
+from queueing.web.callers import (
+    address_digest,
+    handheld_request,
+    identity_from_request,
+    identity_remember,
+)
 from queueing.web.middleware import content_security_policy, kept_out_of_caches
 
 _COOKIE_SALT = "waitingroom.page-ticket.v1"
@@ -172,6 +189,10 @@ def _join(
     return response
 
 
+# Ended places from which "Join again" leads back into the line.
+REJOINABLE = (EntryStatus.LEFT, EntryStatus.EXPIRED, EntryStatus.ABANDONED)
+
+
 def _progress(first: int | None, position: int | None) -> int:
     if not first or not position:
         return 0
@@ -189,25 +210,36 @@ def _render_ticket(
     reentry_refused: str | None = None,
 ) -> HttpResponse:
     first = page_ticket.first_position or view.position
+    words = fan_words(event, view, now)
     context = {
         **page_base_context(event, now),
+        **words,
         "view": view,
         "status": view.status.value,
         # The shop session ended without completing: say so, and offer the way back in
         # line while the on-sale allows it (view.reentry_until).
         "session_cut_short": view.was_admitted and view.status in REENTERABLE,
+        # An ended place whose fan may join again (not once they bought, nor once the sale
+        # ended): the page offers it, or, during maintenance, says it will once it is over.
+        "rejoinable": view.status in REJOINABLE and event.state_at(now) != EventState.CLOSED,
         "reentry_refused": reentry_refused,
         # The address left for the "it's your turn" mail (queueing/web/place_pages.py).
         "notify_email": facts.notify_email if facts is not None else "",
         # Why the address was not kept: "invalid", "taken" or "limited" (place_pages.py).
         "mail_error": request.GET.get("mail", "")[:16],
-        "wait_text": wait_range_text(view.eta),
+        # A phone or tablet is the other device already (callers.py, handheld_request).
+        "offer_phone": not handheld_request(request),
         "progress": _progress(first, view.position),
         "refresh_seconds": max(5, math.ceil(view.poll_after_seconds)),
         "config": {
             "ticket": view.ticket,
             "status": view.status.value,
             "state": event.state_at(now).value,
+            "mode": event.mode,
+            # What bounds a wait still being measured (rules/eta.py wait_bound), and whether
+            # the bound holds for this fan: see fan_words.
+            "limits": event_limits(event),
+            "boundApplies": words["bound_applies"],
             "position": view.position,
             "queueLength": view.queue_length,
             "eta": view.eta.as_dict() if view.eta else None,
@@ -233,6 +265,39 @@ def _render_ticket(
             PageTicket(ticket=view.ticket, first_position=first, holder=page_ticket.holder),
         )
     return response
+
+
+def fan_words(event: Event, view: TicketAnswer, now: datetime) -> dict[str, Any]:
+    """What the waiting page says of the fan's place (its first line, the wait, the company in
+    the pre-queue), chosen by the rules its script follows too (rules/wording.py)."""
+    state = event.state_at(now).value
+    status = view.status.value
+    # "At most" holds only for a fan nobody can pass: in the tier served first, alone in its
+    # group (a later fan of a tier served before theirs, or sharing with theirs, would go
+    # ahead of them).
+    layout = event_layout(event.pk)
+    groups = service_groups(layout.tiers) if layout is not None else []
+    bound_applies = bool(groups) and [t.id for t in groups[0]] == [view.tier_id]
+    bound = None
+    if bound_applies and view.position is not None:
+        bound = wait_bound(
+            view.position,
+            rate_per_minute=event.rate_per_minute,
+            capacity=event.capacity,
+            session_seconds=event.session_seconds,
+        )
+    # Paused: nobody knows when staff resume (the answer has no estimate then either).
+    eta = None if state == "paused" else view.eta
+    kind = wait_kind(status=status, state=state, mode=event.mode, eta=eta, bound_seconds=bound)
+    return {
+        "status_text": status_text(
+            status_kind(status=status, state=state, mode=event.mode, position=view.position)
+        ),
+        "wait_text": wait_text(kind, eta=eta, bound_seconds=bound),
+        "wait_kind": kind.value,
+        "others_text": others_waiting_text(view.queue_length),
+        "bound_applies": bound_applies,
+    }
 
 
 def _render_join_form(request: HttpRequest, event: Event, now: datetime) -> HttpResponse:

@@ -8,13 +8,17 @@
   // function declarations below are hoisted, so they can be handed over before any page code.
   if (typeof module !== "undefined" && module.exports) {
     module.exports = { positionInLine: positionInLine, rankIn: rankIn, afterClose: afterClose,
-      afterPollRefused: afterPollRefused, estimate: estimate };
+      afterPollRefused: afterPollRefused, estimate: estimate, waitKind: waitKind,
+      waitBound: waitBound, statusKind: statusKind };
     return;
   }
   var cfg = JSON.parse(document.getElementById("wr-config").textContent);
   var S = cfg.strings;
   var me = { tierId: null, orderKey: null, tiers: [] };
   var status = cfg.status;
+  // What the line is doing, as the page was rendered and then as each tick says: the sale's
+  // state, the mode, and the settings that bound a wait still being measured.
+  var live = { state: cfg.state, mode: cfg.mode, limits: cfg.limits };
   // Where the fan stood when first placed, for the progress bar: the server keeps it in the
   // page's cookie when it renders the page, and this tab keeps it too, for a page that became
   // the waiting page in place (no render set the cookie) and is reloaded later.
@@ -33,7 +37,9 @@
 
   function $(id) { return document.getElementById(id); }
   function fmt(template, values) {
-    return template.replace(/%\((\w+)\)(0?\d*)d/g, function (_, name, pad) {
+    // %(name)s takes a figure already written (number()); %(name)d a number, %(name)02d padded.
+    return template.replace(/%\((\w+)\)(0?\d*)([ds])/g, function (_, name, pad, kind) {
+      if (kind === "s") return String(values[name]);
       var text = String(Math.floor(values[name]));
       var width = parseInt(pad || "0", 10);
       while (text.length < width) text = "0" + text;
@@ -59,9 +65,67 @@
   } catch (e) { numbers = null; }
   function number(n) { return numbers ? numbers.format(n) : String(n); }
 
-  // Same wording as queueing/rules/wording.py.
-  function waitText(eta) {
-    if (!eta) return S.unknown;
+  // Same rule as queueing/rules/wording.py (wait_kind): what stops the line comes before
+  // any figure, and a figure before a bound. Pure.
+  function waitKind(status, state, mode, eta, bound) {
+    if (status === "prequeue") return "prequeue";
+    if (mode === "maintenance") return "maintenance";
+    if (state === "closed") return "closed";
+    if (state === "paused") return "paused";
+    if (eta) return "estimate";
+    if (bound !== null && bound !== undefined) return "bounded";
+    return "measuring";
+  }
+
+  // Same rule as queueing/rules/wording.py (status_kind), for a fan in line. Pure.
+  function statusKind(status, state, mode, position) {
+    if (status === "prequeue") return mode === "maintenance" ? "prequeueMaintenance" : "prequeue";
+    if (mode === "maintenance") return "maintenance";
+    if (state === "paused") return "paused";
+    return position === 1 ? "next" : "inLine";
+  }
+
+  // Same maths as queueing/rules/eta.py (wait_bound): the longest a fan at `position` can
+  // wait while a capacity-bound pace is still measured; null where the settings bound
+  // nothing. `limits`: {rate (per minute), capacity, session (seconds)}. Pure.
+  function waitBound(position, limits) {
+    var TURNOVER = 2.0;  // SESSION_TURNOVER_SECONDS
+    if (!limits || !position || position < 1 || !limits.session || !limits.capacity) return null;
+    var rate = limits.rate, capacity = limits.capacity, session = limits.session;
+    // capacity_may_bind
+    if (rate && !(capacity < rate / 60.0 * session)) return null;
+    var wave = session + TURNOVER;
+    if (rate) wave += capacity / (rate / 60.0);
+    return Math.ceil(position / capacity) * wave;
+  }
+
+  // Same wording as queueing/rules/wording.py (wait_text).
+  function waitText(kind, eta, bound) {
+    if (kind === "estimate") return rangeText(eta);
+    if (kind === "bounded") return boundText(bound);
+    return S["wait:" + kind];
+  }
+
+  function boundText(bound) {
+    var minutes = Math.max(1, Math.ceil(bound / 60));
+    if (minutes >= 120) {
+      var hours = Math.ceil(bound / 3600);
+      return fmt(ngettext("At most %(n)d hour (still measuring how fast the line moves).",
+        "At most %(n)d hours (still measuring how fast the line moves).", hours), { n: hours });
+    }
+    return fmt(ngettext("At most %(n)d minute (still measuring how fast the line moves).",
+      "At most %(n)d minutes (still measuring how fast the line moves).", minutes), { n: minutes });
+  }
+
+  // Same wording as queueing/rules/wording.py (others_waiting_text).
+  function othersText(queueLength) {
+    var others = Math.max(0, (queueLength || 0) - 1);
+    if (!others) return S.nobodyElse;
+    return fmt(ngettext("%(n)s other person is waiting with you.",
+      "%(n)s other people are waiting with you.", others), { n: number(others) });
+  }
+
+  function rangeText(eta) {
     var lo = Math.floor(eta.p10 / 60), hi = Math.ceil(eta.p90 / 60);
     if (hi <= 1) return S.lessThanMinute;
     if (hi >= 120) {
@@ -163,14 +227,21 @@
       if (!started || !view.placed) { window.location.reload(); return; }
       becomeWaiting();
     }
-    var text = $("status-text");
+    if (status === "prequeue") {
+      showStatus(null);
+      if (view.queueLength !== undefined && $("others-waiting")) {
+        $("others-waiting").textContent = othersText(view.queueLength);
+      }
+    }
     if (status === "waiting" && view.position) {
-      if (view.state === "paused") text.textContent = S.paused;
-      else if (view.position === 1) text.textContent = S.next;
-      else text.textContent = S.inLine;
+      showStatus(view.position);
       $("position").textContent = number(view.position);
       // Paused: nobody knows when staff resume, so no wait is shown (as the server says).
-      $("wait").textContent = waitText(view.state === "paused" ? null : view.eta);
+      var eta = live.state === "paused" ? null : view.eta;
+      var bound = cfg.boundApplies ? waitBound(view.position, live.limits) : null;
+      var kind = waitKind(status, live.state, live.mode, eta, bound);
+      $("wait").textContent = waitText(kind, eta, bound);
+      $("wait").setAttribute("data-kind", kind);
       $("queue-length").textContent = number(view.queueLength);
       if (!firstPosition || view.position > firstPosition) {
         firstPosition = view.position;
@@ -182,6 +253,13 @@
     }
   }
 
+  // The page's first line, from what the line is doing now (the server's status_kind).
+  var shownPosition = cfg.position;
+  function showStatus(position) {
+    if (position) shownPosition = position;
+    $("status-text").textContent = S["status:" + statusKind(status, live.state, live.mode, shownPosition)];
+  }
+
   var leaving = false;
   function goTo(url) {
     if (leaving) return;
@@ -189,6 +267,7 @@
     clearTimeout(pollTimer);
     if (socket) { socket.onclose = null; socket.close(); }
     $("status-text").textContent = S.admitted;
+    if ($("wait")) $("wait").textContent = S.waitNow;
     // In a background tab your_turn.js holds the page and calls the fan back.
     if (window.wrYourTurn && window.wrYourTurn.arrive(url)) return;
     window.location.assign(url);
@@ -218,7 +297,7 @@
         if (r.body.redirect_url) { goTo(r.body.redirect_url); return; }
         if ("message" in r.body) showMessage(r.body.message);
         render({ status: r.body.status, position: r.body.position, eta: r.body.eta,
-                 queueLength: r.body.queue_length, state: cfg.state });
+                 queueLength: r.body.queue_length });
         if (thenSchedule) schedulePoll(r.after);
       })
       .catch(function (error) {
@@ -244,28 +323,34 @@
     $("staff-message-text").hidden = !message;
   }
 
-  // The maintenance notice and staff's word, live: both come with every tick. The place is
-  // kept whatever the mode, so nothing else on the page changes.
-  function showNotice(tick) {
-    var box = $("maintenance");
-    if (!tick || !("mode" in tick)) return;
+  // What the line is doing (state, mode: maintenance is said in the page's first line and its
+  // wait) and staff's word, live: they come with every tick. The place is kept whatever the
+  // mode. Whether the tick is newer than the page: see onTick.
+  function takeTick(tick) {
+    if (!tick || !("mode" in tick)) return false;
     // A tick built before this page was served knows less than the page: a new page's
     // snapshot carries the last tick, which may predate staff's latest word (its broadcast
     // is on its way). The page's own, rendered from the on-sale, stands until a newer tick.
-    if (tick.at && cfg.serverNow && tick.at < cfg.serverNow) return;
-    if (box) box.hidden = tick.mode !== "maintenance";
+    if (tick.at && cfg.serverNow && tick.at < cfg.serverNow) return false;
+    live.state = tick.state;
+    live.mode = tick.mode;
+    if (tick.limits) live.limits = tick.limits;
     showMessage(tick.message);
+    return true;
   }
 
   function onTick(tick) {
     if (leaving) return;
-    cfg.state = tick.state;
-    showNotice(tick);
+    var fresh = takeTick(tick);
+    if (status === "prequeue") {
+      if (fresh) render({ status: "prequeue", queueLength: tick.queue_length });
+      return;
+    }
     if (status !== "waiting") return;
     var position = positionFrom(tick);
     if (position === null) { check(false); return; }  // admitted, or moved: ask once
     render({ status: "waiting", position: position, queueLength: tick.queue_length,
-             eta: estimate(position, tick.throughput, me.tierId), state: tick.state });
+             eta: estimate(position, tick.throughput, me.tierId) });
   }
 
   function socketOpen() { return socket !== null && socket.readyState === 1; }
@@ -318,9 +403,9 @@
       if (message.type === "snapshot") {
         me.tierId = message.tier_id; me.orderKey = message.order_key; me.tiers = message.tiers;
         if (message.redirect_url) { goTo(message.redirect_url); return; }
-        showNotice(message.tick);
+        takeTick(message.tick);
         render({ status: message.status, position: message.position, eta: message.eta,
-                 queueLength: message.queue_length, state: cfg.state, placed: true });
+                 queueLength: message.queue_length, placed: true });
       } else if (message.type === "tick") {
         onTick(message);
       } else if (message.type === "admitted" && message.redirect_url) {

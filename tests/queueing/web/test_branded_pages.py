@@ -143,13 +143,18 @@ def the_maintenance_page_of_a_fan_in_line(make_event):
 STATES = {
     "join": (the_join_page, "Join the line to get a place.", 200),
     "scheduled": (the_scheduled_page, "The waiting room opens soon.", 200),
-    "prequeue": (the_prequeue_page, "You're in the pre-queue.", 200),
-    "waiting": (the_waiting_page, "You're next!", 200),
+    # The fan's first line is written by the view (rules/wording.py): escaped, apostrophes too.
+    "prequeue": (the_prequeue_page, "You&#x27;re in the pre-queue.", 200),
+    "waiting": (the_waiting_page, "You&#x27;re next!", 200),
     "refused": (the_refused_page, "The line is full right now.", 429),
     "ended": (the_ended_page, "This on-sale has ended.", 200),
     "expired": (the_expired_page, "Your time in the shop ran out", 200),
-    "maintenance": (the_maintenance_page, "closed for maintenance", 200),
-    "maintenance_in_line": (the_maintenance_page_of_a_fan_in_line, "You keep your place", 200),
+    "maintenance": (the_maintenance_page, "paused for maintenance", 200),
+    "maintenance_in_line": (
+        the_maintenance_page_of_a_fan_in_line,
+        "You keep your place and go in when it reopens.",
+        200,
+    ),
 }
 
 
