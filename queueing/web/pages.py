@@ -229,6 +229,9 @@ def _render_ticket(
         "mail_error": request.GET.get("mail", "")[:16],
         # A phone or tablet is the other device already (callers.py, handheld_request).
         "offer_phone": not handheld_request(request),
+        # How long the page may be closed with the place kept (line/away.py), in whole minutes
+        # (rounded down: the page promises no more than is kept); 0 says nothing.
+        "away_minutes": event.away_seconds // 60,
         "progress": _progress(first, view.position),
         "refresh_seconds": max(5, math.ceil(view.poll_after_seconds)),
         "config": {

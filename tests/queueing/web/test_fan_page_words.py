@@ -196,3 +196,34 @@ def test_continue_on_your_phone_is_not_offered_on_a_phone(make_event, headers, o
     html = page(in_line(event, ahead=1), event, **headers)
     assert ('id="continue-on-phone"' in html) is offered
     assert 'id="turn-mail"' in html  # the mail is for any device
+
+
+@pytest.mark.parametrize(
+    ("away_seconds", "said"),
+    [
+        (600, "You can close it for up to 10 minutes and keep your place"),
+        (90, "You can close it for up to 1 minute and keep your place"),  # never more than kept
+        (0, None),
+    ],
+)
+def test_the_page_says_how_long_it_may_be_closed(make_event, away_seconds, said) -> None:
+    event = make_event(slug="hold", capacity=1, rate_per_minute=0, away_seconds=away_seconds)
+    html = page(in_line(event, ahead=2), event)
+    if said is None:
+        assert 'id="away-hold"' not in html
+    else:
+        assert said in text_of(html, "away-hold")
+
+
+def test_the_prequeue_says_the_place_is_kept_until_after_the_start(make_event) -> None:
+    now = timezone.now()
+    event = make_event(
+        slug="later",
+        away_seconds=300,
+        prequeue_opens_at=now - timedelta(minutes=1),
+        starts_at=now + timedelta(hours=1),
+    )
+    html = page(in_line(event), event)
+    assert "kept until the sale starts, and for 5 minutes after that" in text_of(
+        html, "prequeue-hold"
+    )
