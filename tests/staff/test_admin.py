@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from django.test import Client
 from django.utils import timezone
@@ -5,8 +7,8 @@ from django.utils import timezone
 from events.models import Event
 from queueing.beat import event_tick
 from queueing.models import AuditRecord, QueueEntry
-from staff.services import event_pause
-from tests.helpers import fans_join, join, new_fan, staff_client
+from staff.services import event_close, event_pause
+from tests.helpers import fans_join, join, new_fan, staff_client, waiting_entries
 
 pytestmark = pytest.mark.django_db
 
@@ -56,12 +58,57 @@ def test_admin_actions_pause_and_close_through_services(admin_client_, event) ->
     join(new_fan(), event.slug)
     for action in ("pause_events", "close_events"):
         admin_client_.post(
-            "/admin/events/event/", {"action": action, "_selected_action": [event.pk]}
+            "/admin/events/event/",
+            {"action": action, "_selected_action": [event.pk], "post": "yes"},
         )
     actions = list(
         AuditRecord.objects.filter(event=event).order_by("seq").values_list("action", flat=True)
     )
     assert actions[-2:] == ["event_paused", "event_closed"]
+
+
+def test_the_admin_close_asks_first_and_says_how_many_go_home(admin_client_, make_event) -> None:
+    """Closing is final and empties the line: the action shows a confirmation page, as
+    Django's delete does, with the fans each on-sale sends home, and closes nothing yet."""
+    busy = make_event(slug="busy", capacity=1, rate_per_minute=60)
+    quiet = make_event(slug="quiet")
+    gone = make_event(slug="gone")
+    event_close(event=gone, actor="test", now=timezone.now())
+    fans_join(busy.slug, 3)
+    event_tick(event_id=busy.id, now=timezone.now())  # one goes in: the capacity
+    waiting_entries(busy, busy.tiers.get(), 1232)  # a long line, written straight
+    selected = {"action": "close_events", "_selected_action": [busy.pk, quiet.pk, gone.pk]}
+    asked = admin_client_.post("/admin/events/event/", selected)
+    assert asked.status_code == 200
+    html = asked.content.decode()
+    summary = re.search(r'<p id="close-summary">(.*?)</p>', html, re.S).group(1)
+    assert "sends home the <strong>1,234</strong> fans still in line of these 2 on-sales" in summary
+    assert "The 1 fan in the shop keeps their passes" in summary
+    assert "On-sale busy (<code>busy</code>): 1,234 in line sent home, 1 in the shop" in html
+    assert "On-sale gone (<code>gone</code>): closed already, nothing changes" in html
+    assert 'name="post" value="yes"' in html and "Yes, close" in html
+    assert Event.objects.filter(control="closed").count() == 1  # only the one closed before
+    done = admin_client_.post("/admin/events/event/", {**selected, "post": "yes"}, follow=True)
+    assert "Closed 3 on-sale(s)." in done.content.decode()
+    assert set(Event.objects.filter(control="closed").values_list("slug", flat=True)) == {
+        "busy",
+        "quiet",
+        "gone",
+    }
+    for _ in range(2):  # a thousand a tick
+        event_tick(event_id=busy.id, now=timezone.now())
+    assert QueueEntry.objects.filter(event=busy, status="revoked").count() == 1234
+
+
+def test_the_admin_says_on_sale_not_event(admin_client_, make_event) -> None:
+    for slug in ("one", "two"):  # a filter by on-sale shows from two on
+        join(new_fan(), make_event(slug=slug).slug)
+    listing = admin_client_.get("/admin/events/event/").content.decode()
+    assert "Select on-sale to change" in listing and "Add on-sale" in listing
+    assert ">Event<" not in listing and "Select event" not in listing
+    entries = admin_client_.get("/admin/queueing/queueentry/").content.decode()
+    assert "By on-sale" in entries and "By event" not in entries
+    assert ">On-sale</a>" in entries and ">Event</a>" not in entries
 
 
 def test_the_audit_trail_is_read_only_in_the_admin(admin_client_, event) -> None:
@@ -149,7 +196,7 @@ def test_the_key_permission_shows_and_rotates_the_key_in_the_admin(event) -> Non
     [
         ("pause_events", {}, "event_paused"),
         ("resume_events", {}, "event_resumed"),
-        ("close_events", {}, "event_closed"),
+        ("close_events", {"post": "yes"}, "event_closed"),  # confirmed
         ("admit_now", {"count": "2"}, "admitted"),
     ],
 )
