@@ -19,6 +19,13 @@ class Confirmation:
     button: str  # "Yes, close"
 
 
+def _in_shop_keep(now: FansNow, until: str) -> str:
+    if not now.in_shop:
+        return "Nobody is in the shop now."
+    keep = "keeps their pass" if now.in_shop == 1 else "keep their passes"
+    return f"The {fans(now.in_shop)} in the shop {keep}{until}."
+
+
 def _pace(rate: int) -> str:
     return f"{rate:,} a minute" if rate else "as fast as the capacity allows"
 
@@ -36,7 +43,7 @@ def _pause(event: Event, state: EventState, now: FansNow) -> tuple[str, ...]:
     return (
         "Nobody new goes to the shop until you resume.",
         f"The {fans(now.in_line)} in line keep their place; fans may still join.",
-        f"The {fans(now.in_shop)} in the shop keep their passes.",
+        _in_shop_keep(now, ""),
     )
 
 
@@ -51,7 +58,7 @@ def _resume(event: Event, now: FansNow) -> tuple[str, ...]:
 def _close(now: FansNow) -> tuple[str, ...]:
     return (
         f"Close: the {fans(now.in_line)} still in line are sent home, and nobody new may join.",
-        f"The {fans(now.in_shop)} in the shop keep their passes until their session ends.",
+        _in_shop_keep(now, " until their session ends"),
         "Closing is final: the on-sale cannot be opened again from here.",
     )
 
@@ -145,16 +152,18 @@ def _message(text: str, now: FansNow) -> tuple[str, ...]:
     )
 
 
-_VERBS = {
-    Control.PAUSE: "pause",
-    Control.RESUME: "resume",
-    Control.CLOSE: "close",
-    Control.ADMIT: "let them in",
-    Control.CAPACITY: "set the capacity",
-    Control.RATE: "set the pace",
-    Control.MODE: "change the mode",
-    Control.MESSAGE: "show the message",
+# The confirmation's question and its button, by control.
+_ASKED = {
+    Control.PAUSE: ("Pause {name}?", "Yes, pause"),
+    Control.RESUME: ("Resume {name}?", "Yes, resume"),
+    Control.CLOSE: ("Close {name}?", "Yes, close"),
+    Control.ADMIT: ("Let fans in now to {name}?", "Yes, let them in"),
+    Control.CAPACITY: ("Change the capacity of {name}?", "Yes, set the capacity"),
+    Control.RATE: ("Change the pace of {name}?", "Yes, set the pace"),
+    Control.MODE: ("Change the mode of {name}?", "Yes, change the mode"),
+    Control.MESSAGE: ("Show this message to the line of {name}?", "Yes, show the message"),
 }
+_CLEAR_MESSAGE = ("Clear the message to the line of {name}?", "Yes, clear the message")
 
 
 def confirmation(
@@ -162,9 +171,9 @@ def confirmation(
 ) -> Confirmation:
     """What the control will do, in the numbers of this moment."""
     control = asked.control
-    verb = _VERBS[control]
-    if control == Control.MESSAGE and not asked.message:
-        verb = "clear the message"
+    question, button = (
+        _CLEAR_MESSAGE if control == Control.MESSAGE and not asked.message else _ASKED[control]
+    )
     if control == Control.PAUSE:
         consequences = _pause(event, state, now)
     elif control == Control.RESUME:
@@ -182,7 +191,7 @@ def confirmation(
     else:
         consequences = _message(asked.message, now)
     return Confirmation(
-        title=f"{verb[0].upper()}{verb[1:]} for {event.name}?",
+        title=question.format(name=event.name),
         consequences=consequences,
-        button=f"Yes, {verb}",
+        button=button,
     )

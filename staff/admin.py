@@ -23,6 +23,7 @@ from queueing.rules.branding import accent_warning
 from staff import services
 from staff.admin_close import close_events_confirmed
 from staff.admin_filters import StateFilter, state_label
+from staff.admin_tiers import TierInline
 from staff.branding_preview import (
     EventAdminForm,
     branding_preview_response,
@@ -30,12 +31,6 @@ from staff.branding_preview import (
     logo_change_requested,
     logo_display,
 )
-
-
-class TierInline(admin.TabularInline):
-    model = Tier
-    extra = 0
-    fields = ("name", "priority", "share", "is_default")
 
 
 class AccessCodeInline(admin.TabularInline):

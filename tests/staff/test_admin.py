@@ -1,14 +1,16 @@
 import re
+from datetime import timedelta
 
 import pytest
 from django.test import Client
 from django.utils import timezone
 
-from events.models import Event
+from events.models import AccessCode, Event, Tier
 from queueing.beat import event_tick
 from queueing.models import AuditRecord, QueueEntry
-from staff.services import event_close, event_pause
+from staff.services import TierSpec, event_close, event_pause
 from tests.helpers import fans_join, join, new_fan, staff_client, waiting_entries
+from tests.staff.admin_forms import change_form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -225,3 +227,56 @@ def test_admin_saves_need_their_csrf_token(event) -> None:
     assert response.status_code == 403
     event.refresh_from_db()
     assert event.capacity != 999
+
+
+@pytest.mark.parametrize(
+    ("times", "said"),
+    [
+        (
+            {"prequeue_opens_at": 2, "starts_at": 1},
+            "The pre-queue must open before the sale starts (or at the same time)",
+        ),
+        ({"starts_at": 2, "ends_at": 1}, "The on-sale must end after it starts"),
+    ],
+)
+def test_a_schedule_the_database_refuses_is_said_in_words(
+    admin_client_, event, times, said
+) -> None:
+    url = f"/admin/events/event/{event.pk}/change/"
+    form = change_form_data(admin_client_, url)
+    for field, hours in times.items():
+        at = timezone.localtime() + timedelta(hours=hours)
+        form[f"{field}_0"] = [at.strftime("%Y-%m-%d")]
+        form[f"{field}_1"] = [at.strftime("%H:%M:%S")]
+    page = admin_client_.post(url, form)
+    assert page.status_code == 200  # the form again, with the error
+    html = page.content.decode()
+    assert said in html and "Constraint" not in html and "is violated" not in html
+
+
+def test_two_default_tiers_are_refused_in_words(admin_client_, make_event) -> None:
+    event = make_event(
+        tiers=[TierSpec("General"), TierSpec("Members", priority=1, access_codes=["VIP"])]
+    )
+    url = f"/admin/events/event/{event.pk}/change/"
+    form = change_form_data(admin_client_, url)
+    for index in range(2):
+        form[f"tiers-{index}-is_default"] = ["on"]
+    html = admin_client_.post(url, form).content.decode()
+    assert "Only one tier can take the fans without an access code" in html
+    assert "Constraint" not in html
+    assert list(event.tiers.filter(is_default=True).values_list("name", flat=True)) == ["General"]
+    # Moving the default to the tier listed (served) first: the form taking it is saved
+    # before the one letting it go, which the database's index would refuse as it comes.
+    form = change_form_data(admin_client_, url)
+    assert form["tiers-0-name"] == ["Members"]
+    form["tiers-0-is_default"], form["tiers-1-is_default"] = ["on"], []
+    assert admin_client_.post(url, form).status_code == 302
+    assert list(event.tiers.filter(is_default=True).values_list("name", flat=True)) == ["Members"]
+
+
+def test_every_constraint_staff_can_trip_says_what_to_do() -> None:
+    for model in (Event, Tier, AccessCode):
+        for constraint in model._meta.constraints:
+            message = constraint.get_violation_error_message()
+            assert "Constraint" not in message and "violated" not in message, constraint.name
