@@ -85,7 +85,7 @@ def test_the_admin_close_asks_first_and_says_how_many_go_home(admin_client_, mak
     html = asked.content.decode()
     summary = re.search(r'<p id="close-summary">(.*?)</p>', html, re.S).group(1)
     assert "sends home the <strong>1,234</strong> fans still in line of these 2 on-sales" in summary
-    assert "The 1 fan in the shop keeps their passes" in summary
+    assert "The 1 fan in the shop keeps their pass until" in summary
     assert "On-sale busy (<code>busy</code>): 1,234 in line sent home, 1 in the shop" in html
     assert "On-sale gone (<code>gone</code>): closed already, nothing changes" in html
     assert 'name="post" value="yes"' in html and "Yes, close" in html
