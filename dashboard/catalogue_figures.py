@@ -3,7 +3,14 @@
 Asked only for the rows on screen (a page), and each the cheapest way there is: waiting from
 the hot index (PostgreSQL, in one grouped count, only for lines Redis cannot answer for), in
 the shop in one grouped count, the pace as measured by the admission run (the in-process
-cache of the status path), else as configured.
+cache of the status path), else the rate staff set.
+
+Until the pace is measured, the row shows the rate as set (per minute, as staff set it),
+"up to" it where the shop's capacity may hold fans back more. Not the settings' pace of the
+wait estimates (queueing/rules/eta.py ``settings_throughput``): for a capacity-bound on-sale
+that is the slowest the shop could be, every fan staying their whole session (5 places over
+15 minutes: 0.33 a minute), and read as "configured" beside a rate of 30 a minute it looked
+like a rate per second shown per minute.
 """
 
 from __future__ import annotations
@@ -15,20 +22,23 @@ from typing import Any
 from events.models import Event
 from queueing.line.reads import event_layouts, line_reads
 from queueing.records.entry_reads import active_counts
+from queueing.rules.eta import capacity_may_bind
 from queueing.rules.layout import EventLayout
 
 
 @dataclass(frozen=True)
 class Pace:
     per_minute: float
-    measured: bool  # by the admission run; else the on-sale's configured rate and capacity
+    measured: bool  # by the admission run; else the rate set on the on-sale
+    at_most: bool = False  # the rate set, which the capacity may keep the pace under
 
     @property
     def text(self) -> str:
         # Whole fans from ten a minute up, else two significant figures at most: 6.7, 0.13.
         digits = 0 if self.per_minute >= 10 else 1 if self.per_minute >= 1 else 2
         text = f"{self.per_minute:.{digits}f}"
-        return text.rstrip("0").rstrip(".") if "." in text else text
+        text = text.rstrip("0").rstrip(".") if "." in text else text
+        return f"up to {text}" if self.at_most else text
 
     @property
     def source(self) -> str:
@@ -40,7 +50,7 @@ class RowFigures:
     waiting: int  # in the pre-queue or in line
     active: int  # admitted, in the shop
     capacity: int  # 0: no cap
-    pace: Pace | None  # None: neither measured nor limited
+    pace: Pace | None  # None: not measured, and no pace set
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -52,11 +62,18 @@ class RowFigures:
         }
 
 
-def _pace(layout: EventLayout) -> Pace | None:
+def _pace(layout: EventLayout, event: Event) -> Pace | None:
     throughput = line_reads.throughput(layout)
-    if throughput is None:
-        return None
-    return Pace(per_minute=throughput.lam * 60, measured=throughput.measured)
+    if throughput is not None and throughput.measured:
+        return Pace(per_minute=throughput.lam * 60, measured=True)
+    if not event.rate_per_minute:
+        return None  # no pace set: the capacity alone holds fans back
+    bound = capacity_may_bind(
+        rate_per_minute=event.rate_per_minute,
+        capacity=event.capacity,
+        session_seconds=event.session_seconds,
+    )
+    return Pace(per_minute=event.rate_per_minute, measured=False, at_most=bound)
 
 
 def rows_figures(events: Sequence[Event]) -> dict[int, RowFigures]:
@@ -72,7 +89,7 @@ def rows_figures(events: Sequence[Event]) -> dict[int, RowFigures]:
             waiting=waiting[event.pk].queue_length if event.pk in waiting else 0,
             active=active[event.pk],
             capacity=event.capacity,
-            pace=_pace(layouts[event.pk]) if event.pk in layouts else None,
+            pace=_pace(layouts[event.pk], event) if event.pk in layouts else None,
         )
         for event in events
     }

@@ -9,7 +9,7 @@ from django.db.models import Count
 from django.db.models.functions import TruncMinute
 
 from dashboard.charts import bars_svg, line_svg
-from events.models import Event
+from events.models import Event, EventState
 from queueing.line.reads import event_public_view, line_reads
 from queueing.models import AuditAction, AuditRecord, QueueEntry
 from queueing.rules.states import EntryStatus
@@ -38,6 +38,8 @@ def _per_minute(times_field: str, event: Event, since: datetime) -> dict[int, in
 
 def event_figures(event: Event, *, now: datetime) -> dict[str, Any]:
     view = event_public_view(event, now=now)
+    # A closed on-sale takes no newcomer: quoting one a wait would tell staff a story.
+    eta_new = view.eta_new if view.state != EventState.CLOSED else None
     entries = QueueEntry.objects.filter(event=event)
     minute_ago, hour_ago = now - timedelta(minutes=1), now - timedelta(hours=1)
     joined_last_hour = entries.filter(joined_at__gt=hour_ago).count()
@@ -71,12 +73,10 @@ def event_figures(event: Event, *, now: datetime) -> dict[str, Any]:
         "abandoned_last_hour": abandoned_last_hour,
         "wrong_access_codes_last_hour": wrong_codes_last_hour,
         "abandonment_rate": (abandoned_last_hour / joined_last_hour) if joined_last_hour else None,
-        "wait_p50_s": view.eta_new.p50 if view.eta_new else None,
-        "wait_p90_s": view.eta_new.p90 if view.eta_new else None,
+        "wait_p50_s": eta_new.p50 if eta_new else None,
+        "wait_p90_s": eta_new.p90 if eta_new else None,
         "wait_text": (
-            f"{human_duration(view.eta_new.p50)} / {human_duration(view.eta_new.p90)}"
-            if view.eta_new
-            else "–"
+            f"{human_duration(eta_new.p50)} / {human_duration(eta_new.p90)}" if eta_new else "–"
         ),
         "charts": {
             "waiting": line_svg(waiting, label="Fans in line, last hour"),

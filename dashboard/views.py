@@ -7,18 +7,30 @@ from functools import wraps
 
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.catalogue import REFRESH_SECONDS, catalogue
+from dashboard.confirmations import confirmation
+from dashboard.controls import (
+    ADMIT_MAX,
+    SETTING_MAX,
+    Control,
+    ControlRefused,
+    control_asked,
+    control_carry_out,
+    controls_that_apply,
+    why_it_does_not_apply,
+)
 from dashboard.event_figures import event_figures
 from dashboard.preview import preview, preview_form
 from events.catalogue import SEARCH_MAX_LENGTH
-from events.models import Event, EventMode
-from staff import services
+from events.models import MESSAGE_MAX_LENGTH, Event, EventMode
+from staff.consequences import fans_now
 
 
 def _event(slug: str) -> Event:
@@ -88,13 +100,22 @@ def catalogue_figures(request: HttpRequest) -> JsonResponse:
 @require_GET
 def event_page(request: HttpRequest, slug: str) -> HttpResponse:
     event = _event(slug)
+    now = timezone.now()
+    figures = event_figures(event, now=now)
     return render(
         request,
         "dashboard/event.html",
         {
             "event": event,
-            "figures": event_figures(event, now=timezone.now()),
+            "figures": figures,
             "modes": EventMode.choices,
+            # Only what applies in this state (a closed on-sale: nothing to steer).
+            "controls": {c.value for c in controls_that_apply(event, event.state_at(now))},
+            "may_steer": request.user.has_perm("events.change_event"),
+            "fans_page": reverse("waiting-page", kwargs={"slug": event.slug}),
+            "admit_max": ADMIT_MAX,
+            "setting_max": SETTING_MAX,
+            "message_max": MESSAGE_MAX_LENGTH,
         },
     )
 
@@ -122,78 +143,59 @@ def event_stats(request: HttpRequest, slug: str) -> JsonResponse:
     return JsonResponse(event_figures(_event(slug), now=timezone.now()))
 
 
+def _steer(request: HttpRequest, slug: str, post: QueryDict) -> HttpResponse:
+    """Every control, the message's included: checked, refused when it does not apply in the
+    on-sale's state, confirmed on a page of its own that says what it will do (in the numbers
+    of that moment; no script needed), then done through the services (audited)."""
+    event = _event(slug)
+    back = redirect("dashboard-event", slug=slug)
+    if not request.user.has_perm("events.change_event"):
+        messages.error(request, "You may look, but not steer: you lack 'change event'.")
+        return back
+    now = timezone.now()
+    try:
+        asked = control_asked(post)
+    except ControlRefused as refusal:
+        messages.error(request, str(refusal))
+        return back
+    state = event.state_at(now)
+    if asked.control not in controls_that_apply(event, state):
+        messages.error(request, why_it_does_not_apply(event, state, asked.control))
+        return back
+    if post.get("confirmed") != "yes":
+        fans = fans_now([event.pk])[event.pk]
+        return render(
+            request,
+            "dashboard/confirm.html",
+            {
+                "event": event,
+                "confirmation": confirmation(event, state, asked, fans),
+                "fields": asked.fields(),
+                "action_url": request.path,
+            },
+        )
+    try:
+        done = control_carry_out(event=event, asked=asked, actor=_actor(request), now=now)
+    except ControlRefused as refusal:
+        messages.error(request, str(refusal))
+        return back
+    messages.success(request, done)
+    return back
+
+
 @staff_who_may_see_events
 @require_POST
 def event_message(request: HttpRequest, slug: str) -> HttpResponse:
     """Staff's word to the line: set (or, with ``clear``, take away) the message every waiting
-    page shows; audited as a change and broadcast at once (staff/services.py)."""
-    event = _event(slug)
-    if not request.user.has_perm("events.change_event"):
-        messages.error(request, "You may look, but not steer: you lack 'change event'.")
-        return redirect("dashboard-event", slug=slug)
-    text = "" if request.POST.get("clear") else request.POST.get("message", "").strip()
-    try:
-        services.event_update(
-            event=event, actor=_actor(request), now=timezone.now(), changes={"message": text}
-        )
-    except ValidationError as refusal:
-        messages.error(request, " ".join(refusal.message_dict.get("message", refusal.messages)))
-        return redirect("dashboard-event", slug=slug)
-    messages.success(
-        request,
-        f"{event.name}: the line now reads your message."
-        if text
-        else f"{event.name}: message cleared.",
-    )
-    return redirect("dashboard-event", slug=slug)
-
-
-_SETTINGS = {"capacity": "capacity", "rate": "rate_per_minute"}
-# Staff switch the on-sale's mode here too (docs/api.md, "Modes"); audited like any change.
-_MODE = "mode"
+    page shows; confirmed first, audited as a change and broadcast at once (staff/services.py)."""
+    post = request.POST.copy()
+    post["action"] = Control.MESSAGE
+    return _steer(request, slug, post)
 
 
 @staff_who_may_see_events
 @require_POST
 def event_control(request: HttpRequest, slug: str) -> HttpResponse:
-    """pause / resume / close, or set capacity or rate. Confirmed in the page; without
-    JavaScript, a confirmation page comes first."""
-    event = _event(slug)
-    if not request.user.has_perm("events.change_event"):
-        messages.error(request, "You may look, but not steer: you lack 'change event'.")
-        return redirect("dashboard-event", slug=slug)
-    action = request.POST.get("action", "")
-    if action not in services.EVENT_CONTROLS and action not in _SETTINGS and action != _MODE:
-        messages.error(request, "Unknown control.")
-        return redirect("dashboard-event", slug=slug)
-    if action == _MODE and request.POST.get("value", "") not in EventMode.values:
-        messages.error(request, "Unknown mode.")
-        return redirect("dashboard-event", slug=slug)
-    if request.POST.get("confirmed") != "yes":
-        return render(
-            request,
-            "dashboard/confirm.html",
-            {"event": event, "action": action, "value": request.POST.get("value", "")},
-        )
-    now = timezone.now()
-    if action in services.EVENT_CONTROLS:
-        services.EVENT_CONTROLS[action](event=event, actor=_actor(request), now=now)
-        messages.success(request, f"{event.name}: {action} done.")
-        return redirect("dashboard-event", slug=slug)
-    if action == _MODE:
-        mode = EventMode(request.POST["value"])
-        services.event_update(event=event, actor=_actor(request), now=now, changes={"mode": mode})
-        messages.success(request, f"{event.name}: the mode is now {mode.label.lower()}.")
-        return redirect("dashboard-event", slug=slug)
-    try:
-        value = int(request.POST.get("value", ""))
-        if value < 0:
-            raise ValueError
-        services.event_update(
-            event=event, actor=_actor(request), now=now, changes={_SETTINGS[action]: value}
-        )
-    except (ValueError, ValidationError):
-        messages.error(request, "Give a whole number, 0 or more.")
-        return redirect("dashboard-event", slug=slug)
-    messages.success(request, f"{event.name}: {_SETTINGS[action]} is now {value}.")
-    return redirect("dashboard-event", slug=slug)
+    """pause / resume / close, admit N now, capacity, pace (``rate``), mode or message
+    (dashboard/controls.py). A confirmation page comes first."""
+    return _steer(request, slug, request.POST)

@@ -1,4 +1,7 @@
-"""On-sales and how fans are grouped in them (tiers, access codes)."""
+"""On-sales and how fans are grouped in them (tiers, access codes).
+
+Over 350 lines on purpose: every setting of an on-sale with the help text staff read at the
+field, and every constraint with the message staff read when a form trips it, in one place."""
 
 from __future__ import annotations
 
@@ -80,12 +83,14 @@ class Event(models.Model):
     )
     capacity = models.PositiveIntegerField(
         default=100,
-        help_text="Most fans inside the shop at once (0 = no cap). Set it to what the shop "
-        "can serve concurrently without slowing down.",
+        help_text="Most fans inside the shop at once. 0 = no cap: fans are let in at the "
+        "pace only (to stop letting fans in, pause the on-sale). Set it to what the shop can "
+        "serve concurrently without slowing down.",
     )
     rate_per_minute = models.PositiveIntegerField(
         default=60,
-        help_text="Most fans let in per minute (0 = no rate limit). Both caps apply together.",
+        help_text="Most fans let in per minute. 0 = no pace limit: fans are let in as fast as "
+        "the capacity allows. Both caps apply together.",
     )
     session_seconds = models.PositiveIntegerField(
         default=900,
@@ -218,6 +223,9 @@ class Event(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        # Every screen, the admin's included, calls it an on-sale.
+        verbose_name = "on-sale"
+        verbose_name_plural = "on-sales"
         ordering = ["-created_at"]
         # The integration key lets its holder end any fan's session on the shop's behalf, so
         # seeing it is a right of its own, beyond viewing or changing the on-sale.
@@ -231,25 +239,38 @@ class Event(models.Model):
         ]
         constraints = [
             models.CheckConstraint(
-                condition=Q(control__in=EventControl.values), name="event_control_valid"
+                condition=Q(control__in=EventControl.values),
+                name="event_control_valid",
+                violation_error_message="The control must be running, paused or closed.",
             ),
             models.CheckConstraint(
                 condition=Q(ends_at__isnull=True)
                 | Q(starts_at__isnull=True)
                 | Q(ends_at__gt=models.F("starts_at")),
                 name="event_ends_after_start",
+                violation_error_message="The on-sale must end after it starts: set the end "
+                "later than the start, or leave it empty.",
             ),
             models.CheckConstraint(
                 condition=Q(prequeue_opens_at__isnull=True)
                 | Q(starts_at__isnull=True)
                 | Q(starts_at__gte=models.F("prequeue_opens_at")),
                 name="event_prequeue_before_start",
+                violation_error_message="The pre-queue must open before the sale starts (or "
+                "at the same time): set its opening no later than the start.",
             ),
             models.CheckConstraint(
                 condition=Q(heartbeat_seconds__gte=10) & Q(session_seconds__gte=30),
                 name="event_timeouts_sane",
+                violation_error_message="The heartbeat must be at least 10 seconds and the "
+                "session at least 30 seconds.",
             ),
-            models.CheckConstraint(condition=Q(mode__in=EventMode.values), name="event_mode_valid"),
+            models.CheckConstraint(
+                condition=Q(mode__in=EventMode.values),
+                name="event_mode_valid",
+                violation_error_message="The mode must be queue, safety net, passthrough or "
+                "maintenance.",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -285,7 +306,9 @@ class EventLogo(models.Model):
 
 
 class Tier(models.Model):
-    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="tiers")
+    event = models.ForeignKey(
+        Event, on_delete=models.CASCADE, related_name="tiers", verbose_name="on-sale"
+    )
     name = models.CharField(max_length=64)
     priority = models.PositiveSmallIntegerField(
         default=100,
@@ -305,11 +328,23 @@ class Tier(models.Model):
     class Meta:
         ordering = ["priority", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["event", "name"], name="tier_name_unique_per_event"),
             models.UniqueConstraint(
-                fields=["event"], condition=Q(is_default=True), name="one_default_tier_per_event"
+                fields=["event", "name"],
+                name="tier_name_unique_per_event",
+                violation_error_message="Each tier of an on-sale needs a name of its own.",
             ),
-            models.CheckConstraint(condition=Q(priority__lte=999), name="tier_priority_range"),
+            models.UniqueConstraint(
+                fields=["event"],
+                condition=Q(is_default=True),
+                name="one_default_tier_per_event",
+                violation_error_message="Only one tier can take the fans without an access "
+                "code: tick “is default” on one tier at most.",
+            ),
+            models.CheckConstraint(
+                condition=Q(priority__lte=999),
+                name="tier_priority_range",
+                violation_error_message="A tier's priority runs from 0 to 999.",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -317,14 +352,20 @@ class Tier(models.Model):
 
 
 class AccessCode(models.Model):
-    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="access_codes")
+    event = models.ForeignKey(
+        Event, on_delete=models.CASCADE, related_name="access_codes", verbose_name="on-sale"
+    )
     tier = models.ForeignKey(Tier, on_delete=models.CASCADE, related_name="access_codes")
     # Stored normalised (see events.validation.normalise_access_code) so that matching is exact.
     code = models.CharField(max_length=64)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["event", "code"], name="access_code_unique_per_event"),
+            models.UniqueConstraint(
+                fields=["event", "code"],
+                name="access_code_unique_per_event",
+                violation_error_message="This access code is already used in this on-sale.",
+            ),
         ]
 
     def __str__(self) -> str:

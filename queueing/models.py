@@ -20,7 +20,10 @@ class NextVal(Func):
 
 class QueueEntry(models.Model):
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    event = models.ForeignKey("events.Event", on_delete=models.PROTECT, related_name="entries")
+    # Staff read "on-sale" on every screen, the admin's included.
+    event = models.ForeignKey(
+        "events.Event", on_delete=models.PROTECT, related_name="entries", verbose_name="on-sale"
+    )
     tier = models.ForeignKey("events.Tier", on_delete=models.PROTECT, related_name="entries")
     # SHA-256 of "<kind>:<value>" (user, cookie or idempotency key); never the raw value.
     identity = models.CharField(max_length=64)
@@ -192,7 +195,9 @@ class AuditChainHead(models.Model):
 
 
 class AuditRecord(models.Model):
-    event = models.ForeignKey("events.Event", on_delete=models.PROTECT, related_name="audit")
+    event = models.ForeignKey(
+        "events.Event", on_delete=models.PROTECT, related_name="audit", verbose_name="on-sale"
+    )
     # Position in the event's chain, 1-based and gapless.
     seq = models.BigIntegerField()
     at = models.DateTimeField()

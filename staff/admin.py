@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models import QuerySet
 from django.forms import BaseInlineFormSet, ModelForm
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 from django.utils import timezone
 
@@ -20,7 +21,9 @@ from events.models import AccessCode, Event, Tier
 from queueing.models import AuditRecord, QueueEntry
 from queueing.rules.branding import accent_warning
 from staff import services
+from staff.admin_close import close_events_confirmed
 from staff.admin_filters import StateFilter, state_label
+from staff.admin_tiers import TierInline
 from staff.branding_preview import (
     EventAdminForm,
     branding_preview_response,
@@ -28,12 +31,6 @@ from staff.branding_preview import (
     logo_change_requested,
     logo_display,
 )
-
-
-class TierInline(admin.TabularInline):
-    model = Tier
-    extra = 0
-    fields = ("name", "priority", "share", "is_default")
 
 
 class AccessCodeInline(admin.TabularInline):
@@ -75,8 +72,8 @@ class EventAdmin(admin.ModelAdmin):
         "state",
         "control",
         "mode",
-        "capacity",
-        "rate_per_minute",
+        "capacity_shown",
+        "rate_shown",
         "prequeue_opens_at",
         "starts_at",
     )
@@ -103,7 +100,9 @@ class EventAdmin(admin.ModelAdmin):
             {
                 "fields": ("capacity", "rate_per_minute", "session_seconds"),
                 "description": "Capacity is how many fans may be inside the shop at once; "
-                "the rate is how many are let in per minute. Admission respects both.",
+                "the rate is how many are let in per minute. Admission respects both. 0 means "
+                "no limit, never none: capacity 0 lets fans in at the pace only. To stop "
+                "letting fans in, use the Pause action (or the dashboard's Pause).",
             },
         ),
         (
@@ -154,6 +153,14 @@ class EventAdmin(admin.ModelAdmin):
     @admin.display(description="State")
     def state(self, obj: Event) -> str:
         return state_label(obj)
+
+    @admin.display(description="Capacity", ordering="capacity")
+    def capacity_shown(self, obj: Event) -> str:
+        return f"{obj.capacity:,}" if obj.capacity else "No cap"
+
+    @admin.display(description="Rate / min", ordering="rate_per_minute")
+    def rate_shown(self, obj: Event) -> str:
+        return f"{obj.rate_per_minute:,}" if obj.rate_per_minute else "No pace limit"
 
     @admin.display(description="Contrast")
     def accent_contrast(self, obj: Event) -> str:
@@ -287,9 +294,13 @@ class EventAdmin(admin.ModelAdmin):
                 messages.SUCCESS,
             )
 
-    @admin.action(description="Close (refuse new joins)", permissions=("change",))
-    def close_events(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
-        self._control(request, queryset, services.EVENT_CONTROLS["close"], "Closed")
+    @admin.action(
+        description="Close (send home everyone in line; asks first)", permissions=("change",)
+    )
+    def close_events(
+        self, request: HttpRequest, queryset: QuerySet[Event]
+    ) -> TemplateResponse | None:
+        return close_events_confirmed(self, request, queryset, _actor(request))
 
     @admin.action(
         description="Rotate the integration key (the old one stops working)",

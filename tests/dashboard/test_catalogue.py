@@ -122,17 +122,44 @@ def test_each_row_shows_waiting_in_shop_and_pace(staff, make_event) -> None:
     figures = {row.event.slug: row.figures for row in page.context["catalogue"].rows}
     assert (figures["busy"].waiting, figures["busy"].active, figures["busy"].capacity) == (3, 2, 2)
     assert (figures["quiet"].waiting, figures["quiet"].active) == (0, 0)
-    # No admission measured yet: the pace the settings allow, 100 per 900 s, said to be so.
-    assert (figures["quiet"].pace.text, figures["quiet"].pace.source) == ("6.7", "configured")
-    assert figures["busy"].pace is not None
+    # No admission measured yet: the rate set, which the capacity (100 per 900 s) may bind.
+    assert (figures["quiet"].pace.text, figures["quiet"].pace.source) == ("up to 60", "configured")
+    # No pace set and none measured yet (one run): "no pace limit", the capacity alone binds.
+    assert figures["busy"].pace is None
     row = re.search(r'<tr data-event="busy">.*?</tr>', page.content.decode(), re.S).group(0)
     assert '<td class="num" data-fig="waiting">3</td>' in row
     assert '<span data-fig="active">2</span> / 2' in row
     refreshed = staff.get("/dashboard/catalogue/figures?tab=live").json()
     assert refreshed["counts"] == {"live": 2, "upcoming": 0, "ended": 0}
     assert refreshed["rows"]["busy"]["waiting"] == 3 and refreshed["rows"]["busy"]["active"] == 2
-    assert refreshed["rows"]["quiet"]["pace"] == "6.7"
+    assert refreshed["rows"]["quiet"]["pace"] == "up to 60"
     assert refreshed["rows"]["quiet"]["pace_source"] == "configured"
+
+
+def test_a_configured_pace_is_the_rate_set_per_minute(staff, make_event) -> None:
+    """The demo's settings, 5 in the shop and 30 a minute, read "up to 30" configured: not
+    0.33, the slowest the shop could be (5 places over a 15-minute session), which beside a
+    rate of 30 looked like a rate per second shown per minute."""
+    make_event(slug="demo", capacity=5, rate_per_minute=30, session_seconds=900)
+    make_event(slug="paced", capacity=1000, rate_per_minute=30, session_seconds=900)
+    make_event(slug="capped", capacity=5, rate_per_minute=0)
+    make_event(slug="open", capacity=0, rate_per_minute=0)
+    page = staff.get("/dashboard/?tab=live")
+    figures = {row.event.slug: row.figures for row in page.context["catalogue"].rows}
+    assert (figures["demo"].pace.text, figures["demo"].pace.source) == ("up to 30", "configured")
+    # 30 a minute cannot fill 1,000 places in a session: the rate is the pace.
+    assert (figures["paced"].pace.text, figures["paced"].pace.source) == ("30", "configured")
+    assert figures["capped"].pace is None and figures["open"].pace is None
+    rows = {
+        slug: re.search(rf'<tr data-event="{slug}">.*?</tr>', page.content.decode(), re.S).group(0)
+        for slug in ("demo", "open")
+    }
+    assert '<span data-fig="pace">up to 30</span>' in rows["demo"]
+    assert '<span data-fig="active">0</span> / no cap' in rows["open"]
+    assert '<span data-fig="pace">no pace limit</span>' in rows["open"]
+    assert staff.get("/dashboard/catalogue/figures?tab=live").json()["rows"]["demo"]["pace"] == (
+        "up to 30"
+    )
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,16 @@
+import re
+from datetime import timedelta
+
 import pytest
 from django.test import Client
 from django.utils import timezone
 
-from events.models import Event
+from events.models import AccessCode, Event, Tier
 from queueing.beat import event_tick
 from queueing.models import AuditRecord, QueueEntry
-from staff.services import event_pause
-from tests.helpers import fans_join, join, new_fan, staff_client
+from staff.services import TierSpec, event_close, event_pause
+from tests.helpers import fans_join, join, new_fan, staff_client, waiting_entries
+from tests.staff.admin_forms import change_form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -57,12 +61,57 @@ def test_admin_actions_pause_and_close_through_services(admin_client_, event) ->
     join(new_fan(), event.slug)
     for action in ("pause_events", "close_events"):
         admin_client_.post(
-            "/admin/events/event/", {"action": action, "_selected_action": [event.pk]}
+            "/admin/events/event/",
+            {"action": action, "_selected_action": [event.pk], "post": "yes"},
         )
     actions = list(
         AuditRecord.objects.filter(event=event).order_by("seq").values_list("action", flat=True)
     )
     assert actions[-2:] == ["event_paused", "event_closed"]
+
+
+def test_the_admin_close_asks_first_and_says_how_many_go_home(admin_client_, make_event) -> None:
+    """Closing is final and empties the line: the action shows a confirmation page, as
+    Django's delete does, with the fans each on-sale sends home, and closes nothing yet."""
+    busy = make_event(slug="busy", capacity=1, rate_per_minute=60)
+    quiet = make_event(slug="quiet")
+    gone = make_event(slug="gone")
+    event_close(event=gone, actor="test", now=timezone.now())
+    fans_join(busy.slug, 3)
+    event_tick(event_id=busy.id, now=timezone.now())  # one goes in: the capacity
+    waiting_entries(busy, busy.tiers.get(), 1232)  # a long line, written straight
+    selected = {"action": "close_events", "_selected_action": [busy.pk, quiet.pk, gone.pk]}
+    asked = admin_client_.post("/admin/events/event/", selected)
+    assert asked.status_code == 200
+    html = asked.content.decode()
+    summary = re.search(r'<p id="close-summary">(.*?)</p>', html, re.S).group(1)
+    assert "sends home the <strong>1,234</strong> fans still in line of these 2 on-sales" in summary
+    assert "The 1 fan in the shop keeps their pass until" in summary
+    assert "On-sale busy (<code>busy</code>): 1,234 in line sent home, 1 in the shop" in html
+    assert "On-sale gone (<code>gone</code>): closed already, nothing changes" in html
+    assert 'name="post" value="yes"' in html and "Yes, close" in html
+    assert Event.objects.filter(control="closed").count() == 1  # only the one closed before
+    done = admin_client_.post("/admin/events/event/", {**selected, "post": "yes"}, follow=True)
+    assert "Closed 3 on-sale(s)." in done.content.decode()
+    assert set(Event.objects.filter(control="closed").values_list("slug", flat=True)) == {
+        "busy",
+        "quiet",
+        "gone",
+    }
+    for _ in range(2):  # a thousand a tick
+        event_tick(event_id=busy.id, now=timezone.now())
+    assert QueueEntry.objects.filter(event=busy, status="revoked").count() == 1234
+
+
+def test_the_admin_says_on_sale_not_event(admin_client_, make_event) -> None:
+    for slug in ("one", "two"):  # a filter by on-sale shows from two on
+        join(new_fan(), make_event(slug=slug).slug)
+    listing = admin_client_.get("/admin/events/event/").content.decode()
+    assert "Select on-sale to change" in listing and "Add on-sale" in listing
+    assert ">Event<" not in listing and "Select event" not in listing
+    entries = admin_client_.get("/admin/queueing/queueentry/").content.decode()
+    assert "By on-sale" in entries and "By event" not in entries
+    assert ">On-sale</a>" in entries and ">Event</a>" not in entries
 
 
 def test_the_audit_trail_is_read_only_in_the_admin(admin_client_, event) -> None:
@@ -150,7 +199,7 @@ def test_the_key_permission_shows_and_rotates_the_key_in_the_admin(event) -> Non
     [
         ("pause_events", {}, "event_paused"),
         ("resume_events", {}, "event_resumed"),
-        ("close_events", {}, "event_closed"),
+        ("close_events", {"post": "yes"}, "event_closed"),  # confirmed
         ("admit_now", {"count": "2"}, "admitted"),
     ],
 )
@@ -179,3 +228,56 @@ def test_admin_saves_need_their_csrf_token(event) -> None:
     assert response.status_code == 403
     event.refresh_from_db()
     assert event.capacity != 999
+
+
+@pytest.mark.parametrize(
+    ("times", "said"),
+    [
+        (
+            {"prequeue_opens_at": 2, "starts_at": 1},
+            "The pre-queue must open before the sale starts (or at the same time)",
+        ),
+        ({"starts_at": 2, "ends_at": 1}, "The on-sale must end after it starts"),
+    ],
+)
+def test_a_schedule_the_database_refuses_is_said_in_words(
+    admin_client_, event, times, said
+) -> None:
+    url = f"/admin/events/event/{event.pk}/change/"
+    form = change_form_data(admin_client_, url)
+    for field, hours in times.items():
+        at = timezone.localtime() + timedelta(hours=hours)
+        form[f"{field}_0"] = [at.strftime("%Y-%m-%d")]
+        form[f"{field}_1"] = [at.strftime("%H:%M:%S")]
+    page = admin_client_.post(url, form)
+    assert page.status_code == 200  # the form again, with the error
+    html = page.content.decode()
+    assert said in html and "Constraint" not in html and "is violated" not in html
+
+
+def test_two_default_tiers_are_refused_in_words(admin_client_, make_event) -> None:
+    event = make_event(
+        tiers=[TierSpec("General"), TierSpec("Members", priority=1, access_codes=["VIP"])]
+    )
+    url = f"/admin/events/event/{event.pk}/change/"
+    form = change_form_data(admin_client_, url)
+    for index in range(2):
+        form[f"tiers-{index}-is_default"] = ["on"]
+    html = admin_client_.post(url, form).content.decode()
+    assert "Only one tier can take the fans without an access code" in html
+    assert "Constraint" not in html
+    assert list(event.tiers.filter(is_default=True).values_list("name", flat=True)) == ["General"]
+    # Moving the default to the tier listed (served) first: the form taking it is saved
+    # before the one letting it go, which the database's index would refuse as it comes.
+    form = change_form_data(admin_client_, url)
+    assert form["tiers-0-name"] == ["Members"]
+    form["tiers-0-is_default"], form["tiers-1-is_default"] = ["on"], []
+    assert admin_client_.post(url, form).status_code == 302
+    assert list(event.tiers.filter(is_default=True).values_list("name", flat=True)) == ["Members"]
+
+
+def test_every_constraint_staff_can_trip_says_what_to_do() -> None:
+    for model in (Event, Tier, AccessCode):
+        for constraint in model._meta.constraints:
+            message = constraint.get_violation_error_message()
+            assert "Constraint" not in message and "violated" not in message, constraint.name

@@ -33,7 +33,7 @@
       }
       set(row.querySelector('[data-fig="waiting"]'), figures.waiting);
       set(row.querySelector('[data-fig="active"]'), figures.active);
-      set(row.querySelector('[data-fig="pace"]'), figures.pace === null ? "no limit" : figures.pace);
+      set(row.querySelector('[data-fig="pace"]'), figures.pace === null ? "no pace limit" : figures.pace);
       set(row.querySelector('[data-fig="pace_source"]'), figures.pace_source);
     });
   }

@@ -1,5 +1,6 @@
-// Live figures without reloading: fetch the on-sale's stats every two seconds; confirm
-// controls before they are sent.
+// Live figures without reloading: fetch the on-sale's stats every two seconds. Controls need
+// no script: each goes to a confirmation page that says what it will do, in the numbers of
+// that moment (dashboard/controls.py).
 (function () {
   "use strict";
   var slug = JSON.parse(document.getElementById("dashboard-slug").textContent);
@@ -17,7 +18,8 @@
         }
         set("fig-waiting", f.waiting);
         set("fig-active", f.active);
-        set("fig-capacity", f.capacity || "∞");
+        set("fig-capacity", f.capacity || "No cap");
+        set("fig-rate", f.rate_per_minute ? f.rate_per_minute + " / min" : "No pace limit");
         set("fig-admissions", f.admissions_per_minute);
         set("fig-arrivals", f.arrivals_per_minute);
         set("fig-abandoned", f.abandoned_last_hour);
@@ -31,10 +33,4 @@
       .then(function () { setTimeout(refresh, 2000); });
   }
   setTimeout(refresh, 2000);
-  document.querySelectorAll("form[data-confirm]").forEach(function (form) {
-    form.addEventListener("submit", function (event) {
-      if (!window.confirm(form.getAttribute("data-confirm"))) { event.preventDefault(); return; }
-      form.querySelector("input[name=confirmed]").value = "yes";
-    });
-  });
 })();

@@ -23,7 +23,8 @@ HOSTILE = '<script>alert(1)</script>\n<img src=x onerror="alert(2)">'
 
 
 def say(client: Client, slug: str, **form: str) -> Any:
-    return client.post(f"/dashboard/events/{slug}/message", form)
+    """The message form, confirmed (the dashboard asks first: tests/dashboard)."""
+    return client.post(f"/dashboard/events/{slug}/message", {**form, "confirmed": "yes"})
 
 
 def test_staff_set_and_clear_the_message_from_the_dashboard_audited(make_event) -> None:
