@@ -121,12 +121,22 @@ class LineMachine(RuleBasedStateMachine):
         assert len(ids) == len(set(ids))
 
     @invariant()
+    def a_fan_passed_over_holds_no_slot(self) -> None:
+        passed = QueueEntry.objects.filter(event=self.event, passed_over_at__isnull=False)
+        assert not passed.filter(status=EntryStatus.ADMITTED).exists()
+
+    @invariant()
     def active_never_exceeds_capacity(self) -> None:
         assert len(self._entries(EntryStatus.ADMITTED)) <= self.capacity
 
     @invariant()
     def fifo_within_each_tier(self) -> None:
-        entries = QueueEntry.objects.filter(event=self.event)
+        # Fans passed over while away (queueing/line/away.py) are the documented exception:
+        # back, they go in first, after some who were behind them. Everyone else: FIFO.
+        passed_over = AuditRecord.objects.filter(event=self.event, action="away").values(
+            "ticket_id"
+        )
+        entries = QueueEntry.objects.filter(event=self.event).exclude(public_id__in=passed_over)
         for tier_id in set(entries.values_list("tier_id", flat=True)):
             waiting = entries.filter(tier_id=tier_id, status=EntryStatus.WAITING)
             ever_admitted = entries.filter(tier_id=tier_id, admitted_at__isnull=False)
