@@ -247,16 +247,15 @@ def queued_expire_unseen(*, event_id: int, now: datetime, away_seconds: int | No
 def _expire_passed_over(event_id: int, *, held_since: datetime, now: datetime) -> int:
     """Fans passed over while away who did not come back within their hold (they are out of
     the hot index already: nothing to forget there). Index entry_passed_over."""
+    due = QueueEntry.objects.filter(
+        event_id=event_id, status=EntryStatus.WAITING, passed_over_at__lte=held_since
+    )
+    if not due.exists():
+        return 0  # the usual tick: one index probe, no transaction
     with transaction.atomic():
         # Locked until the expiry commits: a fan coming back at this instant (away_back's
         # compare-and-set) waits, then finds the place ended, never both.
-        ids = list(
-            QueueEntry.objects.filter(
-                event_id=event_id, status=EntryStatus.WAITING, passed_over_at__lte=held_since
-            )
-            .select_for_update(skip_locked=True)
-            .values_list("id", flat=True)[:BATCH]
-        )
+        ids = list(due.select_for_update(skip_locked=True).values_list("id", flat=True)[:BATCH])
         if not ids:
             return 0
         return len(_expire(event_id, ids, (EntryStatus.WAITING,), "no_heartbeat", now))
