@@ -1,6 +1,7 @@
-"""The maintenance notice on an open waiting page, live, in a real browser against the real
-processes: it appears with staff's message when staff switch to maintenance, the fan keeps
-their place, and it goes again when staff switch back."""
+"""Maintenance on an open waiting page, live, in a real browser against the real processes: the
+page's first line and its wait say it, with staff's message, when staff switch to maintenance;
+the fan keeps their place; and both go back when staff switch back. (A fan in line hears of
+maintenance in the first line, never in a second notice: rules/wording.py.)"""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ from tests.http import request
 from tests.processes import running_stack, wait_until
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
+
+
+WAIT_KIND_IS = "kind => document.getElementById('wait').dataset.kind === kind"
+WAIT_KIND_IS_NOT = "kind => document.getElementById('wait').dataset.kind !== kind"
 
 
 def steer(base: str, token: str, **changes: str) -> None:
@@ -44,15 +49,18 @@ def test_the_notice_comes_and_goes_with_the_mode_without_a_reload(make_event) ->
             page = browser.new_page(locale="en-US")
             page.goto(f"{base}/e/fix/")
             page.wait_for_selector("#position")
-            assert page.locator("#maintenance").is_hidden()
+            assert "maintenance" not in page.inner_text("#status-text")
             page.evaluate("window.notReloaded = true")
 
             steer(base, token, mode="maintenance", message="<b>Back</b> at nine.")
-            page.locator("#maintenance").wait_for(state="visible", timeout=10_000)
+            page.wait_for_function(WAIT_KIND_IS, arg="maintenance", timeout=10_000)
+            assert "paused for maintenance" in page.inner_text("#status-text")
+            assert page.locator("#maintenance").count() == 0  # one message, not two
             assert page.inner_text("#staff-message-body") == "<b>Back</b> at nine."
             assert page.locator("#staff-message-body b").count() == 0  # text, never markup
             assert page.inner_text("#position") == "1"
 
             steer(base, token, mode="queue")
-            page.locator("#maintenance").wait_for(state="hidden", timeout=10_000)
+            page.wait_for_function(WAIT_KIND_IS_NOT, arg="maintenance", timeout=10_000)
+            assert "maintenance" not in page.inner_text("#status-text")
             assert page.evaluate("window.notReloaded") is True
