@@ -27,9 +27,10 @@ from queueing.line.admission import AdmissionOutcome, ManualAdmission, admission
 from queueing.line.followups import broadcast_soon
 from queueing.line.index_sync import index_mark_new_event_ready
 from queueing.line.schedule import line_start
-from queueing.models import AuditAction
+from queueing.models import AuditAction, QueueEntry
 from queueing.records.audit import audit_append, audit_chain_start
 from queueing.rules.branding import LogoRefused, logo_check
+from queueing.rules.errors import LanesFixed
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,7 @@ EDITABLE_FIELDS = (
     "session_seconds",
     "heartbeat_seconds",
     "away_seconds",
+    "lanes",
     "max_queue_length",
     "max_wait_seconds",
     "prequeue_opens_at",
@@ -139,8 +141,8 @@ def _apply_tiers(event: Event, specs: list[TierSpec]) -> None:
         )
 
 
-def _after_commit_mark_ready(event_id: int) -> None:
-    transaction.on_commit(lambda: index_mark_new_event_ready(event_id))
+def _after_commit_mark_ready(event_id: int, *, lanes: int) -> None:
+    transaction.on_commit(lambda: index_mark_new_event_ready(event_id, lanes=lanes))
 
 
 # What the fans' pages show from the ticks: a change is broadcast at once, not at the next beat.
@@ -194,7 +196,7 @@ def event_create(
         # at the first tick, whose "shuffled" record (of nobody) is then this one.
         if line_start(event_id=event.id, now=now):
             event.refresh_from_db(fields=["started_at"])
-        _after_commit_mark_ready(event.id)
+        _after_commit_mark_ready(event.id, lanes=event.lanes)
     return event
 
 
@@ -211,7 +213,12 @@ def event_update(
         raise ValueError(f"unknown event fields: {sorted(unknown)}")
     specs = _validate_tiers(tiers) if tiers is not None else None
     with transaction.atomic():
-        locked = Event.objects.select_for_update(no_key=True).get(pk=event.pk)
+        # A change of lanes locks the row against joins too (their key-share lock:
+        # line/joining.py), so that none commits between the check below and the change.
+        locked = Event.objects.select_for_update(no_key="lanes" not in changes).get(pk=event.pk)
+        lanes_change = "lanes" in changes and changes["lanes"] != locked.lanes
+        if lanes_change and lanes_fixed(locked):
+            raise LanesFixed()
         diff = {}
         for name, value in changes.items():
             old = getattr(locked, name)
@@ -227,7 +234,15 @@ def event_update(
             _audit_changed(event_id=locked.id, actor=actor, now=now, data={"changes": diff})
         if _SHOWN_LIVE & diff.keys():
             _after_commit_broadcast(locked.id)
+        if lanes_change:
+            # The new lanes' (empty) indexes are whole from the start, as a new on-sale's.
+            _after_commit_mark_ready(locked.id, lanes=locked.lanes)
     return locked
+
+
+def lanes_fixed(event: Event) -> bool:
+    """Whether the on-sale's lanes can no longer change: anyone ever joined its line."""
+    return QueueEntry.objects.filter(event_id=event.pk).exists()
 
 
 def event_record_admin_change(*, event: Event, actor: str, now: datetime, what: str) -> None:

@@ -221,7 +221,11 @@ def entry_ticket_ref(entry: QueueEntry) -> TicketRef:
     if not isinstance(holder, str):
         holder = ""
     return TicketRef(
-        entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id, holder=holder
+        entry_id=entry.id,
+        event_id=entry.event_id,
+        tier_id=entry.tier_id,
+        holder=holder,
+        lane=entry.lane,
     )
 
 
@@ -323,7 +327,12 @@ def entry_poll(
     placement = None
     if entry.status in QUEUED:
         placement = heartbeat(
-            layout, member=entry.id, tier_id=entry.tier_id, now=now, holder=entry.holder_key
+            layout,
+            member=entry.id,
+            tier_id=entry.tier_id,
+            now=now,
+            holder=entry.holder_key,
+            lane=entry.lane,
         )
     return entry_answer(entry, now=now, layout=layout, placement=placement)
 
@@ -337,7 +346,12 @@ def ticket_poll(*, ref: TicketRef, ticket: str, now: datetime) -> TicketAnswer:
     PlaceMoved when the ticket is not the place's any more (moved to another browser)."""
     layout = layout_with_tier(ref.event_id, ref.tier_id)
     placement = heartbeat(
-        layout, member=ref.entry_id, tier_id=ref.tier_id, now=now, holder=ref.holder
+        layout,
+        member=ref.entry_id,
+        tier_id=ref.tier_id,
+        now=now,
+        holder=ref.holder,
+        lane=ref.lane,
     )
     if placement is not None:
         answer = answer_from_index(
@@ -376,6 +390,7 @@ async def ticket_poll_async(ref: TicketRef, ticket: str) -> TicketAnswer | None:
         tier_id=ref.tier_id,
         heartbeat_deadline=time.time() + layout.heartbeat_seconds,
         holder=ref.holder,
+        lane=ref.lane,
     )
     try:
         placement = await heartbeat_async(layout, request)
