@@ -6,6 +6,9 @@ under its own hash tag (queueing/hot/keys.py): every script touches one lane's k
 is found in their own lane (``lane`` of the request); what spans the lanes (the whole
 line's counts, the heads of the tiers) is read with one pipeline, which a cluster client
 splits per node.
+
+Over 350 lines on purpose: every read and write of a line's sorted sets, one lane's or all
+of them, and the lanes' summary the tick keeps, in one place beside the keys they share.
 """
 
 from __future__ import annotations
@@ -62,6 +65,9 @@ class Placement:
     # The place was moved to another browser than the one the asking ticket names: not to
     # be answered from the index (the entry's row refuses the ticket).
     held_elsewhere: bool = False
+    # The rank and counts include other lanes' read between two checkpoints of their
+    # summary (queueing/line/lanes.py): near, not exact.
+    approximate: bool = False
 
 
 def tier_keys(layout: EventLayout, lane: int = 0) -> list[str]:
@@ -359,3 +365,19 @@ def overdue_members(event_id: int, *, now: float, limit: int, lane: int = 0) -> 
 def forget_heartbeats(event_id: int, members: Sequence[int], *, lane: int = 0) -> None:
     if members:
         client().zrem(keys.heartbeats(event_id, lane), *members)
+
+
+# ------------------------------------------------------------------- the lanes' summary
+# Written by the tick (JSON, under lane 0's tag), read by every process at most once a
+# second (queueing/line/lanes.py).
+
+
+@unavailable_on_redis_error
+def lanes_summary_write(event_id: int, text: str, *, ttl_seconds: int) -> None:
+    client().set(keys.lanes_summary(event_id), text, ex=ttl_seconds)
+
+
+@unavailable_on_redis_error
+def lanes_summary_read(event_id: int) -> bytes | None:
+    raw: bytes | None = client().get(keys.lanes_summary(event_id))
+    return raw

@@ -164,6 +164,7 @@ def answer_from_index(
         throughput=throughput,
         tier_id=ref.tier_id,
         order_key=placement.order_key,
+        approximate=position is not None and placement.approximate,
     )
 
 
@@ -315,6 +316,7 @@ def _entry_described(
         throughput=line_reads.throughput(layout) if position is not None else None,
         tier_id=entry.tier_id,
         order_key=entry.order_key if status in QUEUED else None,
+        approximate=position is not None and placement is not None and placement.approximate,
     )
     return replace(answer, was_admitted=entry.admitted_at is not None)
 

@@ -45,6 +45,7 @@ from queueing.hot.client import HotIndexBusy, HotIndexUnavailable, answered
 from queueing.hot.line_index import LocateRequest, Placement
 from queueing.in_process import ProcessCache, closes_old_connections
 from queueing.line.index_sync import index_forget, index_forget_heartbeats
+from queueing.line.lanes import placement_in_line, placement_in_line_async
 from queueing.line.reads import line_reads
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.transitions import Moved, transition_audited
@@ -86,7 +87,9 @@ def heartbeat(
         holder=holder,
         lane=lane,
     )
-    return placement
+    if placement is None:
+        return None
+    return placement_in_line(layout, placement, lane=lane, tier_id=tier_id)
 
 
 async def heartbeat_async(layout: EventLayout, request: LocateRequest) -> Placement | None:
@@ -102,7 +105,9 @@ async def heartbeat_async(layout: EventLayout, request: LocateRequest) -> Placem
             _flag_soon(layout.event_id)
         return None
     _gaps.recorded(layout.event_id)
-    return placement
+    return await placement_in_line_async(
+        layout, placement, lane=request.lane, tier_id=request.tier_id
+    )
 
 
 def heartbeats_refresh(

@@ -35,6 +35,7 @@ from queueing.hot.epoch import RebuildSuperseded
 from queueing.hot.line_index import IndexState, LocateRequest, Placement
 from queueing.line.activity import events_with_fans
 from queueing.line.followups import rebuild_soon
+from queueing.line.lanes import placement_in_line
 from queueing.line.reads import event_layout
 from queueing.models import QueueEntry
 from queueing.records.entry_reads import IN_ORDER
@@ -112,7 +113,12 @@ def index_add(
         if not done or placed is None:
             _flag_stale(layout.event_id)
             return [None] * len(entries)
-        placements += placed
+        placements += [
+            placement_in_line(layout, placement, lane=entry.lane, tier_id=entry.tier_id)
+            for entry, placement in zip(
+                entries[start : start + settings.WR_INDEX_ADD_CHUNK], placed, strict=True
+            )
+        ]
     try:
         gone = list(
             QueueEntry.objects.filter(pk__in=[entry.id for entry in entries])
