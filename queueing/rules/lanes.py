@@ -129,25 +129,36 @@ def merged_checkpoints(
     tier_id: int, summaries: Sequence[LaneSummary], *, ranks: Sequence[int]
 ) -> tuple[int, tuple[tuple[int, int], ...]]:
     """One tier of the whole line, for a tick: its count, and ``(rank, order key)``
-    checkpoints at about ``ranks`` (ascending), each lane's checkpoint placed among the
-    other lanes by their summaries (exact in the lanes' fronts, within the gap behind)."""
+    checkpoints at about ``ranks`` (ascending; the last fan's always), each a lane's
+    checkpoint placed among the other lanes by their summaries (exact in the lanes' fronts,
+    within the gap behind). The whole line's rank grows with the key, so each wanted rank
+    is found by a binary search over the lanes' checkpoints in key order: O(ranks * log n *
+    lanes), not a placing of every checkpoint."""
     tiers = [(s.lane, s.tiers[tier_id]) for s in summaries if tier_id in s.tiers]
     count = sum(tier.count for _, tier in tiers)
-    placed: list[tuple[int, int]] = []
-    for lane, tier in tiers:
-        for rank, key in tier.checkpoints:
-            whole = rank + sum(count_below(other, key)[0] for o, other in tiers if o != lane)
-            placed.append((key, whole))
-    placed.sort()
+    placed = sorted((key, rank, lane) for lane, tier in tiers for rank, key in tier.checkpoints)
+    wholes: dict[int, int] = {}
+
+    def whole(index: int) -> int:
+        if index not in wholes:
+            key, rank, lane = placed[index]
+            wholes[index] = rank + sum(
+                count_below(other, key)[0] for o, other in tiers if o != lane
+            )
+        return wholes[index]
+
     points: list[tuple[int, int]] = []
-    wanted = iter(ranks)
-    target = next(wanted, None)
-    for index, (key, whole) in enumerate(placed):
-        if points and whole <= points[-1][0]:
-            continue
-        last = index == len(placed) - 1
-        if (target is not None and whole >= target) or last:
-            points.append((whole, key))
-            while target is not None and target <= whole:
-                target = next(wanted, None)
+    low = 0
+    for target in ranks:
+        if low >= len(placed):
+            break
+        found = bisect.bisect_left(range(len(placed)), target, lo=low, key=whole)
+        if found >= len(placed):
+            break
+        at = whole(found)
+        if not points or at > points[-1][0]:
+            points.append((at, placed[found][0]))
+        low = found + 1
+    if placed and (not points or points[-1][1] != placed[-1][0]):
+        points.append((whole(len(placed) - 1), placed[-1][0]))
     return count, tuple(points)

@@ -135,3 +135,33 @@ def test_positions_across_lanes_stay_within_the_bound(
             else:
                 assert told == exact
     assert approximate > 0  # the bound was put to the test, not only exact answers
+
+
+def test_a_tick_of_a_laned_line_sketches_the_whole_line(make_event, settings) -> None:
+    from queueing.live.ticks import tick_payload
+
+    event = make_event(lanes=8, heartbeat_seconds=3600)
+    tier = event.tiers.get()
+    _generated_line(event, [tier, tier], 3000, 5)
+    assert hot_index_rebuild(event_id=event.id)
+    layout = event_layout(event.id, fresh=True)
+    payload = tick_payload(event, layout, now=timezone.now())
+    assert payload is not None and payload["queue_length"] == 3000
+    (sketch,) = payload["tiers"]
+    assert sketch["count"] == 3000
+    keys_in_order = list(
+        QueueEntry.objects.filter(event=event)
+        .order_by("order_key")
+        .values_list("order_key", flat=True)
+    )
+    points = sketch["checkpoints"]
+    assert [r for r, _ in points] == sorted({r for r, _ in points})
+    assert [k for _, k in points] == sorted(k for _, k in points)
+    # The front is exact (every lane's front is counted), the rest within the bound.
+    assert points[:32] == [[rank, keys_in_order[rank]] for rank in range(32)]
+    for rank, key in points:
+        exact = keys_in_order.index(key)
+        assert abs(rank - exact) <= max(10, exact // 100)
+    assert points[-1] == [2999, keys_in_order[-1]]
+    # Every process then places its polls from the summary the tick kept.
+    assert line_index.lanes_summary_read(event.id) is not None
