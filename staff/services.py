@@ -213,12 +213,15 @@ def event_update(
         raise ValueError(f"unknown event fields: {sorted(unknown)}")
     specs = _validate_tiers(tiers) if tiers is not None else None
     with transaction.atomic():
-        # A change of lanes locks the row against joins too (their key-share lock:
-        # line/joining.py), so that none commits between the check below and the change.
-        locked = Event.objects.select_for_update(no_key="lanes" not in changes).get(pk=event.pk)
+        locked = Event.objects.select_for_update(no_key=True).get(pk=event.pk)
         lanes_change = "lanes" in changes and changes["lanes"] != locked.lanes
-        if lanes_change and lanes_fixed(locked):
-            raise LanesFixed()
+        if lanes_change:
+            # A change of lanes locks the row against joins too (it waits for those under
+            # way, which hold a key-share lock: line/joining.py), so that none commits
+            # between the check below and the change.
+            locked = Event.objects.select_for_update().get(pk=event.pk)
+            if lanes_fixed(locked):
+                raise LanesFixed()
         diff = {}
         for name, value in changes.items():
             old = getattr(locked, name)

@@ -130,10 +130,9 @@ def turn_mail_recipient(event_id: int, recipient: str) -> str:
     return f"{_event(event_id)}:mail-to:{recipient}"
 
 
-def place_links(event_id: int, entry_id: int, lane: int = 0) -> str:
-    """Recent "Continue on your phone" links of one place (queueing/line/place_links.py),
-    under the place's lane's tag."""
-    return f"{_event(event_id, lane)}:links:{entry_id}"
+def place_links(event_id: int, entry_id: int) -> str:
+    """Recent "Continue on your phone" links of one place (queueing/line/place_links.py)."""
+    return f"{_event(event_id)}:links:{entry_id}"
 
 
 def pow_used(challenge_id: str) -> str:
