@@ -16,12 +16,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 from django.utils import timezone
-from django.utils.translation import gettext
 
 from events.models import AccessCode, Event, Tier
 from queueing.models import AuditRecord, QueueEntry
 from queueing.rules.branding import accent_warning
-from queueing.rules.errors import LanesFixed
 from staff import services
 from staff.admin_close import close_events_confirmed
 from staff.admin_filters import StateFilter, state_label
@@ -59,20 +57,9 @@ def _actor(request: HttpRequest) -> str:
     return f"staff:{request.user.get_username()}"
 
 
-class EventForm(EventAdminForm):
-    def clean_lanes(self) -> int:
-        """Refused here, as a form error, rather than by the service on save (LanesFixed):
-        each fan's lane was drawn from the count, so it is fixed once anyone is in line."""
-        lanes = self.cleaned_data["lanes"]
-        saved = self.instance
-        if saved.pk is not None and lanes != saved.lanes and services.lanes_fixed(saved):
-            raise forms.ValidationError(gettext(LanesFixed.default_detail), code="lanes_fixed")
-        return lanes
-
-
 @admin.register(Event)
 class EventAdmin(admin.ModelAdmin):
-    form = EventForm
+    form = EventAdminForm
     # Adds the "Preview" button (staff/branding_preview.py).
     change_form_template = "admin/events/event/change_form.html"
 

@@ -27,8 +27,9 @@ from queueing.line.admission import AdmissionOutcome, ManualAdmission, admission
 from queueing.line.followups import broadcast_soon
 from queueing.line.index_sync import index_mark_new_event_ready
 from queueing.line.schedule import line_start
-from queueing.models import AuditAction, QueueEntry
+from queueing.models import AuditAction
 from queueing.records.audit import audit_append, audit_chain_start
+from queueing.records.entry_reads import anyone_joined
 from queueing.rules.branding import LogoRefused, logo_check
 from queueing.rules.errors import LanesFixed
 
@@ -216,11 +217,10 @@ def event_update(
         locked = Event.objects.select_for_update(no_key=True).get(pk=event.pk)
         lanes_change = "lanes" in changes and changes["lanes"] != locked.lanes
         if lanes_change:
-            # A change of lanes locks the row against joins too (it waits for those under
-            # way, which hold a key-share lock: line/joining.py), so that none commits
-            # between the check below and the change.
+            # Locked against joins too (it waits for those under way, which hold a key-share
+            # lock: line/joining.py): none commits between the check and the change.
             locked = Event.objects.select_for_update().get(pk=event.pk)
-            if lanes_fixed(locked):
+            if anyone_joined(locked.pk):
                 raise LanesFixed()
         diff = {}
         for name, value in changes.items():
@@ -237,15 +237,9 @@ def event_update(
             _audit_changed(event_id=locked.id, actor=actor, now=now, data={"changes": diff})
         if _SHOWN_LIVE & diff.keys():
             _after_commit_broadcast(locked.id)
-        if lanes_change:
-            # The new lanes' (empty) indexes are whole from the start, as a new on-sale's.
+        if lanes_change:  # the new lanes' (empty) indexes are whole from the start
             _after_commit_mark_ready(locked.id, lanes=locked.lanes)
     return locked
-
-
-def lanes_fixed(event: Event) -> bool:
-    """Whether the on-sale's lanes can no longer change: anyone ever joined its line."""
-    return QueueEntry.objects.filter(event_id=event.pk).exists()
 
 
 def event_record_admin_change(*, event: Event, actor: str, now: datetime, what: str) -> None:

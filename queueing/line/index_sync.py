@@ -154,12 +154,9 @@ def index_heal_head(*, event_id: int) -> int:
     _, members = answered(line_index.head_members, layout, count=settings.WR_INDEX_HEAD_CHECK)
     if not members:
         return 0
-    ghosts = list(
-        QueueEntry.objects.filter(pk__in=members).exclude(IN_ORDER).only("id", "tier_id", "lane")
-    )
-    unknown = set(members) - set(
-        QueueEntry.objects.filter(pk__in=members).values_list("id", flat=True)
-    )
+    in_index = QueueEntry.objects.filter(pk__in=members)
+    ghosts = list(in_index.exclude(IN_ORDER).only("id", "tier_id", "lane"))
+    unknown = set(members) - set(in_index.values_list("id", flat=True))
     if ghosts:
         index_forget(event_id, ghosts)
     if unknown:
