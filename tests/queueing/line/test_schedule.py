@@ -14,6 +14,7 @@ from tests.helpers import entry_of, fans_join, poll, statuses
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_the_prequeue_shuffle_is_reproducible_from_the_revealed_seed(make_event) -> None:
     starts = timezone.now() + timedelta(minutes=5)
     event = make_event(starts_at=starts, capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
@@ -61,6 +62,7 @@ def test_the_prequeue_shuffle_is_reproducible_from_the_revealed_seed(make_event)
     assert [poll(t)["position"] for t in late] == [31, 32, 33]
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_without_shuffle_the_prequeue_keeps_join_order(make_event) -> None:
     starts = timezone.now() + timedelta(minutes=5)
     event = make_event(
@@ -76,6 +78,7 @@ def test_without_shuffle_the_prequeue_keeps_join_order(make_event) -> None:
     assert [poll(t)["position"] for t in tickets] == [1, 2, 3, 4, 5]
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_admission_waits_for_the_shuffle(make_event) -> None:
     starts = timezone.now() + timedelta(minutes=5)
     event = make_event(starts_at=starts, capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
@@ -85,6 +88,7 @@ def test_admission_waits_for_the_shuffle(make_event) -> None:
     assert set(statuses(early)) == {"admitted"}
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_closing_revokes_everyone_still_in_line(make_event) -> None:
     event = make_event(capacity=1, rate_per_minute=0)
     tickets = fans_join(event.slug, 4)
@@ -96,6 +100,7 @@ def test_closing_revokes_everyone_still_in_line(make_event) -> None:
     assert AuditRecord.objects.filter(action="revoked").count() == 3
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_after_ends_at_the_line_is_revoked(make_event) -> None:
     now = timezone.now()
     event = make_event(
@@ -108,6 +113,7 @@ def test_after_ends_at_the_line_is_revoked(make_event) -> None:
     assert statuses(tickets) == ["revoked", "revoked"]
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_a_pre_queue_join_committed_after_the_start_queues_behind_the_cohort(
     make_event, redis_client
 ) -> None:
@@ -132,7 +138,7 @@ def test_a_pre_queue_join_committed_after_the_start_queues_behind_the_cohort(
     layout = event_layout(event.id)
     for ticket in late:
         entry = entry_of(ticket)
-        redis_client.zrem(keys.tier_queue(event.id, entry.tier_id), str(entry.pk))
+        redis_client.zrem(keys.tier_queue(event.id, entry.tier_id, entry.lane), str(entry.pk))
         line_index.locate(
             layout,
             member=entry.pk,
@@ -140,10 +146,10 @@ def test_a_pre_queue_join_committed_after_the_start_queues_behind_the_cohort(
             heartbeat_deadline=None,
             add="pre",
             order_key=entry.order_key,
+            lane=entry.lane,
         )
     assert line_admit_stragglers(event_id=event.id, now=starts + timedelta(seconds=2)) == 2
     assert set(statuses(late)) == {"waiting"}
-    assert redis_client.zcard(keys.prequeue(event.id)) == 0
-    tier_id = entry_of(late[0]).tier_id
-    assert redis_client.zcard(keys.tier_queue(event.id, tier_id)) == 5  # indexed in their tier
+    assert line_index.line_counts(layout).prequeue == 0
+    assert line_index.line_counts(layout).waiting == 5  # indexed in their tier
     assert [poll(t)["position"] for t in cohort + late] == [1, 2, 3, 4, 5]
