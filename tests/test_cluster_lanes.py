@@ -107,7 +107,6 @@ def test_eight_lanes_admit_in_order_across_masters_and_survive_a_lane_master(
         heartbeat_seconds=600,
         session_seconds=900,
     )
-    tier = event.tiers.get()
     masters = {lane: _master_port(keys.epoch(event.id, lane)) for lane in range(LANES)}
     assert len(set(masters.values())) > 1, masters  # the lanes spread over the masters
     # The lane to lose its master: one whose master does not also hold lane 0's keys.
@@ -144,8 +143,10 @@ def test_eight_lanes_admit_in_order_across_masters_and_survive_a_lane_master(
                 what="the lane's replica to take over",
             )
             wait_until(
-                lambda: QueueEntry.objects.filter(event=event, status="admitted").count()
-                >= admitted_at_kill + 200,
+                lambda: (
+                    QueueEntry.objects.filter(event=event, status="admitted").count()
+                    >= admitted_at_kill + 200
+                ),
                 timeout=90,
                 what="admission to go on after the failover",
             )
