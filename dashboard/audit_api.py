@@ -27,7 +27,8 @@ from events.models import Event
 from events.validation import SLUG_RE
 from queueing.line.reads import event_by_slug
 from queueing.models import AuditAction, AuditRecord, QueueEntry
-from queueing.records.audit import audit_chain_verify, canonical_json, hashed_at
+from queueing.records.audit import canonical_json, hashed_at
+from queueing.records.audit_verify import audit_chain_verify
 from queueing.rules.ticket_codec import InvalidTicket, ticket_read
 from queueing.web.api_errors import errors
 

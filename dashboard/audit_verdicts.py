@@ -17,7 +17,7 @@ from django.conf import settings
 from dashboard.models import AuditVerdict
 from events.models import Event
 from queueing.models import GENESIS_HASH
-from queueing.records.audit import ChainVerdict, audit_chain_verify
+from queueing.records.audit_verify import ChainVerdict, audit_chain_verify
 
 
 def verdict_check(

@@ -10,7 +10,7 @@ from django.utils import timezone
 from queueing.line import index_sync, joining
 from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
 from queueing.models import AuditRecord, QueueEntry
-from queueing.records.audit import audit_chain_verify
+from queueing.records.audit_verify import audit_chain_verify
 from queueing.rules.errors import EventClosed, InvalidAccessCode, QueueFull
 from queueing.web.api_errors import api_error
 from staff.services import TierSpec

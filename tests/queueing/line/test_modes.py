@@ -18,7 +18,7 @@ from queueing.line.reads import event_layout, event_public_view
 from queueing.line.sessions import pass_complete, pass_verify
 from queueing.live.ticks import tick_payload
 from queueing.models import AuditRecord, QueueEntry
-from queueing.records.audit import audit_chain_verify
+from queueing.records.audit_verify import audit_chain_verify
 from queueing.rules.errors import EventMaintenance
 from staff.services import event_pause, event_update
 from tests.helpers import entry_of, join, new_fan, poll, statuses, tick

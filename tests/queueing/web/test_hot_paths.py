@@ -20,7 +20,7 @@ from queueing import in_process
 from queueing.line import reads
 from queueing.line.place_links import place_link_claim
 from queueing.models import QueueEntry
-from queueing.records.audit import audit_chain_verify
+from queueing.records.audit_verify import audit_chain_verify
 from queueing.web import join_batcher
 from queueing.web.hot_paths import HotPaths
 from staff.services import TierSpec
