@@ -7,19 +7,21 @@ chain then vouches for every lane up to those heads, and cutting or rewriting a 
 breaks a root that an earlier check or export has seen. The rule is docs/api.md's ("Root
 records").
 
-The on-sale's tick writes one (``audit_root_write``), and only when some lane's head moved
+``roots_check`` checks them, for ``records/audit_verify.py``'s verdict. The on-sale's tick
+writes one (``audit_root_write``), and only when some lane's head moved
 since the last: an on-sale whose lanes are still costs one query a tick, and an on-sale
 without lanes one query that finds no lane.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
 
-from queueing.models import AuditAction, AuditChainHead, AuditLaneHead, AuditRecord
+from queueing.models import GENESIS_HASH, AuditAction, AuditChainHead, AuditLaneHead, AuditRecord
 from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock
 from queueing.rules.merkle import LaneHead, merkle_root
 
@@ -81,3 +83,106 @@ def audit_root_write(*, event_id: int, now: datetime) -> AuditRecord | None:
         )
         AuditChainHead.objects.filter(event_id=event_id).update(rooted=merkle)
     return record
+
+
+# ------------------------------------------------------------------ checking them
+
+
+RootRow = tuple[int, int, Any]  # a root record's id, seq and data
+
+
+def _listed(data: Any) -> list[LaneHead] | None:
+    """The heads a root record lists, or None when its data is not a root's."""
+    try:
+        heads = [LaneHead(lane=h["lane"], seq=h["seq"], hash=h["hash"]) for h in data["lanes"]]
+    except (KeyError, TypeError):
+        return None
+    fine = all(
+        type(h.lane) is int and type(h.seq) is int and h.seq >= 0 and isinstance(h.hash, str)
+        for h in heads
+    )
+    return heads if fine and isinstance(data.get("merkle_root"), str) else None
+
+
+@dataclass(frozen=True)
+class BadRoot:
+    record_id: int
+    seq: int
+    problem: str
+
+
+def roots_check(
+    event_id: int, lanes: list[int], roots: list[RootRow], *, after_seq: int
+) -> BadRoot | None:
+    """The first of ``roots`` (root records as (id, seq, data), in seq order, the root
+    chain found intact up to them) that is wrong, and what: its lanes are not the on-sale's
+    ``lanes``, its Merkle root is not over the heads it lists, a head it lists is not a
+    record of that lane with that hash, or a lane went back from the root before (the last
+    root at or before ``after_seq``, where an earlier check stopped)."""
+    before = (
+        AuditRecord.objects.filter(
+            event_id=event_id, lane=None, action=AuditAction.ROOT, seq__lte=after_seq
+        )
+        .order_by("-seq")
+        .values_list("data", flat=True)
+        .first()
+        if after_seq
+        else None
+    )
+    last_seq = {h.lane: h.seq for h in (_listed(before) or [])}
+    existing = _listed_hashes(event_id, roots)
+    for record_id, seq, data in roots:
+        problem = _root_problem(data, lanes, last_seq, existing)
+        if problem:
+            return BadRoot(record_id=record_id, seq=seq, problem=problem)
+        last_seq = {h.lane: h.seq for h in _listed(data) or []}
+    return None
+
+
+def _root_problem(
+    data: Any,
+    lanes: list[int],
+    last_seq: dict[int, int],
+    existing: dict[tuple[int, int], str],
+) -> str:
+    heads = _listed(data)
+    if heads is None:
+        return "its data is not a list of lane heads with a Merkle root"
+    if [h.lane for h in heads] != lanes:
+        return f"it lists lanes {[h.lane for h in heads]}, the on-sale has {lanes}"
+    if merkle_root(heads) != data["merkle_root"]:
+        return "its merkle_root is not the root over the heads it lists"
+    for head in heads:
+        if head.seq < last_seq.get(head.lane, 0):
+            return f"lane {head.lane} is at seq {head.seq}, behind the root before it"
+        found = GENESIS_HASH if head.seq == 0 else existing.get((head.lane, head.seq))
+        if found is None:
+            return f"it lists lane {head.lane} at seq {head.seq}, which is not there"
+        if found != head.hash:
+            return f"the hash it lists for lane {head.lane} at seq {head.seq} is not that record's"
+    return ""
+
+
+_HASHES_OF = (
+    f"SELECT record.lane, record.seq, record.hash FROM {AuditRecord._meta.db_table} AS record"
+    " JOIN unnest(%s::smallint[], %s::bigint[]) AS listed(lane, seq)"
+    " ON record.lane = listed.lane AND record.seq = listed.seq"
+    " WHERE record.event_id = %s"
+)
+_CHUNK = 10_000
+
+
+def _listed_hashes(event_id: int, roots: list[RootRow]) -> dict[tuple[int, int], str]:
+    """The stored hash of every (lane, seq) the roots list: a query per 10,000 of them."""
+    wanted = sorted(
+        {(h.lane, h.seq) for _, _, data in roots for h in (_listed(data) or []) if h.seq > 0}
+    )
+    found: dict[tuple[int, int], str] = {}
+    with connection.cursor() as cursor:
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            cursor.execute(
+                _HASHES_OF, [[lane for lane, _ in chunk], [seq for _, seq in chunk], event_id]
+            )
+            found.update({(lane, seq): digest for lane, seq, digest in cursor.fetchall()})
+    return found

@@ -7,10 +7,12 @@ records that commit to them, is ``audit_event_verify`` (below).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-from queueing.models import GENESIS_HASH, AuditChainHead, AuditLaneHead, AuditRecord
+from queueing.models import GENESIS_HASH, AuditAction, AuditChainHead, AuditLaneHead, AuditRecord
 from queueing.records.audit import RECORD_FIELDS, ChainHead, Hashed, record_hash
+from queueing.records.audit_roots import roots_check
 
 
 @dataclass(frozen=True)
@@ -144,4 +146,133 @@ def audit_chain_verify(
         checked_seq=checked,
         checked_hash=prev_hash,
         head_seq=head_seq if head is not None else checked,
+    )
+
+
+# ------------------------------------------------------------------ the whole on-sale
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where an earlier check of one chain found it intact: up to ``seq``, whose hash was
+    ``hash``."""
+
+    seq: int = 0
+    hash: str = GENESIS_HASH
+
+
+@dataclass(frozen=True)
+class EventVerdict:
+    """One verdict for an on-sale: its root chain, each lane's chain, and the root records
+    that commit to the lanes. Without lanes, exactly its one chain's verdict."""
+
+    root: ChainVerdict
+    lanes: dict[int, ChainVerdict] = field(default_factory=dict)
+    roots_checked: int = 0  # root records whose heads and Merkle root were checked
+    # When a root record is wrong (its chain being intact): which, and what.
+    bad_root_id: int | None = None
+    bad_root_seq: int | None = None
+    root_problem: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.root.ok and not self.root_problem and all(v.ok for v in self.lanes.values())
+
+    @property
+    def records(self) -> int:
+        return self.root.records + sum(v.records for v in self.lanes.values())
+
+    @property
+    def complete(self) -> bool:
+        return not self.ok or (self.root.complete and all(v.complete for v in self.lanes.values()))
+
+    @property
+    def bad_lane(self) -> int | None:
+        """The lane whose chain failed first (None: the root chain's, or a root record)."""
+        if not self.root.ok or self.root_problem:
+            return None
+        return next((lane for lane, v in sorted(self.lanes.items()) if not v.ok), None)
+
+    @property
+    def first_bad_id(self) -> int | None:
+        if not self.root.ok:
+            return self.root.first_bad_id
+        if self.root_problem:
+            return self.bad_root_id
+        lane = self.bad_lane
+        return self.lanes[lane].first_bad_id if lane is not None else None
+
+    @property
+    def problem(self) -> str:
+        """What failed first, naming its chain; "" when all held."""
+        if not self.root.ok:
+            return f"{_ROOT_CHAIN if self.lanes else ''}{self.root.problem}"
+        if self.root_problem:
+            return f"{_ROOT_CHAIN}the root record at seq {self.bad_root_seq}: {self.root_problem}"
+        lane = self.bad_lane
+        return f"lane {lane}: {self.lanes[lane].problem}" if lane is not None else ""
+
+
+_ROOT_CHAIN = "the root chain: "
+
+
+def audit_event_verify(
+    *,
+    event_id: int,
+    after: Mapping[int | None, Progress] | None = None,
+    limit: int | None = None,
+    batch_size: int = 5000,
+) -> EventVerdict:
+    """Check every chain of the on-sale (the root chain first, then each lane's) and every
+    root record the check of the root chain reached: its lanes are the on-sale's, its Merkle
+    root is theirs, each head it lists is a record of that lane with that hash, and no lane
+    goes back from the root before. ``after``: where earlier checks found each chain intact
+    (keyed by lane, None for the root chain); ``limit``: at most that many records this
+    time, shared by the chains in that order."""
+    after = after or {}
+    heads = AuditLaneHead.objects.filter(event_id=event_id).order_by("lane")
+    lanes = list(heads.values_list("lane", flat=True))
+    left = limit
+
+    def check(lane: int | None) -> ChainVerdict:
+        nonlocal left
+        start = after.get(lane, Progress())
+        verdict = audit_chain_verify(
+            event_id=event_id,
+            lane=lane,
+            after_seq=start.seq,
+            after_hash=start.hash,
+            limit=left,
+            batch_size=batch_size,
+        )
+        if left is not None:
+            left = max(left - verdict.records, 0)
+        return verdict
+
+    root = check(None)
+    if not lanes:
+        return EventVerdict(root=root)
+    by_lane = {lane: check(lane) for lane in lanes}
+    if not root.ok:
+        return EventVerdict(root=root, lanes=by_lane)
+    start = after.get(None, Progress())
+    roots = list(
+        AuditRecord.objects.filter(
+            event_id=event_id,
+            lane=None,
+            action=AuditAction.ROOT,
+            seq__gt=start.seq,
+            seq__lte=root.checked_seq,
+        )
+        .order_by("seq")
+        .values_list("id", "seq", "data")
+    )
+    bad = roots_check(event_id, lanes, roots, after_seq=start.seq)
+    return EventVerdict(
+        root=root,
+        lanes=by_lane,
+        roots_checked=len(roots),
+        bad_root_id=bad.record_id if bad else None,
+        bad_root_seq=bad.seq if bad else None,
+        root_problem=bad.problem if bad else "",
     )
