@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import importlib.util
 import io
 import json
 import re
@@ -27,7 +28,7 @@ from queueing.records.audit import (
     canonical_record,
     chain_hash,
 )
-from queueing.rules.merkle import LaneHead, merkle_root
+from queueing.rules.merkle import LaneHead, merkle_leaf, merkle_root
 from staff.services import TierSpec, event_update
 from tests.helpers import AUDITOR, fans_join, poll, shop_completes, staff_client
 from tests.processes import ROOT
@@ -329,7 +330,8 @@ def test_bad_usage_is_exit_2(tmp_path: Path) -> None:
 
 def _doc_block(text: str, name: str) -> str:
     """The fenced block after ``<!-- trail example: name -->``."""
-    after = text.split(f"<!-- trail example: {name} -->", 1)[1]
+    marker = name if name.startswith("root example:") else f"trail example: {name}"
+    after = text.split(f"<!-- {marker} -->", 1)[1]
     match = re.match(r"\s*```[a-z]*\n(.*?)\n```", after, re.S)
     assert match, f"no block after the {name} marker"
     return match.group(1)
@@ -489,3 +491,23 @@ def _rehash_chain_from(records: list[dict[str, Any]], first: dict[str, Any]) -> 
             ),
         )
         prev = record["hash"]
+
+
+def test_the_docs_root_example_is_the_rule_of_the_room_and_of_the_script() -> None:
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    data = json.loads(_doc_block(text, "root example: data").strip())
+    heads = [LaneHead(lane=h["lane"], seq=h["seq"], hash=h["hash"]) for h in data["lanes"]]
+    assert merkle_root(heads) == data["merkle_root"]
+    spec = importlib.util.spec_from_file_location("verify_trail", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.merkle_root(data["lanes"]) == data["merkle_root"]
+    *leaves, node, root = _doc_block(text, "root example: steps").splitlines()
+    for line, head in zip(leaves, heads, strict=True):
+        hashed, digest = line.split(" ")
+        assert hashed == f"leaf:{head.lane}:{head.seq}:{head.hash}"
+        assert digest == merkle_leaf(head)
+    first, second, third = (line.split(" ")[1] for line in leaves)
+    assert node == f"node {hashlib.sha256((first + second).encode()).hexdigest()}"
+    assert root == f"root {hashlib.sha256((node[5:] + third).encode()).hexdigest()}"
+    assert root == f"root {data['merkle_root']}"
