@@ -12,6 +12,9 @@ each lane has a chain and a head of its own (docs/api.md, "Lanes"), so that appe
 different lanes do not wait for each other. Which records go where is ``ROOT_ONLY``'s rule; a
 transaction that appends to a lane and to the root takes the lane's head first (lanes in
 ascending order, then the root), the one order that cannot deadlock.
+
+Over 350 lines on purpose: the canonical form and the records prebuilt around it before the
+lock (``audit_frames``) are one byte layout, which must change together.
 """
 
 from __future__ import annotations
@@ -202,45 +205,91 @@ def _head_lane(lane: int | None, locked_head: ChainHead | None) -> int | None:
     return lane
 
 
-def audit_append_many(
+@dataclass
+class Framed:
+    """A record built but for what only the chain head's holder knows: its seq and links.
+
+    Its canonical JSON (keys sorted: action, actor, at, data, event, lane, seq, ticket_id) is
+    ``front`` + the data's JSON + ``middle`` + seq + ``back``. The data is written out when
+    the record is appended, under the lock: a join's data holds its order key, drawn there.
+    """
+
+    at: datetime
+    ticket_id: uuid.UUID | None
+    action: str
+    data: dict[str, Any]
+    front: str
+    middle: str
+    back: str
+
+
+def audit_frames(
+    *, event_id: int, actor: str, at: datetime, items: Iterable[AuditItem], lane: int | None
+) -> list[Framed]:
+    """``items`` as records ready to append to ``lane``'s chain (the root's for None): built
+    before the chain head's lock is taken, so that its holder only numbers and links them."""
+    frames = []
+    ending = f',"event":{event_id}' + ("" if lane is None else f',"lane":{lane}') + ',"seq":'
+    for item in items:
+        if lane is not None and item.action in ROOT_ONLY:
+            raise ValueError("a record of the on-sale as a whole or of admission goes in no lane")
+        when = item.at or at
+        ticket = None if item.ticket_id is None else str(item.ticket_id)
+        frames.append(
+            Framed(
+                at=when,
+                ticket_id=item.ticket_id,
+                action=item.action,
+                data=item.data if item.data is not None else {},
+                front=(
+                    f'{{"action":{canonical_json(str(item.action))},"actor":{canonical_json(actor)}'
+                    f',"at":"{hashed_at(when)}","data":'
+                ),
+                middle=ending,
+                back=f',"ticket_id":{canonical_json(ticket)}}}',
+            )
+        )
+    return frames
+
+
+def audit_append_framed(
     *,
     event_id: int,
     actor: str,
-    at: datetime,
-    items: Iterable[AuditItem],
+    frames: list[Framed],
     locked_head: ChainHead | None = None,
     lane: int | None = None,
-) -> list[AuditRecord]:
-    """Append ``items`` to the root chain, or to ``lane``'s (``locked_head`` is that chain's
-    head, when the caller took its lock already)."""
+) -> list[tuple[int, str, str]]:
+    """Append ``frames`` (``audit_frames``'s, for the same ``lane``): each one's seq,
+    prev_hash and hash."""
     if not connection.in_atomic_block:
         raise RuntimeError("audit records must be written in the transaction of the change")
-    items = list(items)
-    if not items:
+    if not frames:
         return []
     lane = _head_lane(lane, locked_head)
-    if lane is not None and any(item.action in ROOT_ONLY for item in items):
-        raise ValueError("a record of the on-sale as a whole or of admission goes in no lane")
     head = locked_head or audit_chain_lock(event_id=event_id, lane=lane)
-    records = []
+    # Under the head's lock from here on: the data's JSON, a SHA-256 per record, one insert.
     prev_hash, seq = head.last_hash, head.seq
-    for item in items:
+    columns: dict[str, list[Any]] = {name: [] for name in RECORD_FIELDS}
+    sha256 = hashlib.sha256
+    for frame in frames:
         seq += 1
-        record = AuditRecord(
-            event_id=event_id,
-            lane=lane,
-            seq=seq,
-            at=item.at or at,
-            ticket_id=item.ticket_id,
-            action=item.action,
-            actor=actor,
-            data=item.data or {},
-            prev_hash=prev_hash,
-        )
-        record.hash = record_hash(record)
-        prev_hash = record.hash
-        records.append(record)
-    # The records and the head's move in one round trip: this runs under the head's lock.
+        data = canonical_json(frame.data)
+        digest = sha256(
+            (prev_hash + frame.front + data + frame.middle + str(seq) + frame.back).encode()
+        ).hexdigest()
+        columns["seq"].append(seq)
+        columns["at"].append(frame.at)
+        columns["ticket_id"].append(frame.ticket_id)
+        columns["action"].append(frame.action)
+        columns["data"].append(data)
+        columns["prev_hash"].append(prev_hash)
+        columns["hash"].append(digest)
+        prev_hash = digest
+    count = len(frames)
+    columns["event_id"], columns["lane"] = [event_id] * count, [lane] * count
+    columns["actor"] = [actor] * count
+    # The records and the head's move in one round trip.
     move = (
         (_MOVE_ROOT_HEAD, (seq, prev_hash, event_id))
         if lane is None
@@ -249,11 +298,31 @@ def audit_append_many(
     insert_rows(
         AuditRecord,
         RECORD_FIELDS,
-        [[getattr(record, name) for name in RECORD_FIELDS] for record in records],
+        list(zip(*(columns[name] for name in RECORD_FIELDS), strict=True)),
         then=move,
+        prepared=("data",),
     )
     head.seq, head.last_hash = seq, prev_hash
-    return records
+    return list(zip(columns["seq"], columns["prev_hash"], columns["hash"], strict=True))
+
+
+def audit_append_many(
+    *,
+    event_id: int,
+    actor: str,
+    at: datetime,
+    items: Iterable[AuditItem],
+    locked_head: ChainHead | None = None,
+    lane: int | None = None,
+) -> list[tuple[int, str, str]]:
+    """Append ``items`` to the root chain, or to ``lane``'s (``locked_head`` is that chain's
+    head, when the caller took its lock already); each one's seq, prev_hash and hash. The
+    records are built before the lock is taken, when the caller has not taken it yet."""
+    lane = _head_lane(lane, locked_head)
+    frames = audit_frames(event_id=event_id, actor=actor, at=at, items=items, lane=lane)
+    return audit_append_framed(
+        event_id=event_id, actor=actor, frames=frames, locked_head=locked_head, lane=lane
+    )
 
 
 def audit_append(
@@ -265,12 +334,26 @@ def audit_append(
     ticket_id: uuid.UUID | None = None,
     data: dict[str, Any] | None = None,
     lane: int | None = None,
+    locked_head: ChainHead | None = None,
 ) -> AuditRecord:
-    (record,) = audit_append_many(
+    ((seq, prev_hash, digest),) = audit_append_many(
         event_id=event_id,
         actor=actor,
         at=at,
         items=[AuditItem(action=action, ticket_id=ticket_id, data=data)],
         lane=lane,
+        locked_head=locked_head,
     )
-    return record
+    # As saved, but for its row id (not read back).
+    return AuditRecord(
+        event_id=event_id,
+        lane=lane,
+        seq=seq,
+        at=at,
+        ticket_id=ticket_id,
+        action=action,
+        actor=actor,
+        data=data or {},
+        prev_hash=prev_hash,
+        hash=digest,
+    )

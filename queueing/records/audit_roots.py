@@ -22,7 +22,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from queueing.models import GENESIS_HASH, AuditAction, AuditChainHead, AuditLaneHead, AuditRecord
-from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock
+from queueing.records.audit import audit_append, audit_chain_lock
 from queueing.rules.merkle import LaneHead, merkle_root
 
 ROOT_ACTOR = "system:audit"
@@ -74,12 +74,13 @@ def audit_root_write(*, event_id: int, now: datetime) -> AuditRecord | None:
         merkle = _due(heads, root_head.rooted)
         if merkle is None:
             return None
-        (record,) = audit_append_many(
+        record = audit_append(
             event_id=event_id,
+            action=AuditAction.ROOT,
             actor=ROOT_ACTOR,
             at=now,
+            data=root_data(heads),
             locked_head=root_head,
-            items=[AuditItem(action=AuditAction.ROOT, data=root_data(heads))],
         )
         AuditChainHead.objects.filter(event_id=event_id).update(rooted=merkle)
     return record

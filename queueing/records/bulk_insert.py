@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from django.db import connection, models
@@ -69,17 +69,20 @@ def insert_rows(
     *,
     returning: Sequence[str] = (),
     then: tuple[str, Sequence[Any]] | None = None,
+    prepared: Collection[str] = (),
 ) -> list[tuple[Any, ...]]:
     """Insert ``rows`` (values in the order of ``fields``) into ``model``'s table, in order;
     the ``returning`` columns of each inserted row, in the same order. ``then``: a statement
-    and its parameters to run after the insert in the same round trip (without returning)."""
+    and its parameters to run after the insert in the same round trip (without returning).
+    ``prepared``: fields whose values the caller gives in the column's own text form (a
+    JSON field's JSON), passed as they are."""
     if not rows:
         return []
     meta = model._meta
     columns = [meta.get_field(name) for name in fields]
     params = [
         [row[index] for row in rows]
-        if field.get_internal_type() in _PASSED_AS_IS
+        if field.get_internal_type() in _PASSED_AS_IS or field.name in prepared
         else [field.get_db_prep_save(row[index], connection) for row in rows]
         for index, field in enumerate(columns)
     ]
