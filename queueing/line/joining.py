@@ -45,7 +45,13 @@ from queueing.line.reads import layout_with_tier, line_reads
 from queueing.line.schedule import line_start
 from queueing.models import AuditAction, PassKey, QueueEntry
 from queueing.passes.signing import signing_key
-from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock
+from queueing.records.audit import (
+    AuditItem,
+    audit_append_framed,
+    audit_append_many,
+    audit_chain_lock,
+    audit_frames,
+)
 from queueing.records.entries import (
     entries_insert,
     entries_return_url_update,
@@ -507,10 +513,54 @@ class _Committed:
     admitted_ids: frozenset[int] = frozenset()  # let in by the join itself (the mode)
 
 
+def _entry(event: Event, status: EntryStatus, newcomer: _Newcomer) -> QueueEntry:
+    return QueueEntry(
+        event=event,
+        tier=newcomer.tier,
+        identity=newcomer.request.identity,
+        address=newcomer.request.address,
+        status=status,
+        joined_at=newcomer.request.now,
+        status_changed_at=newcomer.request.now,
+        quoted_p10=newcomer.quote.p10 if newcomer.quote else None,
+        quoted_p50=newcomer.quote.p50 if newcomer.quote else None,
+        quoted_p90=newcomer.quote.p90 if newcomer.quote else None,
+        return_url=newcomer.return_url,
+    )
+
+
 def _commit(event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]) -> _Committed:
+    # The rows and the records are built before the chain head's lock, which every join of
+    # the on-sale waits for: under it, only what must be decided in commit order is. The
+    # order key and the status (pre-queue or waiting) are filled in there.
+    built = [_entry(event, status, newcomer) for newcomer in newcomers]
+    frames = audit_frames(
+        event_id=event.id,
+        actor="fan",
+        at=newcomers[0].request.now,
+        lane=None,
+        items=[
+            AuditItem(
+                action=AuditAction.JOINED,
+                at=newcomer.request.now,
+                ticket_id=entry.public_id,
+                data={
+                    "tier": newcomer.tier.name,
+                    "order_key": None,
+                    "status": status,
+                    "quote": newcomer.quote.as_dict() if newcomer.quote else None,
+                },
+            )
+            for newcomer, entry in zip(newcomers, built, strict=True)
+        ],
+    )
+    prepared = {
+        id(n): (entry, frame) for n, entry, frame in zip(newcomers, built, frames, strict=True)
+    }
     with transaction.atomic():
         # Under the chain head's lock, order keys are drawn in commit order: no fan can
-        # become visible to admission after someone who joined behind them.
+        # become visible to admission after someone who joined behind them. (So the entries
+        # are inserted under it: drawn before it, a later batch's keys could commit first.)
         head = audit_chain_lock(event_id=event.id)
         if event.mode != EventMode.QUEUE:
             # The mode as of this lock, which staff's changes take too (their audit record):
@@ -529,45 +579,17 @@ def _commit(event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]) -
         # request's clock reading (which could put a later arrival inside the cohort).
         if event.starts_at is not None:
             status = arrival_status(event, started=line_started(event.id))
-        entries = [
-            QueueEntry(
-                event=event,
-                tier=newcomer.tier,
-                identity=newcomer.request.identity,
-                address=newcomer.request.address,
-                status=status,
-                joined_at=newcomer.request.now,
-                status_changed_at=newcomer.request.now,
-                quoted_p10=newcomer.quote.p10 if newcomer.quote else None,
-                quoted_p50=newcomer.quote.p50 if newcomer.quote else None,
-                quoted_p90=newcomer.quote.p90 if newcomer.quote else None,
-                return_url=newcomer.return_url,
-            )
-            for newcomer in placed
-        ]
+        entries = [prepared[id(newcomer)][0] for newcomer in placed]
+        for entry in entries:
+            entry.status = status
         entries_insert(entries)
+        placed_frames = []
         for newcomer, entry in zip(placed, entries, strict=True):
             newcomer.entry = entry
-        audit_append_many(
-            event_id=event.id,
-            actor="fan",
-            at=placed[0].request.now,
-            locked_head=head,
-            items=[
-                AuditItem(
-                    action=AuditAction.JOINED,
-                    at=newcomer.request.now,
-                    ticket_id=entry.public_id,
-                    data={
-                        "tier": newcomer.tier.name,
-                        "order_key": entry.order_key,
-                        "status": status,
-                        "quote": newcomer.quote.as_dict() if newcomer.quote else None,
-                    },
-                )
-                for newcomer, entry in zip(placed, entries, strict=True)
-            ],
-        )
+            frame = prepared[id(newcomer)][1]
+            frame.data["order_key"], frame.data["status"] = entry.order_key, status
+            placed_frames.append(frame)
+        audit_append_framed(event_id=event.id, actor="fan", frames=placed_frames, locked_head=head)
         let_in = []
         if status == EntryStatus.WAITING:
             let_in = join_admit(
