@@ -61,6 +61,7 @@ from queueing.line.sessions import entry_pass
 from queueing.line.turn_mail import turn_mail_ask
 from queueing.models import AdmissionState, AuditAction, AuditChainHead, PassKey, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many
+from queueing.records.entries import order_keys_settled
 from queueing.records.entry_reads import IN_ORDER, earlier_admissions_since
 from queueing.records.transitions import Moved, transition_many
 from queueing.rules.admission_plan import (
@@ -292,11 +293,14 @@ class _Moves:
 def admission_run(
     *, event_id: int, now: datetime, manual: ManualAdmission | None = None
 ) -> AdmissionOutcome:
+    # Before the run's transaction: no fan beyond the keys settled now is taken, so nobody
+    # whose join is still committing can be passed by (records/entries.py).
+    settled = order_keys_settled(event_id)
     with transaction.atomic():
         plan = _plan(event_id, now=now, manual=manual)
         if isinstance(plan, AdmissionOutcome):
             return plan
-        moves = _move(plan)
+        moves = _move(plan, settled=settled)
         _record(plan, moves)
     _after_admission(
         plan.event,
@@ -351,17 +355,18 @@ def _plan(
     return _Plan(event=event, state=state, now=now, room=room, heal_index=heal_index, manual=manual)
 
 
-def _move(plan: _Plan) -> _Moves:
+def _move(plan: _Plan, *, settled: int) -> _Moves:
     """The next ``room.n`` fans over the tiers (their split, ``rules/admission_plan.py``):
     those whose page is away are passed over (their place kept, line/away.py), those whose
     hold ran out too expire, the others are admitted; the picks are refilled for those
-    passed by, so that away fans do not slow the line down."""
+    passed by, so that away fans do not slow the line down. Nobody with an order key beyond
+    ``settled`` is taken."""
     event, state, now, n = plan.event, plan.state, plan.now, plan.room.n
     if n <= 0:
         return _Moves()
     tiers = list(Tier.objects.filter(event_id=event.pk).order_by("priority", "id"))
     split = split_batch(
-        [TierDemand(t.id, t.share, _waiting_at_most(event.pk, t.id, n)) for t in tiers],
+        [TierDemand(t.id, t.share, _waiting_at_most(event.pk, t.id, n, settled)) for t in tiers],
         n,
         {int(k): v for k, v in state.tier_credit.items()},
     )
@@ -370,7 +375,9 @@ def _move(plan: _Plan) -> _Moves:
     expired: list[Moved] = []
     passed: list[Moved] = []
     for _ in range(PICK_ROUNDS):
-        picked = {tier_id: _pick(event.pk, tier_id, take) for tier_id, take in wanted.items()}
+        picked = {
+            tier_id: _pick(event.pk, tier_id, take, settled) for tier_id, take in wanted.items()
+        }
         candidates = [entry_id for ids in picked.values() for entry_id in ids]
         if not candidates:
             break
@@ -414,22 +421,24 @@ def _move(plan: _Plan) -> _Moves:
     )
 
 
-def _waiting_at_most(event_id: int, tier_id: int, limit: int) -> int:
-    """How many wait in a tier, in its order (not those passed over while away), counting
-    no further than ``limit`` (cheap in a huge line)."""
+def _waiting_at_most(event_id: int, tier_id: int, limit: int, settled: int) -> int:
+    """How many wait in a tier, in its order (not those passed over while away) and with a
+    settled key, counting no further than ``limit`` (cheap in a huge line)."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM {QueueEntry._meta.db_table} "
             "WHERE event_id = %s AND tier_id = %s AND status = %s "
-            "AND passed_over_at IS NULL LIMIT %s) AS head",
-            [event_id, tier_id, EntryStatus.WAITING.value, limit],
+            "AND passed_over_at IS NULL AND order_key <= %s LIMIT %s) AS head",
+            [event_id, tier_id, EntryStatus.WAITING.value, settled, limit],
         )
         return int(cursor.fetchone()[0])
 
 
-def _pick(event_id: int, tier_id: int, limit: int) -> list[int]:
+def _pick(event_id: int, tier_id: int, limit: int, settled: int) -> list[int]:
     return list(
-        QueueEntry.objects.filter(IN_ORDER, event_id=event_id, tier_id=tier_id)
+        QueueEntry.objects.filter(
+            IN_ORDER, event_id=event_id, tier_id=tier_id, order_key__lte=settled
+        )
         .order_by("order_key")
         .select_for_update(skip_locked=True)
         .values_list("id", flat=True)[:limit]

@@ -56,6 +56,7 @@ from queueing.records.entries import (
     entries_insert,
     entries_return_url_update,
     is_live_identity_conflict,
+    order_keys_drawing,
 )
 from queueing.records.entry_reads import live_entries, live_per_address
 from queueing.rules.errors import (
@@ -529,10 +530,25 @@ def _entry(event: Event, status: EntryStatus, newcomer: _Newcomer) -> QueueEntry
     )
 
 
+def _nothing_to_decide(event: Event) -> bool:
+    """Whether a batch's newcomers are all placed, and as waiting, whatever commits before
+    it: the on-sale queues (no mode to read again), caps no address, and its line started
+    (``started_at`` is never unset). Their entries can then be inserted before the chain
+    head's lock is taken."""
+    return (
+        event.mode == EventMode.QUEUE
+        and not event.max_live_per_address
+        and (event.starts_at is None or event.started_at is not None)
+    )
+
+
 def _commit(event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]) -> _Committed:
-    # The rows and the records are built before the chain head's lock, which every join of
-    # the on-sale waits for: under it, only what must be decided in commit order is. The
-    # order key and the status (pre-queue or waiting) are filled in there.
+    """The batch's one transaction. Its entry rows and joined records are built first, and
+    the chain head's lock, which every join of the on-sale (of its lane) waits for, is held
+    only for what must be decided in the chain's order: the records' seq and links, and,
+    when the on-sale has something to decide under it (``_nothing_to_decide``), the mode, the
+    address cap, pre-queue or waiting, and the insert. Order keys need no chain lock: they
+    are drawn under the on-sale's order-key lock (records/entries.py), whatever the path."""
     built = [_entry(event, status, newcomer) for newcomer in newcomers]
     frames = audit_frames(
         event_id=event.id,
@@ -546,7 +562,7 @@ def _commit(event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]) -
                 ticket_id=entry.public_id,
                 data={
                     "tier": newcomer.tier.name,
-                    "order_key": None,
+                    "order_key": None,  # drawn by the insert
                     "status": status,
                     "quote": newcomer.quote.as_dict() if newcomer.quote else None,
                 },
@@ -555,34 +571,38 @@ def _commit(event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]) -
         ],
     )
     prepared = {
-        id(n): (entry, frame) for n, entry, frame in zip(newcomers, built, frames, strict=True)
+        id(newcomer): (entry, frame)
+        for newcomer, entry, frame in zip(newcomers, built, frames, strict=True)
     }
+    early = _nothing_to_decide(event)
     with transaction.atomic():
-        # Under the chain head's lock, order keys are drawn in commit order: no fan can
-        # become visible to admission after someone who joined behind them. (So the entries
-        # are inserted under it: drawn before it, a later batch's keys could commit first.)
+        order_keys_drawing(event.id)  # before the chain head's lock, always
+        if early:
+            entries_insert(built)
         head = audit_chain_lock(event_id=event.id)
-        if event.mode != EventMode.QUEUE:
-            # The mode as of this lock, which staff's changes take too (their audit record):
-            # no join is let in by a mode after the record of staff leaving it.
-            event = Event.objects.get(pk=event.id)
-            if event.mode == EventMode.MAINTENANCE:
-                refused: Answered = {}
-                for newcomer in newcomers:
-                    refused |= newcomer.all_told(EventMaintenance())
+        placed: Sequence[_Newcomer] = newcomers
+        refused: Answered = {}
+        if not early:
+            if event.mode != EventMode.QUEUE:
+                # The mode as of this lock, which staff's changes take too (their audit
+                # record): no join is let in by a mode after the record of staff leaving it.
+                event = Event.objects.get(pk=event.id)
+                if event.mode == EventMode.MAINTENANCE:
+                    for newcomer in newcomers:
+                        refused |= newcomer.all_told(EventMaintenance())
+                    return _Committed(event=event, status=status, placed=[], refused=refused)
+            placed, refused = _within_address_cap(event, newcomers)
+            if not placed:
                 return _Committed(event=event, status=status, placed=[], refused=refused)
-        placed, refused = _within_address_cap(event, newcomers)
-        if not placed:
-            return _Committed(event=event, status=status, placed=[], refused=refused)
-        # Decided again under the lock that the shuffle also takes: the boundary between the
-        # shuffled cohort and those queued behind it is the shuffle itself, not each
-        # request's clock reading (which could put a later arrival inside the cohort).
-        if event.starts_at is not None:
-            status = arrival_status(event, started=line_started(event.id))
+            # Decided again under the lock that the shuffle also takes: the boundary between
+            # the shuffled cohort and those queued behind it is the shuffle itself, not each
+            # request's clock reading (which could put a later arrival inside the cohort).
+            if event.starts_at is not None:
+                status = arrival_status(event, started=line_started(event.id))
+            for newcomer in placed:
+                prepared[id(newcomer)][0].status = status
+            entries_insert([prepared[id(newcomer)][0] for newcomer in placed])
         entries = [prepared[id(newcomer)][0] for newcomer in placed]
-        for entry in entries:
-            entry.status = status
-        entries_insert(entries)
         placed_frames = []
         for newcomer, entry in zip(placed, entries, strict=True):
             newcomer.entry = entry
@@ -591,7 +611,7 @@ def _commit(event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]) -
             placed_frames.append(frame)
         audit_append_framed(event_id=event.id, actor="fan", frames=placed_frames, locked_head=head)
         let_in = []
-        if status == EntryStatus.WAITING:
+        if status == EntryStatus.WAITING and not early:
             let_in = join_admit(
                 event=event,
                 entries=entries,
@@ -601,7 +621,7 @@ def _commit(event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]) -
     return _Committed(
         event=event,
         status=status,
-        placed=placed,
+        placed=list(placed),
         refused=refused,
         admitted_ids=frozenset(entry.id for entry in let_in),
     )
