@@ -578,7 +578,7 @@ def _commit(event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]) -
     with transaction.atomic():
         order_keys_drawing(event.id)  # before the chain head's lock, always
         if early:
-            entries_insert(built)
+            entries_insert(built, checked_now=True)
         head = audit_chain_lock(event_id=event.id)
         placed: Sequence[_Newcomer] = newcomers
         refused: Answered = {}

@@ -77,9 +77,15 @@ NEW_ENTRY_FIELDS = (
 )
 
 
-def entries_insert(entries: Sequence[QueueEntry]) -> None:
+def entries_insert(entries: Sequence[QueueEntry], *, checked_now: bool = False) -> None:
     """Insert unsaved entries with one statement; each gets its id and order key, which
-    follow the order of ``entries``. Their on-sale's ``order_keys_drawing`` comes first."""
+    follow the order of ``entries``. Their on-sale's ``order_keys_drawing`` comes first.
+    ``checked_now``: their foreign keys are checked by the insert rather than at the commit,
+    as every later statement's of the transaction: a join inserting before it takes the
+    chain head's lock does not leave their checks to the commit, under the lock."""
+    if checked_now:
+        with connection.cursor() as cursor:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     inserted = insert_rows(
         QueueEntry,
         NEW_ENTRY_FIELDS,
