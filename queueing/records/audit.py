@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from django.db import connection
 
 from queueing.models import AuditAction, AuditChainHead, AuditLaneHead, AuditRecord
-from queueing.records.bulk_insert import insert_rows
+from queueing.records.bulk_insert import copy_rows
 
 
 def hashed_at(at: datetime) -> str:
@@ -239,7 +239,7 @@ def audit_frames(
             Framed(
                 at=when,
                 ticket_id=item.ticket_id,
-                action=item.action,
+                action=str(item.action),  # the value, not the enum's member
                 data=item.data if item.data is not None else {},
                 front=(
                     f'{{"action":{canonical_json(str(item.action))},"actor":{canonical_json(actor)}'
@@ -268,7 +268,8 @@ def audit_append_framed(
         return []
     lane = _head_lane(lane, locked_head)
     head = locked_head or audit_chain_lock(event_id=event_id, lane=lane)
-    # Under the head's lock from here on: the data's JSON, a SHA-256 per record, one insert.
+    # Under the head's lock from here on: the data's JSON, a SHA-256 per record, one COPY and
+    # the head's move.
     prev_hash, seq = head.last_hash, head.seq
     columns: dict[str, list[Any]] = {name: [] for name in RECORD_FIELDS}
     sha256 = hashlib.sha256
@@ -289,19 +290,14 @@ def audit_append_framed(
     count = len(frames)
     columns["event_id"], columns["lane"] = [event_id] * count, [lane] * count
     columns["actor"] = [actor] * count
-    # The records and the head's move in one round trip.
-    move = (
-        (_MOVE_ROOT_HEAD, (seq, prev_hash, event_id))
-        if lane is None
-        else (_MOVE_LANE_HEAD, (seq, prev_hash, event_id, lane))
+    copy_rows(
+        AuditRecord, RECORD_FIELDS, zip(*(columns[name] for name in RECORD_FIELDS), strict=True)
     )
-    insert_rows(
-        AuditRecord,
-        RECORD_FIELDS,
-        list(zip(*(columns[name] for name in RECORD_FIELDS), strict=True)),
-        then=move,
-        prepared=("data",),
-    )
+    with connection.cursor() as cursor:
+        if lane is None:
+            cursor.execute(_MOVE_ROOT_HEAD, (seq, prev_hash, event_id))
+        else:
+            cursor.execute(_MOVE_LANE_HEAD, (seq, prev_hash, event_id, lane))
     head.seq, head.last_hash = seq, prev_hash
     return list(zip(columns["seq"], columns["prev_hash"], columns["hash"], strict=True))
 

@@ -290,3 +290,43 @@ def test_an_on_sale_with_lanes_gets_one_verdict_with_each_lanes_part(make_event,
 def _csv(auditor, slug: str) -> str:
     response = auditor.get("/api/v1/audit/records/", {"event": slug, "format": "csv"})
     return b"".join(response.streaming_content).decode()
+
+
+def test_the_report_reads_an_on_sale_with_lanes_whole(make_event, auditor) -> None:
+    """Fans' records in three lanes (their seqs overlapping the root chain's), admissions in
+    the root chain in the order 2, 1, 3, 4, 5 (one inversion), and a fan who came back after
+    being passed over, whose ``back`` is in their lane: counted apart, not as an inversion."""
+    event = make_event(heartbeat_seconds=3600)
+    audit_lane_heads_ensure(event_id=event.id, lanes=3)
+    entries = [entry_of(t) for t in fans_join(event.slug, 6)]
+    now = timezone.now()
+    with transaction.atomic():
+        for n, entry in enumerate(entries):
+            audit_append_many(
+                event_id=event.id,
+                actor="fan",
+                at=now,
+                lane=n % 3,
+                items=[AuditItem(AuditAction.JOINED, entry.public_id, {"order_key": n})] * 3,
+            )
+        audit_append_many(
+            event_id=event.id,
+            actor="fan",
+            at=now,
+            lane=5 % 3,
+            items=[AuditItem(AuditAction.BACK, entries[5].public_id)],
+        )
+        QueueEntry.objects.filter(pk__in=[e.pk for e in entries]).update(
+            status=EntryStatus.ADMITTED, admitted_at=now
+        )
+        audit_append_many(
+            event_id=event.id,
+            actor="system:admission",
+            at=now,
+            items=[
+                AuditItem(AuditAction.ADMITTED, entries[i].public_id) for i in (1, 0, 5, 2, 3, 4)
+            ],
+        )
+    report = auditor.get(f"/api/v1/audit/events/{event.slug}/report").json()
+    assert (report["admitted"], report["order_inversions"]) == (6, 1)
+    assert report["came_back_after_turn"] == 1

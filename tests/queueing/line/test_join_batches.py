@@ -189,11 +189,11 @@ def _failing_for(monkeypatch: Any, identity: str, failure: Exception) -> list[in
     real_insert = joining.entries_insert
     sizes: list[int] = []
 
-    def insert(entries: list[QueueEntry]) -> None:
+    def insert(entries: list[QueueEntry], **how: Any) -> None:
         sizes.append(len(entries))
         if any(entry.identity == identity for entry in entries):
             raise failure
-        real_insert(entries)
+        real_insert(entries, **how)
 
     monkeypatch.setattr(joining, "entries_insert", insert)
     return sizes
