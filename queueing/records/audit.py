@@ -222,6 +222,10 @@ class Framed:
     middle: str
     back: str
 
+    def canonical(self, *, seq: int, data: str) -> str:
+        """The record's canonical JSON, given its seq and its data's canonical JSON."""
+        return self.front + data + self.middle + str(seq) + self.back
+
 
 def audit_frames(
     *, event_id: int, actor: str, at: datetime, items: Iterable[AuditItem], lane: int | None
@@ -276,9 +280,7 @@ def audit_append_framed(
     for frame in frames:
         seq += 1
         data = canonical_json(frame.data)
-        digest = sha256(
-            (prev_hash + frame.front + data + frame.middle + str(seq) + frame.back).encode()
-        ).hexdigest()
+        digest = sha256((prev_hash + frame.canonical(seq=seq, data=data)).encode()).hexdigest()
         columns["seq"].append(seq)
         columns["at"].append(frame.at)
         columns["ticket_id"].append(frame.ticket_id)

@@ -4,19 +4,25 @@ on-sale's own records, and appends to different lanes that do not wait for each 
 import itertools
 import threading
 import uuid
+from datetime import UTC
 
 import pytest
 from django.db import connection, transaction
 from django.utils import timezone
+from hypothesis import given
+from hypothesis import strategies as st
 
 from queueing.models import GENESIS_HASH, AuditAction, AuditLaneHead, AuditRecord
 from queueing.records.audit import (
+    ROOT_ONLY,
     AuditItem,
     audit_append,
     audit_append_many,
     audit_chain_lock,
     audit_chains_lock,
+    audit_frames,
     audit_lane_heads_ensure,
+    canonical_json,
     canonical_record,
     record_hash,
 )
@@ -143,3 +149,46 @@ def test_appends_to_two_lanes_do_not_wait_for_each_other(make_event) -> None:
     assert AuditLaneHead.objects.get(event=event, lane=1).seq == 2
     assert audit_chain_verify(event_id=event.id, lane=0).ok
     assert audit_chain_verify(event_id=event.id, lane=1).ok
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    actor=st.text(),
+    action=st.sampled_from(list(AuditAction)),
+    ticket=st.none() | st.uuids(),
+    data=st.dictionaries(st.text(), json_values, max_size=4),
+    lane=st.none() | st.integers(min_value=0, max_value=63),
+    seq=st.integers(min_value=1, max_value=2**62),
+    event_id=st.integers(min_value=1, max_value=2**62),
+    at=st.datetimes(timezones=st.just(UTC)),
+)
+def test_a_record_framed_before_the_lock_is_its_canonical_json(
+    actor, action, ticket, data, lane, seq, event_id, at
+) -> None:
+    """What the chain head's holder hashes (``audit_frames``) is byte for byte the canonical
+    form docs/api.md states (``canonical_record``)."""
+    if lane is not None and action in ROOT_ONLY:
+        lane = None
+    (frame,) = audit_frames(
+        event_id=event_id,
+        actor=actor,
+        at=at,
+        items=[AuditItem(action=action, ticket_id=ticket, data=data)],
+        lane=lane,
+    )
+    assert frame.canonical(seq=seq, data=canonical_json(frame.data)) == canonical_record(
+        event_id=event_id,
+        seq=seq,
+        at=at,
+        ticket_id=ticket,
+        action=action,
+        actor=actor,
+        data=data,
+        lane=lane,
+    )
