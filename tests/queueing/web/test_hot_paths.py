@@ -461,10 +461,10 @@ def test_a_join_that_fails_in_its_batch_is_answered_alone_and_logged_with_its_tr
     event = make_event(capacity=0)
     real_insert = joining.entries_insert
 
-    def fragile(entries: list[QueueEntry]) -> None:
+    def fragile(entries: list[QueueEntry], **how: Any) -> None:
         if any(entry.return_url == "https://shop.example/break" for entry in entries):
             raise RuntimeError("a bug for this join only")
-        real_insert(entries)
+        real_insert(entries, **how)
 
     monkeypatch.setattr(joining, "entries_insert", fragile)
     hot = HotPaths(django_asgi_app)
