@@ -534,7 +534,10 @@ def _nothing_to_decide(event: Event) -> bool:
     """Whether a batch's newcomers are all placed, and as waiting, whatever commits before
     it: the on-sale queues (no mode to read again), caps no address, and its line started
     (``started_at`` is never unset). Their entries can then be inserted before the chain
-    head's lock is taken."""
+    head's lock is taken. (One identity joining by both paths at once, at the moment staff
+    switch the mode or the cap, or re-entering while joining anew, can make two transactions
+    wait for each other: one for the head, the other for the identity's unique entry.
+    PostgreSQL ends one of them, and its fans are answered ``unavailable`` and retry.)"""
     return (
         event.mode == EventMode.QUEUE
         and not event.max_live_per_address
