@@ -88,3 +88,60 @@ def test_a_join_still_committing_is_not_passed_by_admission(make_event, monkeypa
     assert event_fairness(event).order_inversions == 0
     assert answers["first"]["status"] == answers["second"]["status"] == "waiting"
     assert audit_chain_verify(event_id=event.id).ok
+
+
+def test_joins_and_admissions_at_once_admit_in_order_key_order(make_event) -> None:
+    """Batches of joins from several threads, inserted before the chain head's lock and
+    committing in whatever order, while admission runs again and again beside them: every
+    fan is let in in order-key order."""
+    event = make_event(capacity=0, rate_per_minute=0)
+    joining_done = threading.Event()
+    failures: list[BaseException] = []
+
+    def batches(worker: int) -> None:
+        try:
+            for batch in range(5):
+                now = timezone.now()
+                outcomes = joining.entry_join_many(
+                    [
+                        joining.JoinRequest(
+                            event=event, identity=f"{worker}-{batch}-{n}", access_code=None, now=now
+                        )
+                        for n in range(10)
+                    ]
+                )
+                assert not [o for o in outcomes if isinstance(o, BaseException)], outcomes
+        except BaseException as failure:  # noqa: BLE001  reported by the test
+            failures.append(failure)
+        finally:
+            connection.close()
+
+    def admitting() -> None:
+        try:
+            while True:
+                finished = joining_done.is_set()
+                outcome = admission_run(
+                    event_id=event.id,
+                    now=timezone.now(),
+                    manual=ManualAdmission(count=7, actor="t"),
+                )
+                if finished and not outcome.admitted:
+                    return
+        except BaseException as failure:  # noqa: BLE001  reported by the test
+            failures.append(failure)
+        finally:
+            connection.close()
+
+    admission = threading.Thread(target=admitting)
+    admission.start()
+    workers = [threading.Thread(target=batches, args=(w,)) for w in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    joining_done.set()
+    admission.join(timeout=120)
+    assert not failures, failures
+    assert QueueEntry.objects.filter(event=event, admitted_at__isnull=False).count() == 300
+    assert event_fairness(event).order_inversions == 0
+    assert audit_chain_verify(event_id=event.id).ok
