@@ -211,7 +211,8 @@ class Framed:
 
     Its canonical JSON (keys sorted: action, actor, at, data, event, lane, seq, ticket_id) is
     ``front`` + the data's JSON + ``middle`` + seq + ``back``. The data is written out when
-    the record is appended, under the lock: a join's data holds its order key, drawn there.
+    the record is appended: a join's holds its order key and status, known only once its
+    entries are inserted (under the lock, when the join has something to decide there).
     """
 
     at: datetime
