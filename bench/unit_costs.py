@@ -24,7 +24,9 @@ times and kept as min / median / max, because the machine is shared:
 5. WebSockets: one web process's memory and CPU with N sockets (bench/ws_clients.py);
 6. the once-a-second dispatch over 300 on-sales with fans.
 
-Writes bench/unit_costs.json.
+Writes bench/unit_costs.json. ``--only in-process`` measures step 4 alone (about a minute),
+and ``--database NAME`` takes another database than `waitingroom_units` (dropped and made
+again), so two people on one machine do not measure in each other's.
 """
 
 from __future__ import annotations
@@ -56,12 +58,12 @@ DISPATCHED_ON_SALES = 300
 LINE_SIZES = (3_000, 50_000, 1_000_000, 5_000_000)
 
 
-def units_env(hot: PrivateRedis, aux: PrivateRedis) -> dict[str, str]:
+def units_env(hot: PrivateRedis, aux: PrivateRedis, database: str = DB_NAME) -> dict[str, str]:
     # The bench's production settings, with the join limits left at their defaults.
     env = {k: v for k, v in ENV.items() if not k.startswith("WR_JOIN_LIMIT")}
     env.update(
         {
-            "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{DB_NAME}",
+            "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{database}",
             "REDIS_URL": hot.url(REDIS_DB),
             "CHANNELS_REDIS_URL": aux.url(REDIS_DB),
             "CELERY_BROKER_URL": aux.url(REDIS_DB),
@@ -76,7 +78,15 @@ def units_env(hot: PrivateRedis, aux: PrivateRedis) -> dict[str, str]:
     return env
 
 
-def measure(hot: PrivateRedis, aux: PrivateRedis, env: dict[str, str], runs: int) -> dict[str, Any]:
+def measure(
+    hot: PrivateRedis,
+    aux: PrivateRedis,
+    env: dict[str, str],
+    runs: int,
+    *,
+    database: str = DB_NAME,
+    only: str = "",
+) -> dict[str, Any]:
     # Django's models can be imported only now that it is set up.
     from bench import box_office, unit_inprocess, unit_stack
     from queueing.live.watchers import REFRESH_SECONDS
@@ -84,8 +94,10 @@ def measure(hot: PrivateRedis, aux: PrivateRedis, env: dict[str, str], runs: int
 
     shutil.rmtree(LOGDIR, ignore_errors=True)
     LOGDIR.mkdir(parents=True)
-    rig = unit_stack.Rig(hot, aux, env, DB_NAME, REDIS_DB, LOGDIR, runs)
+    rig = unit_stack.Rig(hot, aux, env, database, REDIS_DB, LOGDIR, runs)
     on_sale, emptied = unit_stack.on_sale, unit_stack.line_emptied
+    if only == "in-process":
+        return in_process(hot, runs)
     out: dict[str, Any] = {}
     # First, on an empty database: its tables' bytes per row then count no deleted rows.
     joins = on_sale("joins")
@@ -104,15 +116,7 @@ def measure(hot: PrivateRedis, aux: PrivateRedis, env: dict[str, str], runs: int
     print("3. ticks of one on-sale admitting 100 fans a second", flush=True)
     out["ticks"] = unit_stack.tick_costs(rig)
 
-    print("4. join batches, an admission of 500, pass hand-overs (in process)", flush=True)
-    batches = on_sale("batches")
-    out["join_batches"] = unit_inprocess.join_batches(
-        batches.pk, (1, 10, 50, 200, 500), runs, hot.reading
-    )
-    admit = on_sale("admit", fans=500 * runs + 100)
-    out["admission"] = unit_inprocess.admissions(admit.pk, 500, runs)
-    out["pass_handover"] = unit_inprocess.pass_handovers(admit.pk, 100)
-    emptied(batches.pk, admit.pk)
+    out |= in_process(hot, runs)
 
     sizes = ", ".join(f"{n:,}" for n in unit_stack.SOCKET_SIZES)
     print(f"5. WebSockets: {sizes} on one web process", flush=True)
@@ -129,6 +133,22 @@ def measure(hot: PrivateRedis, aux: PrivateRedis, env: dict[str, str], runs: int
     return out
 
 
+def in_process(hot: PrivateRedis, runs: int) -> dict[str, Any]:
+    from bench import unit_inprocess, unit_stack
+
+    print("4. join batches, an admission of 500, pass hand-overs (in process)", flush=True)
+    out: dict[str, Any] = {}
+    batches = unit_stack.on_sale("batches")
+    out["join_batches"] = unit_inprocess.join_batches(
+        batches.pk, (1, 10, 50, 200, 500), runs, hot.reading
+    )
+    admit = unit_stack.on_sale("admit", fans=500 * runs + 100)
+    out["admission"] = unit_inprocess.admissions(admit.pk, 500, runs)
+    out["pass_handover"] = unit_inprocess.pass_handovers(admit.pk, 100)
+    unit_stack.line_emptied(batches.pk, admit.pk)
+    return out
+
+
 def _claims_cleared(hot: PrivateRedis) -> None:
     db = redis.Redis(port=hot.port, db=REDIS_DB)
     claims = list(db.scan_iter(match=f"{PREFIX}:*:tick-claim", count=1000))
@@ -140,6 +160,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "unit_costs.json")
+    parser.add_argument("--only", choices=["in-process"], default="")
+    parser.add_argument("--database", default=DB_NAME)
     options = parser.parse_args()
     ensure_tools()
     # Thousands of sockets need as many descriptors, in the server and the clients.
@@ -148,20 +170,22 @@ def main() -> None:
     started = time.monotonic()
     result: dict[str, Any] = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "command": f"python bench/unit_costs.py --runs {options.runs}",
+        "command": " ".join(["python bench/unit_costs.py", *sys.argv[1:]]),
         "machine": machine(),
         "load_average_before": [round(v, 2) for v in os.getloadavg()],
         "runs": options.runs,
     }
     hot, aux = PrivateRedis("hot"), PrivateRedis("aux")
     try:
-        env = units_env(hot, aux)
+        env = units_env(hot, aux, options.database)
         os.environ.update(env)
-        fresh_database(DB_NAME, env)
+        fresh_database(options.database, env)
         import django
 
         django.setup()
-        result.update(measure(hot, aux, env, options.runs))
+        result.update(
+            measure(hot, aux, env, options.runs, database=options.database, only=options.only)
+        )
     finally:
         hot.stop()
         aux.stop()

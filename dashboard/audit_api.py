@@ -27,12 +27,13 @@ from events.models import Event
 from events.validation import SLUG_RE
 from queueing.line.reads import event_by_slug
 from queueing.models import AuditAction, AuditRecord, QueueEntry
-from queueing.records.audit import audit_chain_verify, canonical_json, hashed_at
+from queueing.records.audit import canonical_json, hashed_at
+from queueing.records.audit_verify import EventVerdict, audit_event_verify
 from queueing.rules.ticket_codec import InvalidTicket, ticket_read
 from queueing.web.api_errors import errors
 
-# The last three were added so that an outsider can recompute each hash (docs/api.md, "The
-# canonical form"); they come after the earlier columns, which keep their places.
+# The last four were added so that an outsider can recompute each hash (docs/api.md, "The
+# canonical form"; "Lanes"); they come after the earlier columns, which keep their places.
 CSV_COLUMNS = [
     "id",
     "at",
@@ -46,6 +47,7 @@ CSV_COLUMNS = [
     "event_id",
     "seq",
     "at_hashed",
+    "lane",
 ]
 
 
@@ -138,6 +140,8 @@ def _row(record: AuditRecord, slugs: dict[int, str]) -> dict[str, Any]:
         "event_id": record.event_id,
         "seq": record.seq,
         "at_hashed": hashed_at(record.at),
+        # The record's chain within the on-sale: null for its root chain (docs/api.md, "Lanes").
+        "lane": record.lane,
     }
 
 
@@ -156,6 +160,9 @@ class RecordSerializer(serializers.Serializer):
     at_hashed = serializers.CharField(
         help_text="`at` exactly as hashed: UTC, six digits of microseconds, `+00:00`."
     )
+    lane = serializers.IntegerField(
+        allow_null=True, help_text="The record's lane (its chain), null for the root chain."
+    )
 
 
 class RecordPageSerializer(serializers.Serializer):
@@ -164,10 +171,46 @@ class RecordPageSerializer(serializers.Serializer):
     results = RecordSerializer(many=True)
 
 
+class LaneVerdictSerializer(serializers.Serializer):
+    lane = serializers.IntegerField()
+    ok = serializers.BooleanField()
+    records = serializers.IntegerField()
+    head_seq = serializers.IntegerField()
+    first_bad_id = serializers.IntegerField(allow_null=True)
+
+
 class VerdictSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     records = serializers.IntegerField()
     first_bad_id = serializers.IntegerField(allow_null=True)
+    # Only for an on-sale with lanes (docs/api.md, "Lanes").
+    problem = serializers.CharField(required=False)
+    roots = serializers.IntegerField(required=False)
+    lanes = LaneVerdictSerializer(many=True, required=False)
+
+
+def verdict_answer(verdict: EventVerdict) -> dict[str, Any]:
+    """The verify answer: without lanes, the one chain's verdict as it always was; with
+    lanes, what failed in words, the root records checked and each lane's part."""
+    answer: dict[str, Any] = {
+        "ok": verdict.ok,
+        "records": verdict.records,
+        "first_bad_id": verdict.first_bad_id,
+    }
+    if verdict.lanes:
+        answer["problem"] = verdict.problem
+        answer["roots"] = verdict.roots_checked
+        answer["lanes"] = [
+            {
+                "lane": lane,
+                "ok": part.ok,
+                "records": part.records,
+                "head_seq": part.head_seq,
+                "first_bad_id": part.first_bad_id,
+            }
+            for lane, part in sorted(verdict.lanes.items())
+        ]
+    return answer
 
 
 _RECORD_FILTERS = [
@@ -192,6 +235,8 @@ def _csv_stream(records: QuerySet[AuditRecord], slugs: dict[int, str]) -> Iterat
     for record in records.order_by("id").iterator(chunk_size=2000):
         row = _row(record, slugs)
         row["data"] = canonical_json(row["data"])
+        # As JSON, like data (docs/api.md, "Lanes"); empty for none.
+        row["lane"] = "" if row["lane"] is None else canonical_json(row["lane"])
         yield writer.writerow([row[column] for column in CSV_COLUMNS])
 
 
@@ -226,10 +271,7 @@ class AuditVerifyApi(APIView):
 
     @extend_schema(responses={200: VerdictSerializer, **errors(401, 403, 404)})
     def get(self, request: Request, slug: str) -> Response:
-        verdict = audit_chain_verify(event_id=event_by_slug(slug).id)
-        return Response(
-            {"ok": verdict.ok, "records": verdict.records, "first_bad_id": verdict.first_bad_id}
-        )
+        return Response(verdict_answer(audit_event_verify(event_id=event_by_slug(slug).id)))
 
 
 class AuditReportApi(APIView):

@@ -15,6 +15,7 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Page, Paginator
+from django.db.models import OuterRef, Subquery, Sum
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -29,7 +30,7 @@ from dashboard.permissions import is_auditor
 from dashboard.report_views import staff_or_auditor_required
 from events.catalogue import SEARCH_MAX_LENGTH, search
 from events.models import Event, EventState
-from queueing.models import AuditChainHead
+from queueing.models import AuditChainHead, AuditLaneHead
 
 PER_PAGE = 25
 
@@ -38,7 +39,7 @@ PER_PAGE = 25
 class AuditRow:
     event: Event
     state: EventState
-    head_seq: int  # records in the chain now
+    head_seq: int  # records in the trail now, over all its chains
     verdict: AuditVerdict | None
 
     @property
@@ -46,7 +47,7 @@ class AuditRow:
         """Records appended after the last check reached its end (or that it left for later)."""
         if self.verdict is None or not self.verdict.ok:
             return 0
-        return max(self.head_seq - self.verdict.checked_seq, 0)
+        return max(self.head_seq - self.verdict.checked_records, 0)
 
 
 def _verdict(event: Event) -> AuditVerdict | None:
@@ -57,10 +58,13 @@ def _verdict(event: Event) -> AuditVerdict | None:
 
 
 def _head_seq(event: Event) -> int:
+    """The root chain's head, plus the lanes' (``lane_records``, annotated by the page's
+    query)."""
+    lanes = getattr(event, "lane_records", 0) or 0
     try:
-        return event.audit_head.seq
+        return event.audit_head.seq + lanes
     except AuditChainHead.DoesNotExist:
-        return 0
+        return lanes
 
 
 def audit_rows(events: list[Event], now: datetime) -> list[AuditRow]:
@@ -80,9 +84,15 @@ def _page_links(page: Page) -> list[int | None]:
 def audit_home(request: HttpRequest) -> HttpResponse:
     text = request.GET.get("q", "").strip()[:SEARCH_MAX_LENGTH]
     # One query for the page's on-sales with their chain heads and verdicts: no chain is read.
+    lanes = AuditLaneHead.objects.filter(event=OuterRef("pk")).order_by()
     events = (
         search(Event.objects.all(), text)
         .select_related("audit_head", "audit_verdict")
+        .annotate(
+            lane_records=Subquery(
+                lanes.values("event").annotate(records=Sum("seq")).values("records")
+            )
+        )
         .order_by("-created_at", "-id")
     )
     page = Paginator(events, PER_PAGE).get_page(request.GET.get("page"))
@@ -101,16 +111,19 @@ def audit_home(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _said(verdict: AuditVerdict, head_seq: int) -> str:
+def _said(verdict: AuditVerdict, head_records: int) -> str:
     if not verdict.ok:
         where = f"at seq {verdict.first_bad_seq}" if verdict.first_bad_seq else "at its end"
-        return f"broken {where}: {verdict.problem}."
-    if verdict.checked_seq < head_seq:
-        return (
-            f"intact up to seq {verdict.checked_seq}; {head_seq - verdict.checked_seq} more"
-            " to check: verify again to go on."
-        )
-    return f"intact, all {verdict.checked_seq} records."
+        problem = verdict.problem
+        if verdict.first_bad_lane is not None:
+            where = f"in lane {verdict.first_bad_lane} {where}"
+            problem = problem.removeprefix(f"lane {verdict.first_bad_lane}: ")
+        return f"broken {where}: {problem}."
+    checked = verdict.checked_records
+    if checked < head_records:
+        upto = f"up to seq {checked}" if not verdict.lanes else f"in {checked} records"
+        return f"intact {upto}; {head_records - checked} more to check: verify again to go on."
+    return f"intact, all {checked} records."
 
 
 @staff_or_auditor_required
@@ -124,7 +137,8 @@ def audit_verify(request: HttpRequest, slug: str) -> HttpResponse:
     verdict, kept = verdict_check(
         event, now=timezone.now(), from_start=request.POST.get("from") == "start"
     )
-    said = f"{event.name}: {_said(kept, verdict.head_seq)}"
+    heads = verdict.root.head_seq + sum(lane.head_seq for lane in verdict.lanes.values())
+    said = f"{event.name}: {_said(kept, heads)}"
     (messages.success if kept.ok else messages.error)(request, said)
     back = {k: request.POST[k] for k in ("q", "page") if request.POST.get(k)}
     return redirect(reverse("dashboard-audit") + (f"?{urlencode(back)}" if back else ""))

@@ -61,9 +61,19 @@ class AuditVerdict(models.Model):
     # and what failed, in words.
     first_bad_seq = models.BigIntegerField(null=True, blank=True)
     first_bad_id = models.BigIntegerField(null=True, blank=True)
+    # The lane of the chain that failed (null: the root chain, or one of its root records).
+    first_bad_lane = models.SmallIntegerField(null=True, blank=True)
     problem = models.CharField(max_length=200, blank=True)
     checked_at = models.DateTimeField()
+    # An on-sale with lanes: the fields above are its root chain's, and each lane's check
+    # is here, {"<lane>": {"checked_seq", "checked_hash", "head_seq"}}.
+    lanes = models.JSONField(default=dict, blank=True)
 
     def __str__(self) -> str:
         outcome = "intact" if self.ok else "broken"
         return f"audit chain of event {self.event_id}: {outcome} up to #{self.checked_seq}"
+
+    @property
+    def checked_records(self) -> int:
+        """Records found intact, over every chain."""
+        return self.checked_seq + sum(lane["checked_seq"] for lane in self.lanes.values())

@@ -38,7 +38,9 @@ class FirstAdmission:
 
 
 def _first_admissions(event: Event) -> dict[Any, FirstAdmission]:
-    """Each admitted ticket's first admission, in the order the trail records them. A fan who
+    """Each admitted ticket's first admission, in the order the trail records them (the seq
+    order of the on-sale's root chain, which holds every ``admitted`` record whatever its
+    lanes: records/audit.py, ``ROOT_ONLY``). A fan who
     went back in line (``reentered``) is admitted again from the front of their tier: that
     second admission is the re-entry's, not the line's order, and their wait is the first."""
     first: dict[Any, FirstAdmission] = {}

@@ -6,7 +6,9 @@
 - ``event_beat`` (a worker, one task per on-sale) runs that on-sale's tick: schedule, expiry,
   admission, in that order, then the live broadcast. On-sales tick in parallel on as many
   workers as there are; a slow or failing one delays no other. A duplicate is harmless: the
-  admission lock and the compare-and-set transitions make a second run a no-op.
+  admission lock and the compare-and-set transitions make a second run a no-op. Last, for
+  an on-sale with lanes, a root record commits to its lanes' heads if they moved
+  (``records/audit_roots.py``): a second in which joins went to its lanes gets one root.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from queueing.line.expiry import queued_expire_unseen, sessions_expire
 from queueing.line.index_sync import index_heal_head
 from queueing.line.schedule import line_admit_stragglers, line_revoke_closed, line_start
 from queueing.live.ticks import event_broadcast
+from queueing.records.audit_roots import audit_root_write
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +69,8 @@ def event_beat(*, event_id: int, now: datetime, claim: str = "") -> None:
         if event is not None:
             _event_tick(event, now=now)
             event_broadcast(event, now=now)
+            # After the broadcast: the pages are told first, the proof follows.
+            audit_root_write(event_id=event_id, now=now)
     except Exception:
         logger.exception("tick of event %s failed", event_id)
     finally:

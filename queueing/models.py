@@ -180,29 +180,60 @@ class AuditAction(models.TextChoices):
     EVENT_PAUSED = "event_paused"
     EVENT_RESUMED = "event_resumed"
     EVENT_CLOSED = "event_closed"
+    # The root chain's commitment to every lane's head (docs/api.md, "Lanes").
+    ROOT = "root"
 
 
 GENESIS_HASH = "0" * 64
 
 
 class AuditChainHead(models.Model):
-    """The tip of an event's hash chain; its row lock orders appends to the chain."""
+    """The tip of an event's root hash chain (its records without a lane); its row lock
+    orders appends to that chain."""
 
     event = models.OneToOneField(
         "events.Event", on_delete=models.PROTECT, primary_key=True, related_name="audit_head"
     )
     seq = models.BigIntegerField(default=0)
     last_hash = models.CharField(max_length=64, default=GENESIS_HASH)
+    # The Merkle root over the lane heads that the chain's last ``root`` record committed to
+    # (empty before the first): a tick writes a root only when the lanes moved since.
+    rooted = models.CharField(max_length=64, blank=True, default="")
+
+    lane = None  # the root chain has no lane: read alike with AuditLaneHead's
 
     def __str__(self) -> str:
         return f"chain of event {self.event_id} at #{self.seq}"
+
+
+class AuditLaneHead(models.Model):
+    """The tip of one lane's hash chain of an event with lanes; its own row lock orders
+    appends to that lane only, so joins to different lanes commit in parallel."""
+
+    event = models.ForeignKey(
+        "events.Event", on_delete=models.PROTECT, related_name="audit_lane_heads"
+    )
+    lane = models.SmallIntegerField()
+    seq = models.BigIntegerField(default=0)
+    last_hash = models.CharField(max_length=64, default=GENESIS_HASH)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["event", "lane"], name="audit_lane_head_unique"),
+            models.CheckConstraint(condition=models.Q(lane__gte=0), name="audit_lane_head_lane"),
+        ]
+
+    def __str__(self) -> str:
+        return f"chain of event {self.event_id} lane {self.lane} at #{self.seq}"
 
 
 class AuditRecord(models.Model):
     event = models.ForeignKey(
         "events.Event", on_delete=models.PROTECT, related_name="audit", verbose_name="on-sale"
     )
-    # Position in the event's chain, 1-based and gapless.
+    # The chain the record is in: null for the event's root chain, else its lane's.
+    lane = models.SmallIntegerField(null=True, blank=True)
+    # Position in its chain, 1-based and gapless.
     seq = models.BigIntegerField()
     at = models.DateTimeField()
     ticket_id = models.UUIDField(null=True, blank=True)
@@ -214,7 +245,12 @@ class AuditRecord(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["event", "seq"], name="audit_seq_unique_per_event"),
+            # One seq per chain; the root chain's (lane null) are one chain too.
+            models.UniqueConstraint(
+                fields=["event", "lane", "seq"],
+                name="audit_seq_unique_per_chain",
+                nulls_distinct=False,
+            ),
         ]
         indexes = [
             models.Index(fields=["ticket_id"], name="audit_ticket"),

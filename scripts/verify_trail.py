@@ -19,6 +19,13 @@ within a chain they must come in order. Exit status:
     1  not so: the first bad record is named (its id and seq) with what failed;
     2  bad usage, a file that cannot be read or holds no records.
 
+Records of an on-sale with lanes are chained per lane, and its root chain (the records with no
+lane) holds ``root`` records, each listing every lane's head (lane, seq, hash) and a Merkle
+root over them (docs/api.md, "Root records"). Each root's Merkle root is recomputed from the
+heads it lists, no lane may go back from one root to the next, and every head it lists must
+be the record the file holds for that lane and seq: a lane cut short or rewritten behind a
+root fails here, though the lane's own chain may look whole.
+
 A chain whose first record in the file has seq 1 is checked from the chain's start (its
 prev_hash must be 64 zeros). One that starts later (an export from a time, or the later pages
 of a long trail) is checked from its first record in the file: that record's own hash is
@@ -27,7 +34,7 @@ given, and the output says so. What the file cannot show is a chain cut short at
 compare the last seq and hash printed with what the room reports.
 
 Only Python's standard library is used, so this file runs on its own, anywhere with Python
-3.9 or later.
+3.9 or later. Over 350 lines on purpose: one file to copy anywhere, nothing to install.
 """
 
 from __future__ import annotations
@@ -58,12 +65,39 @@ class Record(NamedTuple):
     fields: dict[str, Any]
 
 
+# A root lists each lane's head as committed; the lane's records inserted but not yet
+# committed then may come before the root in the file. Their hashes are kept for as many
+# records per lane, so that a root can be checked against the head it lists.
+RECENT_PER_LANE = 20_000
+
+
 class Chain:
     def __init__(self, first_seq: int) -> None:
         self.first_seq = first_seq
         self.last_seq = first_seq
         self.last_hash = ""
         self.count = 0
+        self.recent: dict[int, str] = {}  # a lane's last records: seq -> hash
+
+    def keep(self, seq: int, digest: str) -> None:
+        self.recent[seq] = digest
+        if len(self.recent) > RECENT_PER_LANE:
+            del self.recent[next(iter(self.recent))]  # the oldest (dicts keep their order)
+
+
+ChainKey = tuple[int, "str | None"]
+
+
+class Roots:
+    """What the root records of the file say about the lanes, checked as the file goes."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.matched = 0  # listed heads found in the file, with the hash listed
+        self.unchecked = 0  # listed heads whose records the file does not hold
+        # Heads listed beyond what the file held so far: (chain, seq) -> (root, hash).
+        self.pending: dict[tuple[ChainKey, int], tuple[str, str]] = {}
+        self.last_listed: dict[ChainKey, int] = {}
 
 
 def canonical(fields: dict[str, Any]) -> str:
@@ -85,6 +119,26 @@ def canonical(fields: dict[str, Any]) -> str:
 
 def record_hash(fields: dict[str, Any]) -> str:
     return hashlib.sha256((fields["prev_hash"] + canonical(fields)).encode()).hexdigest()
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def merkle_root(heads: list[dict[str, Any]]) -> str:
+    """docs/api.md, "Root records": a leaf per lane, sha256("leaf:<lane>:<seq>:<hash>"), in
+    the order listed (ascending lanes); each level pairs them from the left, a node being
+    sha256 of the two hex digests one after the other, and an odd last one goes up as it is."""
+    level = [
+        _sha256(f"leaf:{json.dumps(h['lane'], ensure_ascii=False)}:{h['seq']}:{h['hash']}")
+        for h in heads
+    ]
+    while len(level) > 1:
+        paired = [_sha256(level[i] + level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            paired.append(level[-1])
+        level = paired
+    return level[0]
 
 
 # Reading the file.
@@ -279,25 +333,28 @@ def _time_problem(fields: dict[str, Any]) -> str:
     return ""
 
 
-def _chain_key(fields: dict[str, Any]) -> tuple[int, str | None]:
+def _chain_key(fields: dict[str, Any]) -> ChainKey:
     lane = fields.get("lane")
     return fields["event_id"], None if lane is None else json.dumps(lane, ensure_ascii=False)
 
 
-def _chain_name(key: tuple[int, str | None]) -> str:
+def _chain_name(key: ChainKey) -> str:
     event_id, lane = key
     return f"on-sale {event_id}" + ("" if lane is None else f" lane {lane}")
 
 
 def verify(records: Iterator[Record], out: IO[str]) -> int:
     """0 when everything holds, 1 at the first record that does not (printed to ``out``)."""
-    chains: dict[tuple[int, str | None], Chain] = {}
+    chains: dict[ChainKey, Chain] = {}
+    roots = Roots()
     total = 0
     for record in records:
         fields = record.fields
         problems = [_shape_problem(fields)]
         if not problems[0]:
             problems = _record_problems(fields, chains.get(_chain_key(fields)))
+        if not problems and _is_root(fields):
+            problems = _root_problems(record, chains, roots)
         if problems:
             print(f"FAILED at {record.where}: {'; '.join(problems)}.", file=out)
             print(f"{total} records before it held.", file=out)
@@ -307,8 +364,32 @@ def verify(records: Iterator[Record], out: IO[str]) -> int:
         chain.last_seq, chain.last_hash = fields["seq"], fields["hash"]
         chain.count += 1
         total += 1
+        if key[1] is not None:
+            chain.keep(fields["seq"], fields["hash"])
+            listed = roots.pending.pop((key, fields["seq"]), None)
+            if listed is not None:
+                if listed[1] != fields["hash"]:
+                    print(
+                        f"FAILED at {listed[0]}: the hash it lists for {_chain_name(key)} at seq"
+                        f" {fields['seq']} is not that record's ({record.where}).",
+                        file=out,
+                    )
+                    return 1
+                roots.matched += 1
     if not total:
         raise BadInput("no audit records in the file")
+    for (key, seq), (where, _) in roots.pending.items():
+        chain = chains.get(key)
+        if chain is None:
+            roots.unchecked += 1
+            continue
+        print(
+            f"FAILED at {where}: it lists {_chain_name(key)} at seq {seq}, beyond that lane's"
+            f" last record in the file (seq {chain.last_seq}): records cut from the lane's end,"
+            " or a file that stops before them.",
+            file=out,
+        )
+        return 1
     print(
         f"OK: {total} records in {len(chains)} chain(s); every hash, link and seq holds.", file=out
     )
@@ -326,12 +407,70 @@ def verify(records: Iterator[Record], out: IO[str]) -> int:
             f" last hash {chain.last_hash}",
             file=out,
         )
+    if roots.count:
+        print(
+            f"  {roots.count} root record(s): every Merkle root holds over the heads it lists;"
+            f" {roots.matched} listed head(s) are the file's records with those hashes,"
+            f" {roots.unchecked} not in the file (not checked).",
+            file=out,
+        )
     print(
         "A chain cut short at its end cannot be seen in the file: compare each last seq and"
         " hash with what the room reports.",
         file=out,
     )
     return 0
+
+
+def _is_root(fields: dict[str, Any]) -> bool:
+    return fields["action"] == "root" and fields.get("lane") is None
+
+
+def _listed_heads(data: Any) -> list[dict[str, Any]] | None:
+    lanes = data.get("lanes") if isinstance(data, dict) else None
+    if not isinstance(lanes, list) or not lanes or not isinstance(data.get("merkle_root"), str):
+        return None
+    for head in lanes:
+        if not (
+            isinstance(head, dict)
+            and "lane" in head
+            and type(head.get("seq")) is int
+            and head["seq"] >= 0
+            and isinstance(head.get("hash"), str)
+        ):
+            return None
+    return lanes
+
+
+def _root_problems(record: Record, chains: dict[ChainKey, Chain], roots: Roots) -> list[str]:
+    """A root record (its own hash and link already checked) against the lanes it lists."""
+    fields = record.fields
+    heads = _listed_heads(fields["data"])
+    if heads is None:
+        return ["it is a root record, but its data is not a list of lane heads and a merkle_root"]
+    if merkle_root(heads) != fields["data"]["merkle_root"]:
+        return ["its merkle_root is not the Merkle root over the lane heads it lists"]
+    roots.count += 1
+    for head in heads:
+        key: ChainKey = (fields["event_id"], json.dumps(head["lane"], ensure_ascii=False))
+        seq, listed = head["seq"], head["hash"]
+        if seq < roots.last_listed.get(key, 0):
+            return [f"it lists {_chain_name(key)} at seq {seq}, behind the root before it"]
+        roots.last_listed[key] = seq
+        chain = chains.get(key)
+        if seq == 0:
+            if listed != GENESIS_HASH:
+                return [f"it lists {_chain_name(key)} empty (seq 0) with a hash not 64 zeros"]
+        elif chain is not None and seq in chain.recent:
+            if chain.recent[seq] != listed:
+                name = _chain_name(key)
+                return [f"the hash it lists for {name} at seq {seq} is not that record's"]
+            roots.matched += 1
+        elif chain is not None and seq <= chain.last_seq:
+            roots.unchecked += 1  # before the file's first record of the lane, or long ago
+        else:
+            roots.pending[(key, seq)] = (record.where, listed)
+    return []
 
 
 def _record_problems(fields: dict[str, Any], chain: Chain | None) -> list[str]:

@@ -334,7 +334,7 @@ class QueueEntryAdmin(ReadOnlyAdmin):
 
 @admin.register(AuditRecord)
 class AuditRecordAdmin(ReadOnlyAdmin):
-    list_display = ("at", "event", "seq", "action", "actor", "ticket_id")
+    list_display = ("at", "event", "lane", "seq", "action", "actor", "ticket_id")
     list_filter = ("action", "event", ("at", admin.DateFieldListFilter))
     search_fields = ("=ticket_id",)
     list_select_related = ("event",)

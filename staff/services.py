@@ -28,7 +28,7 @@ from queueing.line.followups import broadcast_soon
 from queueing.line.index_sync import index_mark_new_event_ready
 from queueing.line.schedule import line_start
 from queueing.models import AuditAction
-from queueing.records.audit import audit_append, audit_chain_start
+from queueing.records.audit import audit_append, audit_chain_start, audit_lane_heads_ensure
 from queueing.records.entry_reads import anyone_joined
 from queueing.rules.branding import LogoRefused, logo_check
 from queueing.rules.errors import LanesFixed
@@ -179,7 +179,7 @@ def event_create(
         event.full_clean()
         event.save()
         _apply_tiers(event, specs)
-        audit_chain_start(event_id=event.id)
+        audit_chain_start(event_id=event.id, lanes=event.lanes)
         audit_append(
             event_id=event.id,
             action=AuditAction.EVENT_CREATED,
@@ -230,6 +230,8 @@ def event_update(
                 setattr(locked, name, value)
         locked.full_clean()
         locked.save()
+        if lanes_change:  # each lane's chain head, before anyone can join it
+            audit_lane_heads_ensure(event_id=locked.id, lanes=locked.lanes)
         if specs is not None:
             _apply_tiers(locked, specs)
             diff["tiers"] = _tiers_summary(specs)

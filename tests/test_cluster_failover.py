@@ -21,7 +21,7 @@ from queueing.hot import epoch, keys
 from queueing.hot.client import client
 from queueing.hot.line_index import IndexState
 from queueing.models import AuditRecord, QueueEntry
-from queueing.records.audit import audit_chain_verify
+from queueing.records.audit_verify import audit_chain_verify
 from queueing.rules.ticket_codec import ticket_read
 from scripts.redis_cluster import start_node
 from tests.http import request

@@ -17,7 +17,7 @@ from queueing.hot import keys
 from queueing.line.admission import ADMISSION_LOCK_NAMESPACE
 from queueing.line.index_sync import hot_index_rebuild
 from queueing.models import AuditRecord, QueueEntry
-from queueing.records.audit import audit_chain_verify
+from queueing.records.audit_verify import audit_chain_verify
 from queueing.rules.shuffle import shuffled_order
 from tests.faults import RedisServer, TcpProxy, kill_process_group
 from tests.helpers import waiting_entries

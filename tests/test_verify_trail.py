@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import importlib.util
 import io
 import json
 import re
@@ -14,12 +15,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from queueing.beat import event_tick
-from queueing.models import AuditRecord
-from queueing.records.audit import canonical_record, chain_hash
+from queueing.beat import event_beat, event_tick
+from queueing.models import AuditAction, AuditRecord
+from queueing.records.audit import (
+    AuditItem,
+    audit_append_many,
+    audit_lane_heads_ensure,
+    canonical_record,
+    chain_hash,
+)
+from queueing.rules.merkle import LaneHead, merkle_leaf, merkle_root
 from staff.services import TierSpec, event_update
 from tests.helpers import AUDITOR, fans_join, poll, shop_completes, staff_client
 from tests.processes import ROOT
@@ -321,7 +330,8 @@ def test_bad_usage_is_exit_2(tmp_path: Path) -> None:
 
 def _doc_block(text: str, name: str) -> str:
     """The fenced block after ``<!-- trail example: name -->``."""
-    after = text.split(f"<!-- trail example: {name} -->", 1)[1]
+    marker = name if name.startswith("root example:") else f"trail example: {name}"
+    after = text.split(f"<!-- {marker} -->", 1)[1]
     match = re.match(r"\s*```[a-z]*\n(.*?)\n```", after, re.S)
     assert match, f"no block after the {name} marker"
     return match.group(1)
@@ -352,3 +362,152 @@ def test_the_docs_worked_example_still_verifies(tmp_path: Path) -> None:
     example.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
     result = verify(example, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# A trail with lanes, as the room exports it.
+
+
+def a_sale_in_lanes(make_event: Any) -> Any:
+    """An on-sale with three lanes: records in each, root records written by its tick
+    between them, and records after the last root."""
+    event = make_event(slug="lanes")
+    audit_lane_heads_ensure(event_id=event.id, lanes=3)
+    for round_lanes in ((0, 1, 1), (2, 0), (1,)):
+        for lane in round_lanes:
+            with transaction.atomic():
+                audit_append_many(
+                    event_id=event.id,
+                    actor="fan",
+                    at=timezone.now(),
+                    lane=lane,
+                    items=[AuditItem(action=AuditAction.JOINED, data={"lane": lane})] * 2,
+                )
+        event_beat(event_id=event.id, now=timezone.now())
+    return event
+
+
+def _export(auditor: APIClient, slug: str) -> list[dict[str, Any]]:
+    pages = export_pages(auditor, event=slug).decode().split("\n")
+    return [record for page in pages for record in json.loads(page)["results"]]
+
+
+def test_a_trail_in_lanes_verifies_with_its_roots(make_event: Any, tmp_path: Path) -> None:
+    event = a_sale_in_lanes(make_event)
+    auditor = staff_client("audrey", api=True, **AUDITOR)
+    trail = tmp_path / "lanes.json"
+    trail.write_bytes(export_pages(auditor, event=event.slug))
+    result = verify(trail, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "in 4 chain(s)" in result.stdout
+    assert f"on-sale {event.id} lane 1: seq 1 to 6" in result.stdout
+    # Three roots of three lanes: every head they list (8 not empty) is a record of the file.
+    assert "3 root record(s): every Merkle root holds over the heads it lists; 8 listed" in (
+        result.stdout
+    )
+    csv_trail = tmp_path / "lanes.csv"
+    csv_trail.write_text(export_csv(auditor), encoding="utf-8")
+    assert verify(csv_trail, tmp_path).returncode == 0
+
+
+def test_a_lane_cut_short_behind_a_root_fails(make_event: Any, tmp_path: Path) -> None:
+    event = a_sale_in_lanes(make_event)
+    auditor = staff_client("audrey", api=True, **AUDITOR)
+    records = _export(auditor, event.slug)
+    # Lane 1's last two records gone: the lane alone still links, but the last root lists it.
+    last_two = [r for r in records if r["lane"] == 1][-2:]
+    kept = [r for r in records if r not in last_two]
+    trail = tmp_path / "cut.json"
+    trail.write_text(_lines(kept), encoding="utf-8")
+    result = verify(trail, tmp_path)
+    assert result.returncode == 1
+    assert f"lists on-sale {event.id} lane 1 at seq 6, beyond that lane's last record" in (
+        result.stdout
+    )
+
+
+def test_a_forged_root_fails_though_its_chain_was_rehashed(make_event: Any, tmp_path: Path):
+    event = a_sale_in_lanes(make_event)
+    auditor = staff_client("audrey", api=True, **AUDITOR)
+    records = _export(auditor, event.slug)
+    root = next(r for r in records if r["action"] == "root")
+    root["data"]["lanes"][0]["hash"] = "e" * 64  # a lane head that is not the lane's
+    _rehash_chain_from(records, root)
+    trail = tmp_path / "forged.json"
+    trail.write_text(_lines(records), encoding="utf-8")
+    result = verify(trail, tmp_path)
+    assert result.returncode == 1
+    assert f"FAILED at record id {root['id']}" in result.stdout
+    assert "its merkle_root is not the Merkle root over the lane heads it lists" in result.stdout
+    # Its Merkle root made to match: the head it lists is still not the lane's record.
+    heads = root["data"]["lanes"]
+    root["data"]["merkle_root"] = merkle_root(
+        [LaneHead(lane=h["lane"], seq=h["seq"], hash=h["hash"]) for h in heads]
+    )
+    _rehash_chain_from(records, root)
+    trail.write_text(_lines(records), encoding="utf-8")
+    result = verify(trail, tmp_path)
+    assert result.returncode == 1
+    assert f"the hash it lists for on-sale {event.id} lane 0 at seq 2 is not that record's" in (
+        result.stdout
+    )
+
+
+def test_a_lanes_record_edited_fails_at_it(make_event: Any, tmp_path: Path) -> None:
+    event = a_sale_in_lanes(make_event)
+    auditor = staff_client("audrey", api=True, **AUDITOR)
+    records = _export(auditor, event.slug)
+    target = next(r for r in records if r["lane"] == 2)
+    target["actor"] = "someone else"
+    trail = tmp_path / "edited.json"
+    trail.write_text(_lines(records), encoding="utf-8")
+    result = verify(trail, tmp_path)
+    assert result.returncode == 1
+    assert f"FAILED at record id {target['id']}, seq 1, lane 2 " in result.stdout
+
+
+def _rehash_chain_from(records: list[dict[str, Any]], first: dict[str, Any]) -> None:
+    """A forger's work: every hash of ``first``'s chain recomputed from it on."""
+    chain = [
+        r
+        for r in records
+        if r["lane"] == first["lane"]
+        and r["event_id"] == first["event_id"]
+        and r["seq"] >= first["seq"]
+    ]
+    prev = first["prev_hash"]
+    for record in chain:
+        record["prev_hash"] = prev
+        record["hash"] = chain_hash(
+            prev,
+            canonical_record(
+                event_id=record["event_id"],
+                seq=record["seq"],
+                at=timezone.datetime.fromisoformat(record["at_hashed"]),
+                ticket_id=record["ticket_id"],
+                action=record["action"],
+                actor=record["actor"],
+                data=record["data"],
+                lane=record["lane"],
+            ),
+        )
+        prev = record["hash"]
+
+
+def test_the_docs_root_example_is_the_rule_of_the_room_and_of_the_script() -> None:
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    data = json.loads(_doc_block(text, "root example: data").strip())
+    heads = [LaneHead(lane=h["lane"], seq=h["seq"], hash=h["hash"]) for h in data["lanes"]]
+    assert merkle_root(heads) == data["merkle_root"]
+    spec = importlib.util.spec_from_file_location("verify_trail", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.merkle_root(data["lanes"]) == data["merkle_root"]
+    *leaves, node, root = _doc_block(text, "root example: steps").splitlines()
+    for line, head in zip(leaves, heads, strict=True):
+        hashed, digest = line.split(" ")
+        assert hashed == f"leaf:{head.lane}:{head.seq}:{head.hash}"
+        assert digest == merkle_leaf(head)
+    first, second, third = (line.split(" ")[1] for line in leaves)
+    assert node == f"node {hashlib.sha256((first + second).encode()).hexdigest()}"
+    assert root == f"root {hashlib.sha256((node[5:] + third).encode()).hexdigest()}"
+    assert root == f"root {data['merkle_root']}"

@@ -55,10 +55,11 @@ def holders(event_id: int, lane: int = 0) -> str:
     return f"{_event(event_id, lane)}:holders"
 
 
-def admitted_front(event_id: int, tier_id: int, lane: int = 0) -> str:
-    """The largest order key admitted from one tier, kept in each lane of a line of several
-    (queueing/hot/line_index.py ``front_raise``), read by a poll with the rest of its lane."""
-    return f"{_event(event_id, lane)}:front:{tier_id}"
+def admitted_counts(event_id: int, lane: int = 0) -> str:
+    """Hash of how many admission let in, per tier: ``total:<tier>`` from the whole line
+    and ``here:<tier>`` from this lane, kept in each lane of a line of several
+    (queueing/hot/line_index.py ``admitted_count``), read by a poll with the rest of its lane."""
+    return f"{_event(event_id, lane)}:admitted"
 
 
 def lanes_summary(event_id: int) -> str:

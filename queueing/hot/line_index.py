@@ -68,9 +68,9 @@ class Placement:
     # The rank and counts include other lanes' read between two checkpoints of their
     # summary (queueing/line/lanes.py): near, not exact.
     approximate: bool = False
-    # The largest order key admitted from the entry's tier, as admission last wrote it in the
-    # entry's lane (lines of several lanes: ``front_raise``); None before anyone was.
-    front_key: int | None = None
+    # Fans let in from the entry's tier so far: (from the whole line, from the entry's lane),
+    # as admission counted them in the entry's lane (lines of several lanes: ``admitted_count``).
+    let_in: tuple[int, int] = (0, 0)
 
 
 def tier_keys(layout: EventLayout, lane: int = 0) -> list[str]:
@@ -108,7 +108,7 @@ def _locate_keys(layout: EventLayout, tier_id: int, lane: int) -> list[str]:
         keys.prequeue(event_id, lane),
         keys.tier_queue(event_id, tier_id, lane),
         keys.holders(event_id, lane),
-        keys.admitted_front(event_id, tier_id, lane),
+        keys.admitted_counts(event_id, lane),
         *tier_keys(layout, lane),
     ]
 
@@ -121,19 +121,21 @@ def _locate_args(request: LocateRequest) -> list[object]:
         request.add or "",
         "" if request.order_key is None else request.order_key,
         request.holder,
+        request.tier_id,
     ]
 
 
 def _placement(raw: Sequence[Any]) -> Placement:
     state, where, rank, score, elsewhere, *rest = raw
-    front = rest[0] if rest else ""  # a missing epoch answers before reading the front
+    # A missing epoch answers before reading the counts.
+    total, here = (rest[0] if rest else None) or (None, None)
     return Placement(
         counts=_line_counts(state, rest[1:]),
         where=Where(where),
         rank=int(rank) if where == Where.TIER else None,
         order_key=int(float(score)) if score else None,
         held_elsewhere=bool(elsewhere),
-        front_key=int(front) if front else None,
+        let_in=(int(total or 0), int(here or 0)),
     )
 
 
@@ -255,18 +257,38 @@ def remove_many(event_id: int, members: Mapping[tuple[int, int], Sequence[int]])
 
 
 @unavailable_on_redis_error
-def front_raise(event_id: int, fronts: Mapping[int, int], *, lanes: int) -> None:
-    """After an admission in a line of several lanes: each tier's largest order key let in,
-    written in every lane (one script per lane and tier, one round trip), never lowered. A
-    poll reads its own lane's (locate.lua), so that the other lanes' fans ahead of it are
-    counted from a summary of up to a second ago without those let in since then."""
-    calls = [
-        ([keys.admitted_front(event_id, tier_id, lane)], [key])
-        for tier_id, key in fronts.items()
-        for lane in range(lanes)
+def admitted_count(event_id: int, let_in: Mapping[tuple[int, int], int], *, lanes: int) -> None:
+    """After an admission in a line of several lanes: the fans let in, by (lane, tier),
+    counted in every lane (one script per lane, one round trip): each lane's copy holds the
+    whole line's count per tier and its own. A poll reads its own lane's copy (locate.lua),
+    and the lanes' summary the copies as they were, so that the other lanes' fans let in
+    since the summary are not counted ahead of anyone."""
+    totals: dict[int, int] = {}
+    for (_, tier_id), count in let_in.items():
+        totals[tier_id] = totals.get(tier_id, 0) + count
+    calls = []
+    for lane in range(lanes):
+        args: list[object] = []
+        for tier_id, count in totals.items():
+            args += [f"total:{tier_id}", count]
+        for (from_lane, tier_id), count in let_in.items():
+            if from_lane == lane:
+                args += [f"here:{tier_id}", count]
+        calls.append(([keys.admitted_counts(event_id, lane)], args))
+    if totals:
+        run_script_many("admitted_count", calls)
+
+
+@unavailable_on_redis_error
+def admitted_counts_read(event_id: int, *, lanes: int) -> list[dict[str, int]]:
+    """Every lane's copy of the admission counts, in lane order (one pipeline)."""
+    pipe = client().pipeline(transaction=False)
+    for lane in range(lanes):
+        pipe.hgetall(keys.admitted_counts(event_id, lane))
+    return [
+        {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in found.items()}
+        for found in pipe.execute()
     ]
-    if calls:
-        run_script_many("front_raise", calls)
 
 
 @unavailable_on_redis_error

@@ -55,12 +55,13 @@ from queueing.hot.channels import notify_admitted
 from queueing.hot.line_index import IndexState, Placement
 from queueing.line.answers import TicketAnswer, answer_from_facts
 from queueing.line.away import passed_over
-from queueing.line.index_sync import index_forget, index_front_raise, pace_record
+from queueing.line.index_sync import index_admitted_count, index_forget, pace_record
 from queueing.line.reads import event_layout, line_reads
 from queueing.line.sessions import entry_pass
 from queueing.line.turn_mail import turn_mail_ask
 from queueing.models import AdmissionState, AuditAction, AuditChainHead, PassKey, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many
+from queueing.records.entries import order_keys_settled
 from queueing.records.entry_reads import IN_ORDER, earlier_admissions_since
 from queueing.records.transitions import Moved, transition_many
 from queueing.rules.admission_plan import (
@@ -292,11 +293,14 @@ class _Moves:
 def admission_run(
     *, event_id: int, now: datetime, manual: ManualAdmission | None = None
 ) -> AdmissionOutcome:
+    # Before the run's transaction: no fan beyond the keys settled now is taken, so nobody
+    # whose join is still committing can be passed by (records/entries.py).
+    settled = order_keys_settled(event_id)
     with transaction.atomic():
         plan = _plan(event_id, now=now, manual=manual)
         if isinstance(plan, AdmissionOutcome):
             return plan
-        moves = _move(plan)
+        moves = _move(plan, settled=settled)
         _record(plan, moves)
     _after_admission(
         plan.event,
@@ -351,17 +355,18 @@ def _plan(
     return _Plan(event=event, state=state, now=now, room=room, heal_index=heal_index, manual=manual)
 
 
-def _move(plan: _Plan) -> _Moves:
+def _move(plan: _Plan, *, settled: int) -> _Moves:
     """The next ``room.n`` fans over the tiers (their split, ``rules/admission_plan.py``):
     those whose page is away are passed over (their place kept, line/away.py), those whose
     hold ran out too expire, the others are admitted; the picks are refilled for those
-    passed by, so that away fans do not slow the line down."""
+    passed by, so that away fans do not slow the line down. Nobody with an order key beyond
+    ``settled`` is taken."""
     event, state, now, n = plan.event, plan.state, plan.now, plan.room.n
     if n <= 0:
         return _Moves()
     tiers = list(Tier.objects.filter(event_id=event.pk).order_by("priority", "id"))
     split = split_batch(
-        [TierDemand(t.id, t.share, _waiting_at_most(event.pk, t.id, n)) for t in tiers],
+        [TierDemand(t.id, t.share, _waiting_at_most(event.pk, t.id, n, settled)) for t in tiers],
         n,
         {int(k): v for k, v in state.tier_credit.items()},
     )
@@ -370,7 +375,9 @@ def _move(plan: _Plan) -> _Moves:
     expired: list[Moved] = []
     passed: list[Moved] = []
     for _ in range(PICK_ROUNDS):
-        picked = {tier_id: _pick(event.pk, tier_id, take) for tier_id, take in wanted.items()}
+        picked = {
+            tier_id: _pick(event.pk, tier_id, take, settled) for tier_id, take in wanted.items()
+        }
         lanes = {entry_id: lane for pairs in picked.values() for entry_id, lane in pairs}
         candidates = [entry_id for pairs in picked.values() for entry_id, _ in pairs]
         if not candidates:
@@ -415,25 +422,28 @@ def _move(plan: _Plan) -> _Moves:
     )
 
 
-def _waiting_at_most(event_id: int, tier_id: int, limit: int) -> int:
-    """How many wait in a tier, in its order (not those passed over while away), counting
-    no further than ``limit`` (cheap in a huge line)."""
+def _waiting_at_most(event_id: int, tier_id: int, limit: int, settled: int) -> int:
+    """How many wait in a tier, in its order (not those passed over while away) and with a
+    settled key, counting no further than ``limit`` (cheap in a huge line)."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM {QueueEntry._meta.db_table} "
             "WHERE event_id = %s AND tier_id = %s AND status = %s "
-            "AND passed_over_at IS NULL LIMIT %s) AS head",
-            [event_id, tier_id, EntryStatus.WAITING.value, limit],
+            "AND passed_over_at IS NULL AND order_key <= %s LIMIT %s) AS head",
+            [event_id, tier_id, EntryStatus.WAITING.value, settled, limit],
         )
         return int(cursor.fetchone()[0])
 
 
-def _pick(event_id: int, tier_id: int, limit: int) -> list[tuple[int, int]]:
+def _pick(event_id: int, tier_id: int, limit: int, settled: int) -> list[tuple[int, int]]:
     """The next ``limit`` fans of a tier, as (entry id, lane), in order-key order across
     every lane of the line: one read of the partial index behind the line's order, which
-    holds all lanes, is the merge of the lanes' heads."""
+    holds all lanes, is the merge of the lanes' heads. Only keys up to ``settled``: a join
+    that drew a smaller key may still be committing (records/entries.py)."""
     return list(
-        QueueEntry.objects.filter(IN_ORDER, event_id=event_id, tier_id=tier_id)
+        QueueEntry.objects.filter(
+            IN_ORDER, event_id=event_id, tier_id=tier_id, order_key__lte=settled
+        )
         .order_by("order_key")
         .select_for_update(skip_locked=True)
         .values_list("id", "lane")[:limit]
@@ -513,7 +523,7 @@ def _after_admission(
     moved = [*admitted, *unseen]
     if not index_forget(event.pk, moved):
         return
-    index_front_raise(event.pk, admitted, lanes=event.lanes)
+    index_admitted_count(event.pk, admitted, lanes=event.lanes)
     if moved:
         # Only our own flag: a later run may have set it again meanwhile.
         AdmissionState.objects.filter(pk=event.pk, last_run_at=now).update(index_pending=False)

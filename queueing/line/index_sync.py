@@ -72,17 +72,17 @@ def index_forget(event_id: int, moved: Iterable[Moved | QueueEntry]) -> bool:
     return True
 
 
-def index_front_raise(event_id: int, admitted: Iterable[Moved], *, lanes: int) -> None:
-    """In a line of several lanes, every lane hears how far admission got in each tier
-    (``line_index.front_raise``). Nothing to do in a line of one lane: its poll counts the
-    whole line itself. A failed write costs only exactness until the next run's."""
+def index_admitted_count(event_id: int, admitted: Iterable[Moved], *, lanes: int) -> None:
+    """In a line of several lanes, every lane hears how many were let in from each lane and
+    tier (``line_index.admitted_count``). Nothing to do in a line of one lane: its poll
+    counts the whole line itself. A failed write costs exactness until the next summary."""
     if lanes <= 1:
         return
-    fronts: dict[int, int] = {}
+    let_in: dict[tuple[int, int], int] = {}
     for entry in admitted:
-        fronts[entry.tier_id] = max(fronts.get(entry.tier_id, entry.order_key), entry.order_key)
-    if fronts:
-        answered(line_index.front_raise, event_id, fronts, lanes=lanes)
+        let_in[(entry.lane, entry.tier_id)] = let_in.get((entry.lane, entry.tier_id), 0) + 1
+    if let_in:
+        answered(line_index.admitted_count, event_id, let_in, lanes=lanes)
 
 
 class IndexedRow(Protocol):

@@ -52,11 +52,18 @@ from queueing.line.reads import layout_with_tier, line_reads
 from queueing.line.schedule import line_start
 from queueing.models import AuditAction, PassKey, QueueEntry
 from queueing.passes.signing import signing_key
-from queueing.records.audit import AuditItem, audit_append_many, audit_chain_lock
+from queueing.records.audit import (
+    AuditItem,
+    audit_append_framed,
+    audit_append_many,
+    audit_chain_lock,
+    audit_frames,
+)
 from queueing.records.entries import (
     entries_insert,
     entries_return_url_update,
     is_live_identity_conflict,
+    order_keys_drawing,
 )
 from queueing.records.entry_reads import live_entries, live_per_address
 from queueing.rules.errors import (
@@ -370,13 +377,13 @@ def _join_sorted(requests: Sequence[JoinRequest], batch: _Sorted) -> list[JoinOu
     answered |= refused
     admitted, refused = _quoted(event, layout, status, capped)
     answered |= refused
-    if admitted:
+    for lane, part in _by_lane(event, admitted):
         try:
-            committed = _commit(event, status, admitted)
+            committed = _commit(event, status, part, lane=lane)
         except IntegrityError as exc:
             if not is_live_identity_conflict(exc):
                 raise
-            answered |= _after_identity_conflict(admitted)
+            answered |= _after_identity_conflict(part)
         else:
             answered |= committed.refused
             if committed.placed:
@@ -515,81 +522,151 @@ class _Committed:
     admitted_ids: frozenset[int] = frozenset()  # let in by the join itself (the mode)
 
 
-def _commit(event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]) -> _Committed:
-    with transaction.atomic():
-        lanes = _lanes_held(event.id)
-        # Under the chain head's lock, order keys are drawn in commit order: no fan can
-        # become visible to admission after someone who joined behind them.
-        head = audit_chain_lock(event_id=event.id)
-        if event.mode != EventMode.QUEUE:
-            # The mode as of this lock, which staff's changes take too (their audit record):
-            # no join is let in by a mode after the record of staff leaving it.
-            event = Event.objects.get(pk=event.id)
-            if event.mode == EventMode.MAINTENANCE:
-                refused: Answered = {}
-                for newcomer in newcomers:
-                    refused |= newcomer.all_told(EventMaintenance())
-                return _Committed(event=event, status=status, placed=[], refused=refused)
-        placed, refused = _within_address_cap(event, newcomers)
-        if not placed:
-            return _Committed(event=event, status=status, placed=[], refused=refused)
-        # Decided again under the lock that the shuffle also takes: the boundary between the
-        # shuffled cohort and those queued behind it is the shuffle itself, not each
-        # request's clock reading (which could put a later arrival inside the cohort).
-        if event.starts_at is not None:
-            status = arrival_status(event, started=line_started(event.id))
-        entries = [
-            QueueEntry(
-                event=event,
-                tier=newcomer.tier,
-                identity=newcomer.request.identity,
-                address=newcomer.request.address,
-                status=status,
-                joined_at=newcomer.request.now,
-                status_changed_at=newcomer.request.now,
-                quoted_p10=newcomer.quote.p10 if newcomer.quote else None,
-                quoted_p50=newcomer.quote.p50 if newcomer.quote else None,
-                quoted_p90=newcomer.quote.p90 if newcomer.quote else None,
-                return_url=newcomer.return_url,
-                lane=lane_of(newcomer.request.identity, lanes=lanes),
+def _entry(event: Event, status: EntryStatus, newcomer: _Newcomer, lane: int) -> QueueEntry:
+    return QueueEntry(
+        lane=lane,
+        event=event,
+        tier=newcomer.tier,
+        identity=newcomer.request.identity,
+        address=newcomer.request.address,
+        status=status,
+        joined_at=newcomer.request.now,
+        status_changed_at=newcomer.request.now,
+        quoted_p10=newcomer.quote.p10 if newcomer.quote else None,
+        quoted_p50=newcomer.quote.p50 if newcomer.quote else None,
+        quoted_p90=newcomer.quote.p90 if newcomer.quote else None,
+        return_url=newcomer.return_url,
+    )
+
+
+def _nothing_to_decide(event: Event) -> bool:
+    """Whether a batch's newcomers are all placed, and as waiting, whatever commits before
+    it: the on-sale queues (no mode to read again), caps no address, and its line started
+    (``started_at`` is never unset). Their entries can then be inserted before the chain
+    head's lock is taken. (One identity joining by both paths at once, at the moment staff
+    switch the mode or the cap, or re-entering while joining anew, can make two transactions
+    wait for each other: one for the head, the other for the identity's unique entry.
+    PostgreSQL ends one of them, and its fans are answered ``unavailable`` and retry.)"""
+    return (
+        event.mode == EventMode.QUEUE
+        and not event.max_live_per_address
+        and (event.starts_at is None or event.started_at is not None)
+    )
+
+
+def _by_lane(event: Event, newcomers: Sequence[_Newcomer]) -> list[tuple[int, list[_Newcomer]]]:
+    """The batch split by the newcomers' lanes (queueing/rules/lanes.py), in lane order: each
+    part commits on its own under its lane's chain head, so that joins to different lanes
+    commit in parallel across the web processes. A line of one lane is one part."""
+    lanes = max(1, event.lanes)
+    parts: dict[int, list[_Newcomer]] = {}
+    for newcomer in newcomers:
+        parts.setdefault(lane_of(newcomer.request.identity, lanes=lanes), []).append(newcomer)
+    return sorted(parts.items(), key=lambda part: part[0])
+
+
+def _commit(
+    event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer], *, lane: int
+) -> _Committed:
+    """One lane's part of the batch, in one transaction. Its entry rows and joined records
+    are built first, and the chain head's lock, which every join of the on-sale's lane waits
+    for, is held only for what must be decided in the chain's order: the records' seq and
+    links, and, when the on-sale has something to decide under it (``_nothing_to_decide``),
+    the mode, the address cap, pre-queue or waiting, and the insert. Order keys need no chain
+    lock: they are drawn under the on-sale's order-key lock (records/entries.py), whatever
+    the path.
+
+    In a line of several lanes, what is decided for the on-sale as a whole (the mode read
+    again, the address cap counted over every lane, the admissions of safety net and
+    passthrough, which belong to the root chain) is decided under the root chain's head too,
+    taken after the lane's, as the start takes them (lanes first, then the root)."""
+    laned = event.lanes > 1
+    built = [_entry(event, status, newcomer, lane) for newcomer in newcomers]
+    frames = audit_frames(
+        event_id=event.id,
+        actor="fan",
+        at=newcomers[0].request.now,
+        lane=lane if laned else None,
+        items=[
+            AuditItem(
+                action=AuditAction.JOINED,
+                at=newcomer.request.now,
+                ticket_id=entry.public_id,
+                data={
+                    "tier": newcomer.tier.name,
+                    "order_key": None,  # drawn by the insert
+                    "status": status,
+                    "quote": newcomer.quote.as_dict() if newcomer.quote else None,
+                },
             )
-            for newcomer in placed
-        ]
-        entries_insert(entries)
+            for newcomer, entry in zip(newcomers, built, strict=True)
+        ],
+    )
+    prepared = {
+        id(newcomer): (entry, frame)
+        for newcomer, entry, frame in zip(newcomers, built, frames, strict=True)
+    }
+    early = _nothing_to_decide(event)
+    with transaction.atomic():
+        if _lanes_held(event.id) != event.lanes:
+            # Staff changed the lanes of a line nobody had joined yet, since this batch read
+            # them: each join is tried again alone, with the on-sale read afresh.
+            raise TicketContention("The on-sale's lanes changed; please retry.")
+        order_keys_drawing(event.id)  # before the chain head's lock, always
+        if early:
+            entries_insert(built, checked_now=True)
+        head = audit_chain_lock(event_id=event.id, lane=lane if laned else None)
+        placed: Sequence[_Newcomer] = newcomers
+        refused: Answered = {}
+        root_head = head
+        if not early:
+            if laned:
+                root_head = audit_chain_lock(event_id=event.id)
+            if event.mode != EventMode.QUEUE:
+                # The mode as of this lock, which staff's changes take too (their audit
+                # record): no join is let in by a mode after the record of staff leaving it.
+                event = Event.objects.get(pk=event.id)
+                if event.mode == EventMode.MAINTENANCE:
+                    for newcomer in newcomers:
+                        refused |= newcomer.all_told(EventMaintenance())
+                    return _Committed(event=event, status=status, placed=[], refused=refused)
+            placed, refused = _within_address_cap(event, newcomers)
+            if not placed:
+                return _Committed(event=event, status=status, placed=[], refused=refused)
+            # Decided again under the lock that the shuffle also takes: the boundary between
+            # the shuffled cohort and those queued behind it is the shuffle itself, not each
+            # request's clock reading (which could put a later arrival inside the cohort).
+            if event.starts_at is not None:
+                status = arrival_status(event, started=line_started(event.id))
+            for newcomer in placed:
+                prepared[id(newcomer)][0].status = status
+            entries_insert([prepared[id(newcomer)][0] for newcomer in placed])
+        entries = [prepared[id(newcomer)][0] for newcomer in placed]
+        placed_frames = []
         for newcomer, entry in zip(placed, entries, strict=True):
             newcomer.entry = entry
-        audit_append_many(
+            frame = prepared[id(newcomer)][1]
+            frame.data["order_key"], frame.data["status"] = entry.order_key, status
+            placed_frames.append(frame)
+        audit_append_framed(
             event_id=event.id,
             actor="fan",
-            at=placed[0].request.now,
+            frames=placed_frames,
             locked_head=head,
-            items=[
-                AuditItem(
-                    action=AuditAction.JOINED,
-                    at=newcomer.request.now,
-                    ticket_id=entry.public_id,
-                    data={
-                        "tier": newcomer.tier.name,
-                        "order_key": entry.order_key,
-                        "status": status,
-                        "quote": newcomer.quote.as_dict() if newcomer.quote else None,
-                    },
-                )
-                for newcomer, entry in zip(placed, entries, strict=True)
-            ],
+            lane=lane if laned else None,
         )
         let_in = []
-        if status == EntryStatus.WAITING:
+        if status == EntryStatus.WAITING and not early:
             let_in = join_admit(
                 event=event,
                 entries=entries,
                 now=max(newcomer.request.now for newcomer in placed),
-                head=head,
+                head=root_head,
             )
     return _Committed(
         event=event,
         status=status,
-        placed=placed,
+        placed=list(placed),
         refused=refused,
         admitted_ids=frozenset(entry.id for entry in let_in),
     )

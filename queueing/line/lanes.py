@@ -46,7 +46,14 @@ _summaries: ProcessCache[int, tuple[float, tuple[LaneSummary, ...]] | None] = Pr
 )
 
 
-def _from_sketches(sketches: Sequence[LineSketch]) -> tuple[LaneSummary, ...] | None:
+def _counted(counts: dict[str, int], kind: str) -> dict[int, int]:
+    prefix = f"{kind}:"
+    return {int(k[len(prefix) :]): v for k, v in counts.items() if k.startswith(prefix)}
+
+
+def _from_sketches(
+    sketches: Sequence[LineSketch], let_in: Sequence[dict[str, int]]
+) -> tuple[LaneSummary, ...] | None:
     if any(sketch.state is not IndexState.READY for sketch in sketches):
         return None  # a lane not whole: the line's figures come from PostgreSQL meanwhile
     return tuple(
@@ -54,8 +61,10 @@ def _from_sketches(sketches: Sequence[LineSketch]) -> tuple[LaneSummary, ...] | 
             lane=lane,
             prequeue=sketch.prequeue,
             tiers={t.tier_id: LaneTier(t.count, t.checkpoints) for t in sketch.tiers},
+            let_in_total=_counted(counts, "total"),
+            let_in_here=_counted(counts, "here"),
         )
-        for lane, sketch in enumerate(sketches)
+        for lane, (sketch, counts) in enumerate(zip(sketches, let_in, strict=True))
     )
 
 
@@ -66,6 +75,10 @@ def _encoded(at: float, summaries: Sequence[LaneSummary]) -> str:
             "lanes": [
                 {
                     "prequeue": s.prequeue,
+                    "let_in": [
+                        {str(k): v for k, v in s.let_in_total.items()},
+                        {str(k): v for k, v in s.let_in_here.items()},
+                    ],
                     "tiers": {
                         str(tier_id): [t.count, [v for point in t.checkpoints for v in point]]
                         for tier_id, t in s.tiers.items()
@@ -84,6 +97,8 @@ def _decoded(raw: bytes) -> tuple[float, tuple[LaneSummary, ...]]:
         LaneSummary(
             lane=lane,
             prequeue=int(s["prequeue"]),
+            let_in_total={int(k): int(v) for k, v in s["let_in"][0].items()},
+            let_in_here={int(k): int(v) for k, v in s["let_in"][1].items()},
             tiers={
                 int(tier_id): LaneTier(int(count), tuple(zip(flat[0::2], flat[1::2], strict=True)))
                 for tier_id, (count, flat) in s["tiers"].items()
@@ -94,8 +109,14 @@ def _decoded(raw: bytes) -> tuple[float, tuple[LaneSummary, ...]]:
 
 
 def _read_lanes(layout: EventLayout) -> tuple[LaneSummary, ...] | None:
+    """Every lane's sketch, then its admission counts (admission counts after it took its
+    fans out of the index: read in this order, a summary taken between the two holds those
+    fans in both, so they are at worst counted ahead until the next one)."""
     _, sketches = answered(line_index.lane_sketches, layout, ranks=SUMMARY_RANKS)
-    return _from_sketches(sketches) if sketches is not None else None
+    if sketches is None:
+        return None
+    _, let_in = answered(line_index.admitted_counts_read, layout.event_id, lanes=layout.lanes)
+    return _from_sketches(sketches, let_in) if let_in is not None else None
 
 
 def lanes_summary(layout: EventLayout) -> tuple[LaneSummary, ...] | None:
@@ -187,7 +208,7 @@ def placement_in_line(
         own_prequeue=placement.counts.prequeue,
         own_counts=placement.counts.tiers,
         summaries=summaries,
-        front_key=placement.front_key,
+        let_in=placement.let_in,
     )
     return replace(
         placement,

@@ -13,7 +13,7 @@ from events.models import Event, EventState
 from queueing.line.index_sync import hot_index_rebuild, index_add, index_forget
 from queueing.line.reads import event_layout
 from queueing.models import AuditAction, QueueEntry
-from queueing.records.audit import audit_append, audit_chain_lock
+from queueing.records.audit import audit_append, audit_chains_lock
 from queueing.records.transitions import Moved, transition_audited
 from queueing.rules.shuffle import shuffled_order
 from queueing.rules.states import QUEUED, EntryStatus
@@ -53,10 +53,11 @@ def line_start(*, event_id: int, now: datetime, only_without_prequeue: bool = Fa
             return False
         if event.state_at(now) not in (EventState.OPEN, EventState.PAUSED):
             return False
-        # The chain head's lock first: joins take it before deciding "pre-queue or waiting",
-        # so every join either committed before this point (and is in the cohort) or waits
-        # and then sees the line started. Nobody falls between the two.
-        audit_chain_lock(event_id=event_id)
+        # The chain heads' locks first (every lane's, then the root's): joins take their
+        # chain's before deciding "pre-queue or waiting", so every join either committed
+        # before this point (and is in the cohort) or waits and then sees the line started.
+        # Nobody falls between the two.
+        audit_chains_lock(event_id=event_id)
         if only_without_prequeue and _prequeue_exists(event_id):
             return False  # a join committed to the pre-queue meanwhile
         # Lock the cohort so a fan leaving at this instant waits for the shuffle to finish.

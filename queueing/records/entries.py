@@ -1,6 +1,18 @@
 """Writing queue entries in PostgreSQL: inserted in bulk (their order keys drawn in the order
 given), the return URL a fan's latest join brought, and re-entry's compare-and-set. Their
-reads are in entry_reads.py."""
+reads are in entry_reads.py.
+
+Order keys and commits. Keys come from one sequence, but the transactions that draw them
+commit in their own order, so a key can become visible after a larger one: were admission to
+let in the larger one meanwhile, the smaller one's fan would be passed by. Every insert of
+entries therefore draws its keys holding the on-sale's order-key lock *shared* until its
+commit (``order_keys_drawing``), and admission asks for the keys that are settled
+(``order_keys_settled``): it takes the lock alone, in a transaction of its own, which waits
+for every transaction still drawing or committing keys, reads the sequence, and ends. Every
+key up to that value is committed or gone, and admission takes no fan beyond it. So no join
+needs to draw its keys under its chain head's lock, and joins to different chains (lanes)
+need not commit in key order.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +21,40 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import IntegrityError, connection
+from django.db import IntegrityError, connection, transaction
 
-from queueing.models import QueueEntry
+from queueing.models import ORDER_KEY_SEQUENCE, QueueEntry
 from queueing.records.bulk_insert import insert_rows
 from queueing.rules.states import LIVE, REENTERABLE, REENTRY_TO
+
+# First key of the two-int advisory lock over an on-sale's order keys; the second is its id.
+ORDER_KEYS_LOCK_NAMESPACE = 0x574B
+_SETTLED = f"SELECT last_value FROM {ORDER_KEY_SEQUENCE}"
+
+
+def order_keys_drawing(event_id: int) -> None:
+    """Before inserting entries of ``event_id``: the order-key lock, shared with the other
+    inserts and held until the transaction ends. Take it before any chain head's lock (every
+    insert does), or a head's holder could wait behind ``order_keys_settled`` while that
+    waits for a transaction that waits for the head."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock_shared(%s, %s)", [ORDER_KEYS_LOCK_NAMESPACE, event_id]
+        )
+
+
+def order_keys_settled(event_id: int) -> int:
+    """The largest order key up to which every key of ``event_id``'s entries is committed or
+    rolled back. Waits for the inserts of its entries in flight to end (new ones wait behind
+    it meanwhile). Called outside a transaction, it is a transaction of its own and holds
+    nothing when it returns; inside one, the lock lasts as long as that."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s, %s)", [ORDER_KEYS_LOCK_NAMESPACE, event_id]
+        )
+        cursor.execute(_SETTLED)
+        return int(cursor.fetchone()[0])
+
 
 # The partial unique index behind "one live ticket per identity and on-sale" (models.py).
 LIVE_IDENTITY_CONSTRAINT = "one_live_entry_per_identity"
@@ -37,9 +78,15 @@ NEW_ENTRY_FIELDS = (
 )
 
 
-def entries_insert(entries: Sequence[QueueEntry]) -> None:
+def entries_insert(entries: Sequence[QueueEntry], *, checked_now: bool = False) -> None:
     """Insert unsaved entries with one statement; each gets its id and order key, which
-    follow the order of ``entries``."""
+    follow the order of ``entries``. Their on-sale's ``order_keys_drawing`` comes first.
+    ``checked_now``: their foreign keys are checked by the insert rather than at the commit,
+    as every later statement's of the transaction: a join inserting before it takes the
+    chain head's lock does not leave their checks to the commit, under the lock."""
+    if checked_now:
+        with connection.cursor() as cursor:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     inserted = insert_rows(
         QueueEntry,
         NEW_ENTRY_FIELDS,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.utils.crypto import salted_hmac
 
@@ -62,6 +62,10 @@ class LaneSummary:
     lane: int
     prequeue: int
     tiers: Mapping[int, LaneTier]  # by tier id
+    # This lane's copy of the admission counts when the summary was read, by tier id: let in
+    # from the whole line, and from this lane (queueing/hot/line_index.py ``admitted_count``).
+    let_in_total: Mapping[int, int] = field(default_factory=dict)
+    let_in_here: Mapping[int, int] = field(default_factory=dict)
 
 
 def count_below(tier: LaneTier, order_key: int) -> tuple[int, bool]:
@@ -102,15 +106,17 @@ def across_lanes(
     own_prequeue: int,
     own_counts: Sequence[int],
     summaries: Sequence[LaneSummary],
-    front_key: int | None = None,
+    let_in: tuple[int, int] = (0, 0),
 ) -> AcrossLanes:
     """A fan's figures for the whole line: their own lane's (exact) and, from the summaries,
     every other lane's: its counts, and in the fan's tier those with a smaller order key.
 
-    A summary is up to a second old, and admission may have let in hundreds since. It lets
-    them in in order-key order across the lanes, so everyone of the tier with a key up to
-    ``front_key`` (the largest let in, as the fan's own lane last heard it) has left: they
-    are not counted ahead, whatever the summary still holds."""
+    A summary is up to a second old, and admission may have let in hundreds since. Every fan
+    it let in from the fan's tier while the fan waited was ahead of them (it lets a tier in
+    in order-key order across the lanes), and those from the other lanes are still in the
+    summary: they are taken off. ``let_in`` is the tier's admission counts as the fan's lane
+    holds them now (from the whole line, from this lane); the own lane's summary holds them
+    as they were, so the other lanes' part since is the difference of the two differences."""
     counts = list(own_counts) + [0] * (len(tier_ids) - len(own_counts))
     prequeue = own_prequeue
     rank = rank_in_lane
@@ -126,11 +132,18 @@ def across_lanes(
             counts[index] += tier.count
             if tid == tier_id and rank is not None and order_key is not None:
                 below, counted = count_below(tier, order_key)
-                if front_key is not None and front_key < order_key:
-                    gone, gone_counted = count_below(tier, front_key + 1)
-                    below, counted = below - gone, counted and gone_counted
                 rank += below
                 exact = exact and counted
+    own = next((summary for summary in summaries if summary.lane == lane), None)
+    if rank is not None and rank_in_lane is not None and own is not None:
+        since = (let_in[0] - own.let_in_total.get(tier_id, 0)) - (
+            let_in[1] - own.let_in_here.get(tier_id, 0)
+        )
+        if since > 0:
+            rank = max(rank_in_lane, rank - since)
+            index = list(tier_ids).index(tier_id) if tier_id in tier_ids else None
+            if index is not None:
+                counts[index] = max(0, counts[index] - since)
     return AcrossLanes(rank_in_tier=rank, tier_counts=tuple(counts), prequeue=prequeue, exact=exact)
 
 

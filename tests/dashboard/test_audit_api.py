@@ -10,7 +10,8 @@ from rest_framework.test import APIClient
 
 from queueing.beat import event_tick
 from queueing.models import AuditAction, AuditRecord, QueueEntry
-from queueing.records.audit import AuditItem, audit_append_many
+from queueing.records.audit import AuditItem, audit_append_many, audit_lane_heads_ensure
+from queueing.records.audit_roots import audit_root_write
 from queueing.rules.states import EntryStatus
 from tests.helpers import AUDITOR, entry_of, fans_join, poll, shop_completes, staff_client
 
@@ -53,7 +54,9 @@ def test_a_full_lifecycle_appears_in_the_trail_in_order(make_event, auditor) -> 
         "event_id",
         "seq",
         "at_hashed",
+        "lane",
     }
+    assert {r["lane"] for r in body["results"]} == {None}  # one chain: no lanes
     assert [r["seq"] for r in body["results"]] == list(range(1, 8))
     assert {r["event_id"] for r in body["results"]} == {event.id}
     # Support looks a fan up by the ticket they hold.
@@ -244,3 +247,86 @@ def test_times_postgresql_cannot_hold_are_validation_errors_not_500s(auditor, si
     assert response.status_code in (200, 400)
     if response.status_code == 400:
         assert response.json()["error"] == "validation_error"
+
+
+def test_an_on_sale_with_lanes_gets_one_verdict_with_each_lanes_part(make_event, auditor):
+    event = make_event()
+    audit_lane_heads_ensure(event_id=event.id, lanes=2)
+    with transaction.atomic():
+        audit_append_many(
+            event_id=event.id,
+            actor="fan",
+            at=timezone.now(),
+            lane=1,
+            items=[AuditItem(action=AuditAction.JOINED, data={"n": n}) for n in range(2)],
+        )
+    audit_root_write(event_id=event.id, now=timezone.now())
+    url = f"/api/v1/audit/events/{event.slug}/verify"
+    assert auditor.get(url).json() == {
+        "ok": True,
+        "records": 5,  # created, started, the root; two in lane 1
+        "first_bad_id": None,
+        "problem": "",
+        "roots": 1,
+        "lanes": [
+            {"lane": 0, "ok": True, "records": 0, "head_seq": 0, "first_bad_id": None},
+            {"lane": 1, "ok": True, "records": 2, "head_seq": 2, "first_bad_id": None},
+        ],
+    }
+    rows = auditor.get("/api/v1/audit/records/", {"event": event.slug}).json()["results"]
+    assert [row["lane"] for row in rows] == [None, None, 1, 1, None]
+    exported = list(csv.DictReader(io.StringIO(_csv(auditor, event.slug))))
+    assert [row["lane"] for row in exported] == ["", "", "1", "1", ""]
+
+    target = AuditRecord.objects.get(event=event, lane=1, seq=1)
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE queueing_auditrecord SET actor = 'x' WHERE id = %s", [target.id])
+    answer = auditor.get(url).json()
+    assert (answer["ok"], answer["first_bad_id"]) == (False, target.id)
+    assert answer["problem"] == "lane 1: its hash does not match its contents"
+    assert answer["lanes"][1]["ok"] is False
+
+
+def _csv(auditor, slug: str) -> str:
+    response = auditor.get("/api/v1/audit/records/", {"event": slug, "format": "csv"})
+    return b"".join(response.streaming_content).decode()
+
+
+def test_the_report_reads_an_on_sale_with_lanes_whole(make_event, auditor) -> None:
+    """Fans' records in three lanes (their seqs overlapping the root chain's), admissions in
+    the root chain in the order 2, 1, 3, 4, 5 (one inversion), and a fan who came back after
+    being passed over, whose ``back`` is in their lane: counted apart, not as an inversion."""
+    event = make_event(heartbeat_seconds=3600)
+    audit_lane_heads_ensure(event_id=event.id, lanes=3)
+    entries = [entry_of(t) for t in fans_join(event.slug, 6)]
+    now = timezone.now()
+    with transaction.atomic():
+        for n, entry in enumerate(entries):
+            audit_append_many(
+                event_id=event.id,
+                actor="fan",
+                at=now,
+                lane=n % 3,
+                items=[AuditItem(AuditAction.JOINED, entry.public_id, {"order_key": n})] * 3,
+            )
+        audit_append_many(
+            event_id=event.id,
+            actor="fan",
+            at=now,
+            lane=5 % 3,
+            items=[AuditItem(AuditAction.BACK, entries[5].public_id)],
+        )
+        QueueEntry.objects.filter(pk__in=[e.pk for e in entries]).update(
+            status=EntryStatus.ADMITTED, admitted_at=now
+        )
+        audit_append_many(
+            event_id=event.id,
+            actor="system:admission",
+            at=now,
+            items=[
+                AuditItem(AuditAction.ADMITTED, entries[i].public_id) for i in (1, 0, 5, 2, 3, 4)
+            ],
+        )
+    report = auditor.get(f"/api/v1/audit/events/{event.slug}/report").json()
+    assert (report["admitted"], report["order_inversions"]) == (6, 1)
+    assert report["came_back_after_turn"] == 1

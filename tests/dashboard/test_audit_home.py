@@ -7,13 +7,16 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.core.management import call_command
-from django.db import connection
+from django.core.management import CommandError, call_command
+from django.db import connection, transaction
 from django.test import Client
+from django.utils.timezone import now
 
 from dashboard import audit_home, audit_verdicts
 from dashboard.models import AuditVerdict
-from queueing.models import AuditRecord
+from queueing.models import AuditAction, AuditRecord
+from queueing.records.audit import audit_append, audit_lane_heads_ensure
+from queueing.records.audit_roots import audit_root_write
 from tests.helpers import AUDITOR, fans_join, staff_client, staff_user
 
 pytestmark = pytest.mark.django_db
@@ -101,7 +104,7 @@ def test_viewing_the_list_reads_no_chain(make_event, auditor, monkeypatch) -> No
     def no_reading(**kwargs: object) -> None:
         raise AssertionError("the page read a chain")
 
-    monkeypatch.setattr(audit_verdicts, "audit_chain_verify", no_reading)
+    monkeypatch.setattr(audit_verdicts, "audit_event_verify", no_reading)
     assert "Intact" in row_of(auditor, "tour")
     # And its queries do not grow with the on-sales listed.
     with connection.execute_wrapper(counter := QueryCounter()):
@@ -135,14 +138,14 @@ def test_verify_now_goes_on_from_the_last_verdict(make_event, auditor, monkeypat
     fans_join(event.slug, 2)
     assert "2 newer not checked yet" in row_of(auditor, "tour")
     asked = []
-    real = audit_verdicts.audit_chain_verify
+    real = audit_verdicts.audit_event_verify
     monkeypatch.setattr(
-        audit_verdicts, "audit_chain_verify", lambda **kw: asked.append(kw) or real(**kw)
+        audit_verdicts, "audit_event_verify", lambda **kw: asked.append(kw) or real(**kw)
     )
     assert verify_now(auditor, "tour") == "On-sale tour: intact, all 7 records."
-    assert asked[-1]["after_seq"] == 5  # the two new records only
+    assert asked[-1]["after"][None].seq == 5  # the two new records only
     assert verify_now(auditor, "tour", **{"from": "start"}).endswith("all 7 records.")
-    assert asked[-1]["after_seq"] == 0
+    assert asked[-1]["after"] == {}
 
 
 def test_a_long_trail_is_checked_a_stretch_per_request(make_event, auditor, settings) -> None:
@@ -204,3 +207,37 @@ def test_the_command_checks_the_whole_chain_and_keeps_its_verdict(make_event, se
     call_command("verify_audit", "tour")
     kept = AuditVerdict.objects.get(event=event)
     assert (kept.ok, kept.checked_seq, kept.head_seq) == (True, 5, 5)
+
+
+def test_an_on_sale_with_lanes_is_checked_chain_by_chain(make_event, auditor, settings) -> None:
+    settings.WR_AUDIT_VERIFY_MAX = 4
+    event = make_event(slug="tour")  # created, started: 2 records in its root chain
+    audit_lane_heads_ensure(event_id=event.id, lanes=2)
+    for lane in (0, 1, 1):
+        with transaction.atomic():
+            audit_append(
+                event_id=event.id, action=AuditAction.JOINED, actor="fan", at=now(), lane=lane
+            )
+    assert audit_root_write(event_id=event.id, now=now()) is not None  # the root's third
+    assert verify_now(auditor, "tour") == (
+        "On-sale tour: intact in 4 records; 2 more to check: verify again to go on."
+    )
+    kept = AuditVerdict.objects.get(event=event)
+    assert (kept.checked_seq, kept.lanes["0"]["checked_seq"], kept.lanes["1"]["checked_seq"]) == (
+        3,
+        1,
+        0,
+    )
+    assert "2 newer not checked yet" in row_of(auditor, "tour")
+    assert verify_now(auditor, "tour") == "On-sale tour: intact, all 6 records."
+    assert "Intact</span> in 6 records (2 lanes)" in row_of(auditor, "tour")
+
+    target = AuditRecord.objects.get(event=event, lane=1, seq=2)
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE queueing_auditrecord SET actor = 'x' WHERE id = %s", [target.id])
+    settings.WR_AUDIT_VERIFY_MAX = 100
+    said = verify_now(auditor, "tour", **{"from": "start"})
+    assert said == "On-sale tour: broken in lane 1 at seq 2: its hash does not match its contents."
+    assert f"Broken</span> in lane 1 at seq 2 (record id {target.id})" in row_of(auditor, "tour")
+    with pytest.raises(CommandError, match="lane 1: its hash does not match"):
+        call_command("verify_audit", "tour")

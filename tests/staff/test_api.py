@@ -5,7 +5,7 @@ from rest_framework.test import APIClient
 from events.models import Event, EventControl
 from queueing.beat import event_tick
 from queueing.models import AuditRecord
-from queueing.records.audit import audit_chain_verify
+from queueing.records.audit_verify import audit_chain_verify
 from tests.helpers import (
     EDITOR,
     STAFF_API,

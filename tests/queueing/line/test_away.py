@@ -15,7 +15,7 @@ from dashboard.reports import event_report
 from events.models import Event
 from queueing.hot import line_index
 from queueing.models import AuditRecord, QueueEntry
-from queueing.records.audit import audit_chain_verify
+from queueing.records.audit_verify import audit_chain_verify
 from tests.helpers import entry_of, fans_join, poll, shop_completes, statuses, tick
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.utils import timezone
 from queueing.line import index_sync, joining
 from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
 from queueing.models import AuditRecord, QueueEntry
-from queueing.records.audit import audit_chain_verify
+from queueing.records.audit_verify import audit_chain_verify
 from queueing.rules.errors import EventClosed, InvalidAccessCode, QueueFull
 from queueing.web.api_errors import api_error
 from staff.services import TierSpec
@@ -166,10 +166,10 @@ def test_a_failure_before_one_sales_commit_leaves_the_other_sales_joins_standing
     second = make_event(slug="second", capacity=0)
     real_commit = joining._commit
 
-    def failing_for_second(event: Any, *args: Any) -> Any:
+    def failing_for_second(event: Any, *args: Any, **kwargs: Any) -> Any:
         if event.id == second.id:
             raise OperationalError("connection lost")
-        return real_commit(event, *args)
+        return real_commit(event, *args, **kwargs)
 
     monkeypatch.setattr(joining, "_commit", failing_for_second)
     now = timezone.now()
@@ -189,11 +189,11 @@ def _failing_for(monkeypatch: Any, identity: str, failure: Exception) -> list[in
     real_insert = joining.entries_insert
     sizes: list[int] = []
 
-    def insert(entries: list[QueueEntry]) -> None:
+    def insert(entries: list[QueueEntry], **how: Any) -> None:
         sizes.append(len(entries))
         if any(entry.identity == identity for entry in entries):
             raise failure
-        real_insert(entries)
+        real_insert(entries, **how)
 
     monkeypatch.setattr(joining, "entries_insert", insert)
     return sizes

@@ -18,7 +18,7 @@ from queueing.line.reads import event_layout, event_public_view
 from queueing.line.sessions import pass_complete, pass_verify
 from queueing.live.ticks import tick_payload
 from queueing.models import AuditRecord, QueueEntry
-from queueing.records.audit import audit_chain_verify
+from queueing.records.audit_verify import audit_chain_verify
 from queueing.rules.errors import EventMaintenance
 from staff.services import event_pause, event_update
 from tests.helpers import entry_of, join, new_fan, poll, statuses, tick
@@ -151,9 +151,14 @@ def test_safety_net_takes_only_the_room_there_is_in_one_batch(make_event) -> Non
     )
     assert all(isinstance(o, JoinResult) for o in outcomes)
     views = [o.answer for o in outcomes if isinstance(o, JoinResult)]
-    assert [v.status for v in views] == ["admitted"] * 3 + ["waiting"] * 2
-    assert [v.position for v in views[3:]] == [1, 2]
-    assert all(v.issued_pass is not None for v in views[:3])
+    # Joins at once have no order among them: a batch commits lane by lane (in a line of
+    # several), so which three go in follows the lanes, not the requests.
+    admitted = [v for v in views if v.status == "admitted"]
+    waiting = [v for v in views if v.status == "waiting"]
+    assert len(admitted) == 3 and all(v.issued_pass is not None for v in admitted)
+    assert sorted(v.position for v in waiting) == [1, 2]
+    if event.lanes == 1:
+        assert [v.status for v in views] == ["admitted"] * 3 + ["waiting"] * 2
 
 
 @pytest.mark.parametrize("lanes", [1, 4])

@@ -18,7 +18,7 @@ from events.models import Event
 from queueing.beat import event_tick
 from queueing.line.reads import event_layout
 from queueing.models import AuditRecord, QueueEntry
-from queueing.records.audit import audit_chain_verify
+from queueing.records.audit_verify import audit_chain_verify
 from queueing.web.hot_paths import HotPaths
 from staff.services import event_update
 from tests.asgi import asgi_call, call

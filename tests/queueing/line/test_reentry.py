@@ -22,7 +22,7 @@ from queueing.line.reads import event_layout
 from queueing.line.reentry import entry_reenter
 from queueing.line.sessions import pass_complete
 from queueing.models import AdmissionState, AuditRecord, QueueEntry
-from queueing.records.audit import audit_chain_verify
+from queueing.records.audit_verify import audit_chain_verify
 from queueing.records.entry_reads import position_counted
 from queueing.rules.states import EntryStatus
 from queueing.rules.ticket_codec import TicketRef, ticket_issue, ticket_read

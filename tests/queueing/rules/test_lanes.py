@@ -83,13 +83,21 @@ def test_the_whole_line_is_the_own_lane_plus_the_others_ahead() -> None:
 
 
 def test_fans_let_in_since_the_summary_are_not_counted_ahead() -> None:
-    # Lane 1's summary is a second old: it still holds 1,000 fans that admission has let in
-    # since (every key up to the front, across the lanes, in order-key order).
+    # Lane 1's summary is a second old: it still holds the 1,000 fans admission let in from
+    # it since (every fan let in from the tier was ahead: it goes in order-key order), while
+    # the fan's own lane (0) counts them now. A fan who came back and went ahead of the line
+    # (with a key below everyone's) stays counted.
     rng = random.Random(11)
     keys = sorted(rng.sample(range(10**6), 20_000))
-    own = sorted(rng.sample(range(10**6, 2 * 10**6), 10))
-    stale = LaneSummary(lane=1, prequeue=0, tiers={5: _tier(keys, summary_ranks())})
-    front = keys[999]
+    came_back = -5
+    stale = LaneSummary(lane=1, prequeue=0, tiers={5: _tier([came_back, *keys], summary_ranks())})
+    own = LaneSummary(
+        lane=0,
+        prequeue=0,
+        tiers={5: _tier([], summary_ranks())},
+        let_in_total={5: 300},
+        let_in_here={5: 40},
+    )
     for probe in rng.sample(keys[1000:], 200):
         whole = across_lanes(
             [5],
@@ -98,10 +106,10 @@ def test_fans_let_in_since_the_summary_are_not_counted_ahead() -> None:
             rank_in_lane=0,
             order_key=probe,
             own_prequeue=0,
-            own_counts=[len(own)],
-            summaries=[stale],
-            front_key=front,
+            own_counts=[1],
+            summaries=[own, stale],
+            let_in=(300 + 1000 + 7, 40 + 7),  # 7 let in from lane 0 since, 1,000 from lane 1
         )
-        exact = sum(1 for k in keys if front < k < probe)
+        exact = 1 + sum(1 for k in keys[1000:] if k < probe)
         assert whole.rank_in_tier is not None
         assert abs(whole.rank_in_tier - exact) <= max(10, exact // 100), (probe, exact)

@@ -20,7 +20,7 @@ from queueing import in_process
 from queueing.line import reads
 from queueing.line.place_links import place_link_claim
 from queueing.models import QueueEntry
-from queueing.records.audit import audit_chain_verify
+from queueing.records.audit_verify import audit_chain_verify
 from queueing.web import join_batcher
 from queueing.web.hot_paths import HotPaths
 from staff.services import TierSpec
@@ -467,10 +467,10 @@ def test_a_join_that_fails_in_its_batch_is_answered_alone_and_logged_with_its_tr
     event = make_event(capacity=0)
     real_insert = joining.entries_insert
 
-    def fragile(entries: list[QueueEntry]) -> None:
+    def fragile(entries: list[QueueEntry], **how: Any) -> None:
         if any(entry.return_url == "https://shop.example/break" for entry in entries):
             raise RuntimeError("a bug for this join only")
-        real_insert(entries)
+        real_insert(entries, **how)
 
     monkeypatch.setattr(joining, "entries_insert", fragile)
     hot = HotPaths(django_asgi_app)

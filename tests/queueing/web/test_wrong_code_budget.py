@@ -17,7 +17,7 @@ from config.asgi import django_asgi_app
 from queueing.hot import rate_limits
 from queueing.hot.client import HotIndexUnavailable
 from queueing.models import AuditRecord, QueueEntry
-from queueing.records.audit import audit_chain_verify
+from queueing.records.audit_verify import audit_chain_verify
 from queueing.web import abuse
 from queueing.web.hot_paths import HotPaths
 from staff.services import TierSpec, event_close

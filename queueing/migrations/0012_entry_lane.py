@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("queueing", "0010_onsale_names"),
+        ("queueing", "0011_audit_lanes"),
     ]
 
     operations = [
