@@ -389,6 +389,12 @@ WR_QUEUE_FULL_RETRY_AFTER = env_int("WR_QUEUE_FULL_RETRY_AFTER", 30, minimum=1)
 WR_AUDIT_VERIFY_MAX = env_int("WR_AUDIT_VERIFY_MAX", 25_000, minimum=1)
 # Most fans admitted by one admission run of one event.
 WR_ADMISSION_BATCH = env_int("WR_ADMISSION_BATCH", 500, minimum=1)
+# Ending fans in bulk (a line revoked after a close, the unseen expired): entries per
+# transaction, chunks at once (threads, each its own connection), and how long one tick goes on
+# before it broadcasts and leaves the rest to the next (queueing/records/bulk_ends.py).
+WR_LINE_END_CHUNK = env_int("WR_LINE_END_CHUNK", 50_000, minimum=1)
+WR_LINE_END_PARALLEL = env_int("WR_LINE_END_PARALLEL", 2, minimum=1)
+WR_LINE_END_SECONDS = env_float("WR_LINE_END_SECONDS", 5.0, minimum=0.0)
 # Rate credit left unspent (a late tick, a full shop) builds up to this many seconds of the
 # pace and no further, so a late tick loses nothing and an idle spell floods nothing.
 WR_ADMISSION_BURST_SECONDS = env_float("WR_ADMISSION_BURST_SECONDS", 3.0, minimum=0.0)

@@ -12,8 +12,11 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime
+
+from django.conf import settings
 
 from events.models import Event, EventState
 from queueing.hot import tick_claims
@@ -30,15 +33,33 @@ logger = logging.getLogger(__name__)
 def event_tick(*, event_id: int, now: datetime) -> AdmissionOutcome | None:
     """Schedule, expiry, admission of one on-sale, in that order."""
     event = Event.objects.filter(pk=event_id).first()
-    return _event_tick(event, now=now) if event is not None else None
+    return _event_tick(event, now=now, go_on=bulk_time(event_id)) if event is not None else None
 
 
-def _event_tick(event: Event, *, now: datetime) -> AdmissionOutcome | None:
+def bulk_time(event_id: int, claim: str = "") -> Callable[[], bool]:
+    """How long a tick goes on ending fans in bulk (a line revoked, the unseen expired): asked
+    between chunks, True while ``WR_LINE_END_SECONDS`` have not passed, the tick's claim
+    kept meanwhile so that the beat sends no second tick; False once the time is up or the
+    claim was lost (another tick may be running: the rest is left to it)."""
+    deadline = time.monotonic() + settings.WR_LINE_END_SECONDS
+    keep_for = settings.WR_LINE_END_SECONDS + settings.WR_TICK_STALE_SECONDS
+
+    def go_on() -> bool:
+        if time.monotonic() >= deadline:
+            return False
+        return not claim or tick_claims.tick_extend(event_id, claim, ttl_seconds=keep_for)
+
+    return go_on
+
+
+def _event_tick(
+    event: Event, *, now: datetime, go_on: Callable[[], bool]
+) -> AdmissionOutcome | None:
     event_id = event.pk
     state = event.state_at(now)
     sessions_expire(event_id=event_id, now=now)
     if state == EventState.CLOSED:
-        line_revoke_closed(event_id=event_id, now=now)
+        line_revoke_closed(event_id=event_id, now=now, go_on=go_on)
         return None
     if state in (EventState.OPEN, EventState.PAUSED):
         if event.started_at is None:
@@ -48,7 +69,9 @@ def _event_tick(event: Event, *, now: datetime) -> AdmissionOutcome | None:
     if event.started_at is not None:
         # A pre-queue place is kept until the start whoever looks at it: the start reloads
         # the index, which gives everyone a fresh heartbeat window (and then the away hold).
-        queued_expire_unseen(event_id=event_id, now=now, away_seconds=event.away_seconds)
+        queued_expire_unseen(
+            event_id=event_id, now=now, away_seconds=event.away_seconds, go_on=go_on
+        )
     index_heal_head(event_id=event_id)
     if state in (EventState.OPEN, EventState.PAUSED):
         # Paused, the run lets nobody in but keeps counting who leaves the shop, which the
@@ -64,7 +87,7 @@ def event_beat(*, event_id: int, now: datetime, claim: str = "") -> None:
         # (its state comes from staff's control and the schedule).
         event = Event.objects.filter(pk=event_id).first()
         if event is not None:
-            _event_tick(event, now=now)
+            _event_tick(event, now=now, go_on=bulk_time(event_id, claim))
             event_broadcast(event, now=now)
     except Exception:
         logger.exception("tick of event %s failed", event_id)

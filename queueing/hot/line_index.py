@@ -198,6 +198,25 @@ def remove(event_id: int, *, tier_id: int, members: Sequence[int]) -> None:
 
 
 @unavailable_on_redis_error
+def line_drop(event_id: int, *, tier_ids: Sequence[int]) -> int:
+    """Drop the event's whole line (its tiers, pre-queue, heartbeats and moved places' holders)
+    at once: everyone in it has left the line. The keys deleted."""
+    return int(
+        run_script(
+            "line_drop",
+            keys=[
+                keys.epoch(event_id),
+                keys.heartbeats(event_id),
+                keys.prequeue(event_id),
+                keys.holders(event_id),
+                *(keys.tier_queue(event_id, tier_id) for tier_id in tier_ids),
+            ],
+            args=[],
+        )
+    )
+
+
+@unavailable_on_redis_error
 def holders_set(event_id: int, holders: Mapping[int, str]) -> None:
     """Which holder key each of these places in line shows at (they were moved to another
     browser): locate.lua leaves tickets naming another holder to the entry's row."""

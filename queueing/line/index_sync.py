@@ -37,6 +37,7 @@ from queueing.line.activity import events_with_fans
 from queueing.line.followups import rebuild_soon
 from queueing.line.reads import event_layout
 from queueing.models import QueueEntry
+from queueing.records.bulk_ends import Ended
 from queueing.records.entry_reads import IN_ORDER
 from queueing.records.transitions import Moved
 from queueing.rules.eta import Throughput
@@ -55,7 +56,7 @@ def mark_index_dirty(event_id: int) -> None:
     Event.objects.filter(pk=event_id).update(hot_index_dirty=True)
 
 
-def index_forget(event_id: int, moved: Iterable[Moved | QueueEntry]) -> bool:
+def index_forget(event_id: int, moved: Iterable[Moved | Ended | QueueEntry]) -> bool:
     """Take entries that left the line (admitted, expired, revoked...) out of the hot index.
     False, with the event flagged for a rebuild, when Redis could not be written."""
     by_tier: dict[int, list[int]] = {}
@@ -67,6 +68,20 @@ def index_forget(event_id: int, moved: Iterable[Moved | QueueEntry]) -> bool:
             mark_index_dirty(event_id)
             return False
     return True
+
+
+def index_line_drop(event_id: int) -> bool:
+    """The whole line left it (revoked after a close): the hot index drops its sorted sets
+    whole, with one call, however long the line was. False, with the event flagged for a
+    rebuild, when Redis could not be written. The one place a line leaves the index at once:
+    per lane, it would drop the lane's keys."""
+    layout = event_layout(event_id)
+    if layout is None:
+        return True
+    done, _ = answered(line_index.line_drop, event_id, tier_ids=[tier.id for tier in layout.tiers])
+    if not done:
+        _flag_stale(event_id)
+    return done
 
 
 class IndexedRow(Protocol):
