@@ -96,6 +96,10 @@ DATABASES = {
 # connections would pile up: a bounded psycopg pool per process instead.
 _DB_POOL_MAX = env_int("DATABASE_POOL_MAX", 16, minimum=0)
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+# A connection is checked before it is handed out (with the pool: on every checkout, one empty
+# query), so that after PostgreSQL restarts a process opens a fresh one rather than failing
+# a request or a tick on each of the dead ones it kept.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("DATABASE_HEALTH_CHECKS", True)
 DATABASES["default"]["OPTIONS"] = {
     # Fail fast when PostgreSQL is unreachable instead of hanging a request.
     "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT", 3, minimum=1),
@@ -219,6 +223,13 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 # busy process took in advance.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
+# Celery's Django fix-up closes a worker's database connections before and after every task,
+# and with a pool it closes the pool itself: every tick then opened new connections (about
+# five for a busy on-sale's). It does so only every CELERY_DB_REUSE_MAX tasks instead (0: after
+# every task, the fix-up's default); between tasks config/celery.py hands the connection back
+# to the pool, which keeps it open, checks it before handing it out again, and renews it
+# within the hour (psycopg_pool's max_lifetime).
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1_000_000, minimum=0)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The room ticks once a second: the beat sends each on-sale with work its own tick
 # (queueing/beat.py). A tick not started within WR_TICK_STALE_SECONDS is dropped (a newer one
