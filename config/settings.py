@@ -400,12 +400,19 @@ WR_QUEUE_FULL_RETRY_AFTER = env_int("WR_QUEUE_FULL_RETRY_AFTER", 30, minimum=1)
 WR_AUDIT_VERIFY_MAX = env_int("WR_AUDIT_VERIFY_MAX", 25_000, minimum=1)
 # Most fans admitted by one admission run of one event.
 WR_ADMISSION_BATCH = env_int("WR_ADMISSION_BATCH", 500, minimum=1)
-# Ending fans in bulk (a line revoked after a close, the unseen expired): entries per
-# transaction, chunks at once (threads, each its own connection), and how long one tick goes on
-# before it broadcasts and leaves the rest to the next (queueing/records/bulk_ends.py).
+# A closed line revoked in bulk (queueing/records/bulk_ends.py): entries per transaction,
+# chunks at once (threads, each with its own connection; two were slower than one on this
+# 2-core machine, where PostgreSQL shares the cores: docs/benchmarks-notes.md), and how long
+# one tick goes on before it broadcasts and leaves the rest to the next.
 WR_LINE_END_CHUNK = env_int("WR_LINE_END_CHUNK", 50_000, minimum=1)
-WR_LINE_END_PARALLEL = env_int("WR_LINE_END_PARALLEL", 2, minimum=1)
+WR_LINE_END_PARALLEL = env_int("WR_LINE_END_PARALLEL", 1, minimum=1)
 WR_LINE_END_SECONDS = env_float("WR_LINE_END_SECONDS", 5.0, minimum=0.0)
+# The unseen expired in bulk while the line is live: smaller chunks, since joins wait for the
+# chain head while a chunk's records are written (1,000 held it 27-56 ms, as an admission of 500
+# does; 2,000 held it 55-229 ms), several a tick for at most WR_EXPIRY_SECONDS, so that
+# admission is not held back (line/expiry.py).
+WR_EXPIRY_CHUNK = env_int("WR_EXPIRY_CHUNK", 1_000, minimum=1)
+WR_EXPIRY_SECONDS = env_float("WR_EXPIRY_SECONDS", 0.5, minimum=0.0)
 # Rate credit left unspent (a late tick, a full shop) builds up to this many seconds of the
 # pace and no further, so a late tick loses nothing and an idle spell floods nothing.
 WR_ADMISSION_BURST_SECONDS = env_float("WR_ADMISSION_BURST_SECONDS", 3.0, minimum=0.0)

@@ -33,16 +33,19 @@ logger = logging.getLogger(__name__)
 def event_tick(*, event_id: int, now: datetime) -> AdmissionOutcome | None:
     """Schedule, expiry, admission of one on-sale, in that order."""
     event = Event.objects.filter(pk=event_id).first()
-    return _event_tick(event, now=now, go_on=bulk_time(event_id)) if event is not None else None
+    return _event_tick(event, now=now) if event is not None else None
 
 
-def bulk_time(event_id: int, claim: str = "") -> Callable[[], bool]:
+def bulk_time(
+    event_id: int, claim: str = "", *, seconds: float | None = None
+) -> Callable[[], bool]:
     """How long a tick goes on ending fans in bulk (a line revoked, the unseen expired): asked
-    between chunks, True while ``WR_LINE_END_SECONDS`` have not passed, the tick's claim
-    kept meanwhile so that the beat sends no second tick; False once the time is up or the
-    claim was lost (another tick may be running: the rest is left to it)."""
-    deadline = time.monotonic() + settings.WR_LINE_END_SECONDS
-    keep_for = settings.WR_LINE_END_SECONDS + settings.WR_TICK_STALE_SECONDS
+    between chunks, True while ``seconds`` (``WR_LINE_END_SECONDS``) have not passed, the
+    tick's claim kept meanwhile so that the beat sends no second tick; False once the time is
+    up or the claim was lost (another tick may be running: the rest is left to it)."""
+    seconds = settings.WR_LINE_END_SECONDS if seconds is None else seconds
+    deadline = time.monotonic() + seconds
+    keep_for = seconds + settings.WR_TICK_STALE_SECONDS
 
     def go_on() -> bool:
         if time.monotonic() >= deadline:
@@ -52,14 +55,12 @@ def bulk_time(event_id: int, claim: str = "") -> Callable[[], bool]:
     return go_on
 
 
-def _event_tick(
-    event: Event, *, now: datetime, go_on: Callable[[], bool]
-) -> AdmissionOutcome | None:
+def _event_tick(event: Event, *, now: datetime, claim: str = "") -> AdmissionOutcome | None:
     event_id = event.pk
     state = event.state_at(now)
     sessions_expire(event_id=event_id, now=now)
     if state == EventState.CLOSED:
-        line_revoke_closed(event_id=event_id, now=now, go_on=go_on)
+        line_revoke_closed(event_id=event_id, now=now, go_on=bulk_time(event_id, claim))
         return None
     if state in (EventState.OPEN, EventState.PAUSED):
         if event.started_at is None:
@@ -70,7 +71,10 @@ def _event_tick(
         # A pre-queue place is kept until the start whoever looks at it: the start reloads
         # the index, which gives everyone a fresh heartbeat window (and then the away hold).
         queued_expire_unseen(
-            event_id=event_id, now=now, away_seconds=event.away_seconds, go_on=go_on
+            event_id=event_id,
+            now=now,
+            away_seconds=event.away_seconds,
+            go_on=bulk_time(event_id, claim, seconds=settings.WR_EXPIRY_SECONDS),
         )
     index_heal_head(event_id=event_id)
     if state in (EventState.OPEN, EventState.PAUSED):
@@ -87,7 +91,7 @@ def event_beat(*, event_id: int, now: datetime, claim: str = "") -> None:
         # (its state comes from staff's control and the schedule).
         event = Event.objects.filter(pk=event_id).first()
         if event is not None:
-            _event_tick(event, now=now, go_on=bulk_time(event_id, claim))
+            _event_tick(event, now=now, claim=claim)
             event_broadcast(event, now=now)
     except Exception:
         logger.exception("tick of event %s failed", event_id)

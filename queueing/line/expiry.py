@@ -232,7 +232,7 @@ def queued_expire_unseen(
     """Tickets in line whose page was not seen for the heartbeat window and ``away_seconds``
     (the on-sale's, read if not given) more end as ``expired``; so do those passed over at
     their turn while away ``away_seconds`` ago (line/away.py). The unseen in bulk: a chunk of
-    ``WR_LINE_END_CHUNK`` a transaction, with their records, and out of the hot index with
+    ``WR_EXPIRY_CHUNK`` a transaction, with their records, and out of the hot index with
     one call per chunk, until none are due or ``go_on()`` says stop (the tick's time)."""
     if away_seconds is None:
         away_seconds = (
@@ -240,7 +240,7 @@ def queued_expire_unseen(
         )
     held_since = now - timedelta(seconds=away_seconds)
     expired = _expire_passed_over(event_id, held_since=held_since, now=now)
-    chunk = settings.WR_LINE_END_CHUNK
+    chunk = settings.WR_EXPIRY_CHUNK
     while True:
         overdue = line_reads.unseen(event_id, held_since, limit=chunk)
         if not overdue:

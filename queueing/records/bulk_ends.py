@@ -220,8 +220,9 @@ def entries_end_all(
     ``parallel`` chunks at a time, until none are left or ``go_on()`` says stop between
     rounds. The entries ended, and whether none were left. Chunks at once take disjoint
     entries (rows held are skipped) and queue for the chain head's lock in turn: one chunk's
-    entries are updated while another's records are written, on two cores about 1.5 times
-    the pace of one at a time (docs/benchmarks.md)."""
+    entries are updated while another's records are written. On this 2-core machine, where
+    PostgreSQL shares the cores with the worker, two at a time were slower than one
+    (docs/benchmarks-notes.md); with the database on a machine of its own they may not be."""
     ended: list[Ended] = []
     # Inside a caller's transaction, threads could not see its rows (and would wait on them).
     if parallel <= 1 or connection.in_atomic_block:

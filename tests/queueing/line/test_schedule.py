@@ -238,7 +238,7 @@ def test_a_rebuild_under_way_when_the_line_is_dropped_is_not_promoted(make_event
 def test_the_unseen_expire_in_chunks_each_with_one_record(
     make_event, redis_client, settings
 ) -> None:
-    settings.WR_LINE_END_CHUNK = 4
+    settings.WR_EXPIRY_CHUNK = 4
     event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=30, away_seconds=0)
     tickets = fans_join(event.slug, 10)
     later = timezone.now() + timedelta(seconds=31)
@@ -248,3 +248,20 @@ def test_the_unseen_expire_in_chunks_each_with_one_record(
     assert redis_client.zcard(keys.heartbeats(event.id)) == 0
     assert redis_client.zcard(keys.tier_queue(event.id, entry_of(tickets[0]).tier_id)) == 0
     assert audit_chain_verify(event_id=event.id).ok
+
+
+def test_a_tick_expires_the_unseen_for_its_expiry_time_and_then_admits(
+    make_event, settings
+) -> None:
+    settings.WR_EXPIRY_CHUNK = 4
+    settings.WR_EXPIRY_SECONDS = 0
+    event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=30, away_seconds=0)
+    tickets = fans_join(event.slug, 10)
+    event_pause(event=event, actor="staff:x", now=timezone.now())
+    later = timezone.now() + timedelta(seconds=31)
+    expired = []
+    for _ in range(3):
+        event_tick(event_id=event.id, now=later)
+        expired.append(statuses(tickets).count("expired"))
+    assert expired == [4, 8, 10]
+    assert _one_record_each(event, "expired") == 10
