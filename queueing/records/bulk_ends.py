@@ -1,15 +1,16 @@
 """Ending many entries at once, each with its audit record: a line revoked after a close, the
-unseen expired. One transaction per chunk (tens of thousands of entries), so that a million
-end in about twenty statements pairs rather than a thousand transactions, and a run killed
-between chunks leaves every committed chunk whole and the rest untouched: the next run goes
-on from there, and the compare-and-set means nobody ends twice.
+unseen expired. One transaction per chunk (tens of thousands of entries for a revocation), so
+that a million end in twenty transactions rather than a thousand, and a run killed between
+chunks leaves every committed chunk whole and the rest untouched: the next run goes on from
+there, and the compare-and-set means nobody ends twice.
 
-Under the chain head's lock, per chunk: one ``UPDATE ... RETURNING`` moves the entries, the
-records are hashed here (their canonical text filled into a template taken once from
-``audit.canonical_record``, so the form is stated in one place), and one ``INSERT ... SELECT
-FROM unnest(...)`` writes them with the head's move in the same round trip. The hashes
-chain, so they cannot be computed before the head is locked; a chunk of 50,000 hashes in
-about a tenth of a second.
+Per chunk: one ``UPDATE ... RETURNING`` moves the entries; then, under the chain head's lock,
+the records are hashed here (their canonical text filled into a template taken once from
+``audit.canonical_record``, so the form is stated in one place) and written with one
+``COPY``, the head's move after it. The hashes chain, so they cannot be computed before the
+head is locked: 0.4 s for a chunk of 50,000 (the hashes and the rows' text). ``COPY`` rather than
+the ``unnest`` insert of records/bulk_insert.py: adapting a chunk's arrays cost psycopg more
+than PostgreSQL's whole insert (docs/benchmarks.md, the line-end row).
 """
 
 from __future__ import annotations
@@ -132,29 +133,29 @@ def entries_end_chunk(
 ) -> list[Ended]:
     """End up to ``limit`` of the event's entries still in one of ``expected`` (of ``ids``
     only, when given), each audited as ``action`` with ``data(previous status)``, in one
-    transaction; the entries ended, in line order (as their records are). Fewer than
+    transaction; the entries ended, in order-key order (as their records are). Fewer than
     ``limit`` without ``ids``: none were left but those another transaction held."""
     allowed = [s.value for s in expected if s in sources_of(to)]
     if not allowed:
         raise ValueError(f"no transition to {to} from {list(expected)}")
     assignments, params = ending_assignments(to, now)
-    if ids is not None:
-        choices = [(_GIVEN, [list(ids), event_id, allowed])] if ids else []
-    else:
-        choices = [(_THE_REST, [event_id, allowed, limit])]
-        if EntryStatus.WAITING.value in allowed:
-            choices.insert(0, (_IN_ORDER, [event_id, limit]))
     rows: list[tuple[Any, ...]] = []
     with transaction.atomic():
         # The entries first, then the chain head, as every audited change takes them.
         with connection.cursor() as cursor:
-            for chosen, arguments in choices:
-                if len(rows) >= limit:
-                    break
-                if chosen is _THE_REST:
-                    arguments = [event_id, allowed, limit - len(rows)]
+
+            def move(chosen: str, *arguments: Any) -> None:
                 cursor.execute(_moved_sql(chosen, assignments), [*params, *arguments])
-                rows += cursor.fetchall()
+                rows.extend(cursor.fetchall())
+
+            if ids is not None:
+                if ids:
+                    move(_GIVEN, list(ids), event_id, allowed)
+            else:
+                if EntryStatus.WAITING.value in allowed:
+                    move(_IN_ORDER, event_id, limit)
+                if len(rows) < limit:
+                    move(_THE_REST, event_id, allowed, limit - len(rows))
         if not rows:
             return []
         rows.sort()
