@@ -164,6 +164,10 @@ def line_revoke_closed(*, event_id: int, now: datetime, go_on: Callable[[], bool
         parallel=settings.WR_LINE_END_PARALLEL,
         go_on=go_on,
     )
+    if not none_left:
+        # Stopped after a full chunk: it may have been the last one, and an on-sale with
+        # nobody left in the room gets no further tick to find out.
+        none_left = not QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED).exists()
     if none_left:
         # Also when this tick revoked nobody: a run killed after its last chunk committed
         # left the index to drop. One call for an empty line.

@@ -8,7 +8,7 @@ Per chunk: one ``UPDATE ... RETURNING`` moves the entries; then, under the chain
 the records are hashed here (their canonical text filled into a template taken once from
 ``audit.canonical_record``, so the form is stated in one place) and written with one
 ``COPY``, the head's move after it. The hashes chain, so they cannot be computed before the
-head is locked: 0.4 s for a chunk of 50,000 (the hashes and the rows' text). ``COPY`` rather than
+head is locked: 0.4 s for a chunk of 50,000 (the hashes and the rows' text). ``COPY``, not
 the ``unnest`` insert of records/bulk_insert.py: adapting a chunk's arrays cost psycopg more
 than PostgreSQL's whole insert (docs/benchmarks.md, the line-end row).
 """

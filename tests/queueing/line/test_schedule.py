@@ -220,6 +220,23 @@ def test_a_tick_whose_time_is_up_leaves_the_rest_to_the_next(
     assert audit_chain_verify(event_id=event.id).ok
 
 
+def test_a_tick_that_revokes_the_last_full_chunk_drops_the_line(
+    make_event, redis_client, settings
+) -> None:
+    # Nobody is left in the room after it, so no tick would come to drop the line later.
+    settings.WR_LINE_END_CHUNK = 4
+    settings.WR_LINE_END_SECONDS = 0
+    event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    tickets = fans_join(event.slug, 8)
+    event_close(event=event, actor="staff:x", now=timezone.now())
+    queue = keys.tier_queue(event.id, entry_of(tickets[0]).tier_id)
+    event_tick(event_id=event.id, now=timezone.now())
+    assert redis_client.zcard(queue) == 8
+    event_tick(event_id=event.id, now=timezone.now())
+    assert set(statuses(tickets)) == {"revoked"}
+    assert not redis_client.exists(queue)
+
+
 def test_a_rebuild_under_way_when_the_line_is_dropped_is_not_promoted(make_event) -> None:
     event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
     fans_join(event.slug, 3)
