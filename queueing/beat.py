@@ -45,7 +45,8 @@ def bulk_time(
     up or the claim was lost (another tick may be running: the rest is left to it)."""
     seconds = settings.WR_LINE_END_SECONDS if seconds is None else seconds
     deadline = time.monotonic() + seconds
-    keep_for = seconds + settings.WR_TICK_STALE_SECONDS
+    # A chunk under way when the time is up may take as long again on a busy machine.
+    keep_for = 2 * seconds + settings.WR_TICK_STALE_SECONDS
 
     def go_on() -> bool:
         if time.monotonic() >= deadline:
