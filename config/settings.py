@@ -384,6 +384,10 @@ WR_REBUILD_REQUEST_SECONDS = env_int("WR_REBUILD_REQUEST_SECONDS", 5, minimum=1)
 # reads a snapshot of an on-sale's line (per tier: count and checkpoints) at most once per
 # this many seconds, and places every poll from it (queueing/line/snapshots.py) ...
 WR_DEGRADED_SNAPSHOT_SECONDS = env_float("WR_DEGRADED_SNAPSHOT_SECONDS", 1.0, minimum=0.1)
+# A line of several lanes (queueing/line/lanes.py): how long a process keeps the lanes'
+# summary it read, and how old the tick's may be before a process reads the lanes itself.
+WR_LANES_SUMMARY_SECONDS = env_float("WR_LANES_SUMMARY_SECONDS", 1.0, minimum=0.0)
+WR_LANES_SUMMARY_STALE_SECONDS = env_float("WR_LANES_SUMMARY_STALE_SECONDS", 3.0, minimum=0.0)
 # ... except in a line of at most this many waiting fans, where positions are counted in
 # PostgreSQL (exact, and cheap at that size).
 WR_DEGRADED_EXACT_LINE = env_int("WR_DEGRADED_EXACT_LINE", 1000, minimum=0)

@@ -5,9 +5,13 @@ developer's running room, and each test gets its own key prefix (tests/conftest.
 """
 
 import os
+import uuid
 
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
-os.environ.setdefault("CHANNELS_PREFIX", "wrtest:asgi")
+# Pub/sub channels are not per Redis database: a test run of its own prefix, so that two runs on
+# one machine (each on its own PostgreSQL database) never hear each other's ticks. The server
+# processes a test starts are handed this prefix (tests/processes.py).
+os.environ.setdefault("CHANNELS_PREFIX", f"wrtest:{uuid.uuid4().hex[:8]}:asgi")
 # The test process is single-threaded; the server processes tests start use the pool.
 os.environ.setdefault("DATABASE_POOL_MAX", "0")
 

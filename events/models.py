@@ -20,7 +20,7 @@ from django.core.validators import (
 from django.db import models
 from django.db.models import Q
 
-from events.validation import return_host_normalise
+from events.validation import LANES_MAX, LANES_MIN, return_host_normalise
 
 
 def new_integration_key() -> str:
@@ -111,6 +111,16 @@ class Event(models.Model):
         validators=[MaxValueValidator(86_400)],
         help_text="How long the place of a fan whose page is closed (away) is kept after the "
         "heartbeat window, before it ends as expired (0 = not kept).",
+    )
+    # A line past one Redis core is split in lanes by a keyed hash of the fan's identity
+    # (queueing/rules/lanes.py), each with its own hash tag; admission merges them by order
+    # key. Fixed once anyone is in the line: every entry's lane was drawn from it.
+    lanes = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MinValueValidator(LANES_MIN), MaxValueValidator(LANES_MAX)],
+        help_text=f"How many lanes the line is split in ({LANES_MIN}-{LANES_MAX}): each lane "
+        "lives on its own Redis Cluster slot, so a line too busy for one Redis core spreads "
+        "over several. Fixed once anyone is in the line.",
     )
     max_queue_length = models.PositiveIntegerField(
         default=0, help_text="Joins are refused once this many fans wait (0 = unbounded)."

@@ -9,6 +9,10 @@ import re
 from django.utils.crypto import salted_hmac
 
 ACCESS_CODE_MAX_LENGTH = 64
+# How many lanes an on-sale's line may be split in (queueing/rules/lanes.py): a lane's number
+# travels in a ticket's top byte of the tier id, and 64 lanes spread over any cluster's masters.
+LANES_MIN = 1
+LANES_MAX = 64
 # What a slug may look like; checked before any lookup (PostgreSQL refuses NUL in text).
 SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")
 _ACCESS_CODE_RE = re.compile(r"^[A-Z0-9][A-Z0-9_.\-]*$")

@@ -35,6 +35,10 @@ class QueueEntry(models.Model):
     # Monotonic across the whole room, assigned by PostgreSQL at insert; the pre-queue
     # shuffle permutes the keys of its cohort among themselves.
     order_key = models.BigIntegerField(db_default=NextVal(Value(ORDER_KEY_SEQUENCE)))
+    # The entry's lane of the on-sale's line (queueing/rules/lanes.py), drawn at the join
+    # from the identity and kept, so that no later step draws it again: which Redis keys hold
+    # the fan (queueing/hot/keys.py). 0 in a line of one lane.
+    lane = models.PositiveSmallIntegerField(db_default=0)
     status = models.CharField(max_length=16, choices=EntryStatus.choices)
     joined_at = models.DateTimeField()
     status_changed_at = models.DateTimeField()

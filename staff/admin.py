@@ -111,6 +111,7 @@ class EventAdmin(admin.ModelAdmin):
                 "fields": (
                     "heartbeat_seconds",
                     "away_seconds",
+                    "lanes",
                     "max_queue_length",
                     "max_wait_seconds",
                     "pow_difficulty",

@@ -27,7 +27,12 @@ from events.models import (
     EventMode,
     Tier,
 )
-from events.validation import ACCESS_CODE_MAX_LENGTH, return_host_normalise
+from events.validation import (
+    ACCESS_CODE_MAX_LENGTH,
+    LANES_MAX,
+    LANES_MIN,
+    return_host_normalise,
+)
 from queueing.line.reads import event_by_slug
 from queueing.rules.branding import accent_is_low_contrast
 from queueing.web.api_errors import errors
@@ -92,6 +97,16 @@ class EventInputSerializer(serializers.Serializer):
     heartbeat_seconds = serializers.IntegerField(min_value=10, max_value=3_600, required=False)
     # How long an away fan's place is kept after the heartbeat window; 0 = not kept.
     away_seconds = serializers.IntegerField(min_value=0, max_value=86_400, required=False)
+    # Lanes the line is split in (docs/api.md, "Lanes"); fixed once anyone is in line (409).
+    lanes = serializers.IntegerField(
+        min_value=LANES_MIN,
+        max_value=LANES_MAX,
+        required=False,
+        error_messages={
+            "min_value": f"An on-sale has {LANES_MIN} to {LANES_MAX} lanes.",
+            "max_value": f"An on-sale has {LANES_MIN} to {LANES_MAX} lanes.",
+        },
+    )
     max_queue_length = serializers.IntegerField(min_value=0, max_value=100_000_000, required=False)
     max_wait_seconds = serializers.IntegerField(min_value=0, max_value=30 * 86_400, required=False)
     prequeue_opens_at = serializers.DateTimeField(allow_null=True, required=False)
@@ -186,6 +201,7 @@ class EventOutputSerializer(serializers.Serializer):
     session_seconds = serializers.IntegerField()
     heartbeat_seconds = serializers.IntegerField()
     away_seconds = serializers.IntegerField()
+    lanes = serializers.IntegerField()
     max_queue_length = serializers.IntegerField()
     max_wait_seconds = serializers.IntegerField()
     prequeue_opens_at = serializers.DateTimeField(allow_null=True)
@@ -338,7 +354,7 @@ class EventDetailApi(APIView):
     @extend_schema(
         operation_id="manage_event_change",
         request=EventInputSerializer,
-        responses={200: EventOutputSerializer, **errors(400, 401, 403, 404)},
+        responses={200: EventOutputSerializer, **errors(400, 401, 403, 404, 409)},
     )
     def patch(self, request: Request, slug: str) -> Response:
         event = event_by_slug(slug)

@@ -14,9 +14,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext
 
 from events.models import BRANDING_TEXT_MAX_LENGTH, LOGO_MAX_BYTES, Event
 from queueing.line.answers import TicketAnswer
+from queueing.records.entry_reads import anyone_joined
 from queueing.rules.branding import (
     LogoRefused,
     accent_contrast,
@@ -24,6 +26,7 @@ from queueing.rules.branding import (
     logo_check,
     page_branding,
 )
+from queueing.rules.errors import LanesFixed
 from queueing.rules.eta import Eta
 from queueing.rules.states import EntryStatus
 from queueing.rules.wording import StatusKind, status_text, wait_range_text
@@ -76,6 +79,15 @@ class EventAdminForm(LookFieldsMixin, forms.ModelForm):
         model = Event
         # The admin's fieldsets name the fields (and its widgets' overrides apply to them).
         fields: tuple[str, ...] = ()
+
+    def clean_lanes(self) -> int:
+        """Refused here, as a form error, rather than by the service on save (LanesFixed):
+        each fan's lane was drawn from the count, so it is fixed once anyone is in line."""
+        lanes: int = self.cleaned_data["lanes"]
+        saved = self.instance
+        if saved.pk is not None and lanes != saved.lanes and anyone_joined(saved.pk):
+            raise ValidationError(gettext(LanesFixed.default_detail), code="lanes_fixed")
+        return lanes
 
 
 def logo_change_requested(form: forms.Form) -> tuple[bool, bytes | None]:

@@ -29,7 +29,9 @@ from queueing.line.index_sync import index_mark_new_event_ready
 from queueing.line.schedule import line_start
 from queueing.models import AuditAction
 from queueing.records.audit import audit_append, audit_chain_start
+from queueing.records.entry_reads import anyone_joined
 from queueing.rules.branding import LogoRefused, logo_check
+from queueing.rules.errors import LanesFixed
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +43,7 @@ EDITABLE_FIELDS = (
     "session_seconds",
     "heartbeat_seconds",
     "away_seconds",
+    "lanes",
     "max_queue_length",
     "max_wait_seconds",
     "prequeue_opens_at",
@@ -139,8 +142,8 @@ def _apply_tiers(event: Event, specs: list[TierSpec]) -> None:
         )
 
 
-def _after_commit_mark_ready(event_id: int) -> None:
-    transaction.on_commit(lambda: index_mark_new_event_ready(event_id))
+def _after_commit_mark_ready(event_id: int, *, lanes: int) -> None:
+    transaction.on_commit(lambda: index_mark_new_event_ready(event_id, lanes=lanes))
 
 
 # What the fans' pages show from the ticks: a change is broadcast at once, not at the next beat.
@@ -194,7 +197,7 @@ def event_create(
         # at the first tick, whose "shuffled" record (of nobody) is then this one.
         if line_start(event_id=event.id, now=now):
             event.refresh_from_db(fields=["started_at"])
-        _after_commit_mark_ready(event.id)
+        _after_commit_mark_ready(event.id, lanes=event.lanes)
     return event
 
 
@@ -212,6 +215,13 @@ def event_update(
     specs = _validate_tiers(tiers) if tiers is not None else None
     with transaction.atomic():
         locked = Event.objects.select_for_update(no_key=True).get(pk=event.pk)
+        lanes_change = "lanes" in changes and changes["lanes"] != locked.lanes
+        if lanes_change:
+            # Locked against joins too (it waits for those under way, which hold a key-share
+            # lock: line/joining.py): none commits between the check and the change.
+            locked = Event.objects.select_for_update().get(pk=event.pk)
+            if anyone_joined(locked.pk):
+                raise LanesFixed()
         diff = {}
         for name, value in changes.items():
             old = getattr(locked, name)
@@ -227,6 +237,8 @@ def event_update(
             _audit_changed(event_id=locked.id, actor=actor, now=now, data={"changes": diff})
         if _SHOWN_LIVE & diff.keys():
             _after_commit_broadcast(locked.id)
+        if lanes_change:  # the new lanes' (empty) indexes are whole from the start
+            _after_commit_mark_ready(locked.id, lanes=locked.lanes)
     return locked
 
 

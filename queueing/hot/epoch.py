@@ -1,4 +1,10 @@
-"""The index's epoch and its race-free rebuild from PostgreSQL (tombstones, one lock per event)."""
+"""The index's epoch and its race-free rebuild from PostgreSQL (tombstones, one lock per event).
+
+Each lane of a line (queueing/rules/lanes.py) has its own epoch, judged on the node that
+holds the lane: a lane's master may fail over alone. The line is whole only while every
+lane's epoch is ready on its node; when any is not, the whole on-sale is rebuilt (every
+lane, under the one rebuild lock on lane 0's tag), which is simpler than mending one lane
+and costs what the rebuild of a line costs anyway."""
 
 from __future__ import annotations
 
@@ -28,13 +34,26 @@ class IndexedEntry:
 
 
 @unavailable_on_redis_error
-def epoch_states(event_ids: Sequence[int]) -> dict[int, IndexState]:
+def epoch_states(
+    event_ids: Sequence[int], *, lanes: Mapping[int, int] | None = None
+) -> dict[int, IndexState]:
+    """Each on-sale's index state: its worst lane's (``lanes``: an on-sale's number of
+    lanes, 1 where not given)."""
     if not event_ids:
         return {}
-    # One script per event, each judged on its own node (events live in different cluster
+    # One script per lane, each judged on its own node (lanes live in different cluster
     # slots, and each node has its own run id), all in one round trip.
-    codes = run_script_many("epoch_state", [([keys.epoch(event_id)], []) for event_id in event_ids])
-    return {event_id: _EPOCH_STATES[code] for event_id, code in zip(event_ids, codes, strict=True)}
+    asked = [
+        (event_id, lane) for event_id in event_ids for lane in range((lanes or {}).get(event_id, 1))
+    ]
+    codes = run_script_many(
+        "epoch_state", [([keys.epoch(event_id, lane)], []) for event_id, lane in asked]
+    )
+    states: dict[int, IndexState] = {}
+    for (event_id, _), code in zip(asked, codes, strict=True):
+        state = _EPOCH_STATES[code]
+        states[event_id] = min(states.get(event_id, state), state)
+    return states
 
 
 _EPOCH_STATES = {0: IndexState.MISSING, 1: IndexState.BUILDING, 2: IndexState.READY}
@@ -51,10 +70,12 @@ def rebuilds_unlocked(event_ids: Sequence[int]) -> set[int]:
 
 
 @unavailable_on_redis_error
-def mark_new_event_ready(event_id: int) -> None:
-    """A new event has an empty line: its index is complete as it is."""
-    key = keys.epoch(event_id)
-    client().set(key, epoch_value("ready", secrets.token_hex(8), key=key), nx=True)
+def mark_new_event_ready(event_id: int, *, lanes: int = 1) -> None:
+    """A new event has an empty line: each lane's index is complete as it is."""
+    token = secrets.token_hex(8)
+    for lane in range(lanes):
+        key = keys.epoch(event_id, lane)
+        client().set(key, epoch_value("ready", token, key=key), nx=True)
 
 
 @unavailable_on_redis_error
@@ -67,20 +88,21 @@ def request_rebuild_once(event_id: int, *, within_seconds: int) -> bool:
 class Rebuild:
     event_id: int
     token: str
-    run_id: str
+    run_ids: tuple[str, ...]  # of the node holding each lane, in lane order
 
-    @property
-    def building_value(self) -> str:
-        return f"building:{self.run_id}:{self.token}"
+    def building_value(self, lane: int) -> str:
+        return f"building:{self.run_ids[lane]}:{self.token}"
 
-    @property
-    def ready_value(self) -> str:
-        return f"ready:{self.run_id}:{self.token}"
+    def ready_value(self, lane: int) -> str:
+        return f"ready:{self.run_ids[lane]}:{self.token}"
 
 
 @unavailable_on_redis_error
-def rebuild_begin(event_id: int, *, tier_ids: Iterable[int], lock_seconds: int) -> Rebuild | None:
-    """Take the event's rebuild lock and reset its index to an empty, building state.
+def rebuild_begin(
+    event_id: int, *, tier_ids: Iterable[int], lock_seconds: int, lanes: int = 1
+) -> Rebuild | None:
+    """Take the event's rebuild lock and reset every lane's index to an empty, building
+    state (one transaction per lane: each touches one lane's slot).
 
     From here on, new joins add themselves (the epoch exists) while the rebuild loads the
     entries PostgreSQL already had; readers treat a building index as not authoritative.
@@ -89,16 +111,22 @@ def rebuild_begin(event_id: int, *, tier_ids: Iterable[int], lock_seconds: int) 
     token = secrets.token_hex(8)
     if not redis_client.set(keys.rebuild_lock(event_id), token, nx=True, ex=lock_seconds):
         return None
-    handle = Rebuild(event_id=event_id, token=token, run_id=server_run_id(keys.epoch(event_id)))
-    pipe = redis_client.pipeline(transaction=True)
-    pipe.set(keys.epoch(event_id), handle.building_value)
-    pipe.delete(
-        keys.tombstones(event_id),
-        keys.heartbeats(event_id),
-        keys.prequeue(event_id),
-        *(keys.tier_queue(event_id, tier_id) for tier_id in tier_ids),
+    tier_ids = list(tier_ids)
+    handle = Rebuild(
+        event_id=event_id,
+        token=token,
+        run_ids=tuple(server_run_id(keys.epoch(event_id, lane)) for lane in range(lanes)),
     )
-    pipe.execute()
+    for lane in range(lanes):
+        pipe = redis_client.pipeline(transaction=True)
+        pipe.set(keys.epoch(event_id, lane), handle.building_value(lane))
+        pipe.delete(
+            keys.tombstones(event_id, lane),
+            keys.heartbeats(event_id, lane),
+            keys.prequeue(event_id, lane),
+            *(keys.tier_queue(event_id, tier_id, lane) for tier_id in tier_ids),
+        )
+        pipe.execute()
     return handle
 
 
@@ -106,32 +134,37 @@ class RebuildSuperseded(Exception):
     """The epoch changed during a rebuild (Redis flushed again, or another rebuild began)."""
 
 
-# Where a rebuild puts entries, with each list flat as ZADD takes it: order key, entry id, ...
-RebuildLines = Mapping[int | None, Sequence[int]]  # a tier's id, or None for the pre-queue
+# Where a rebuild puts entries, by (lane, a tier's id or None for the pre-queue), with each
+# list flat as ZADD takes it: order key, entry id, ...
+RebuildLines = Mapping[tuple[int, int | None], Sequence[int]]
 
 
-def rebuild_lines(entries: Iterable[IndexedEntry]) -> dict[int | None, list[int]]:
-    lines: dict[int | None, list[int]] = {}
+def rebuild_lines(
+    entries: Iterable[IndexedEntry], *, lane: int = 0
+) -> dict[tuple[int, int | None], list[int]]:
+    lines: dict[tuple[int, int | None], list[int]] = {}
     for entry in entries:
-        lines.setdefault(entry.tier_id, []).extend((entry.order_key, entry.member))
+        lines.setdefault((lane, entry.tier_id), []).extend((entry.order_key, entry.member))
     return lines
 
 
 @unavailable_on_redis_error
 def rebuild_load(handle: Rebuild, lines: RebuildLines, *, heartbeat_deadline: float) -> int:
-    """Load a chunk of entries, in one round trip whatever the number of tiers."""
+    """Load a chunk of entries, in one round trip whatever the number of tiers and lanes."""
     event_id = handle.event_id
     calls = [
         (
             [
-                keys.epoch(event_id),
-                keys.tombstones(event_id),
-                keys.heartbeats(event_id),
-                keys.prequeue(event_id) if tier_id is None else keys.tier_queue(event_id, tier_id),
+                keys.epoch(event_id, lane),
+                keys.tombstones(event_id, lane),
+                keys.heartbeats(event_id, lane),
+                keys.prequeue(event_id, lane)
+                if tier_id is None
+                else keys.tier_queue(event_id, tier_id, lane),
             ],
-            [handle.building_value, repr(heartbeat_deadline), *pairs],
+            [handle.building_value(lane), repr(heartbeat_deadline), *pairs],
         )
-        for tier_id, pairs in lines.items()
+        for (lane, tier_id), pairs in lines.items()
         if pairs
     ]
     results = run_script_many("rebuild_load", calls)
@@ -142,13 +175,21 @@ def rebuild_load(handle: Rebuild, lines: RebuildLines, *, heartbeat_deadline: fl
 
 @unavailable_on_redis_error
 def rebuild_finish(handle: Rebuild) -> bool:
-    promoted = run_script(
+    """Every lane promoted to ready (each only if its epoch is still this rebuild's); False
+    when any lane's was not: the caller flags the on-sale, and the next rebuild redoes all."""
+    event_id = handle.event_id
+    promoted = run_script_many(
         "epoch_promote",
-        keys=[keys.epoch(handle.event_id), keys.tombstones(handle.event_id)],
-        args=[handle.building_value, handle.ready_value],
+        [
+            (
+                [keys.epoch(event_id, lane), keys.tombstones(event_id, lane)],
+                [handle.building_value(lane), handle.ready_value(lane)],
+            )
+            for lane in range(len(handle.run_ids))
+        ],
     )
-    run_script("release_lock", keys=[keys.rebuild_lock(handle.event_id)], args=[handle.token])
-    return bool(promoted)
+    run_script("release_lock", keys=[keys.rebuild_lock(event_id)], args=[handle.token])
+    return all(promoted)
 
 
 def rebuild_abandon(handle: Rebuild) -> None:

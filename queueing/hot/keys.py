@@ -1,7 +1,12 @@
 """Every Redis key of the hot index, built here and nowhere else.
 
-All keys of one event share the hash tag ``{<event_id>}`` so that one script can touch them
-together on Redis Cluster. The prefix comes from settings (tests give each test its own).
+An on-sale's line is split in lanes (queueing/rules/lanes.py), and each lane's keys share
+one hash tag, so that one script can touch them together on Redis Cluster while the lanes
+spread over the cluster's masters: lane 0 keeps the on-sale's own tag ``{<event_id>}`` (so
+a line of one lane has the keys it always had), lane k > 0 has ``{<event_id>.<k>}``. What is
+the on-sale's as a whole (its pace, samples, last tick, tick claim, rebuild lock, the lanes'
+summary) lives under lane 0's tag. The prefix comes from settings (tests give each test
+its own).
 """
 
 from __future__ import annotations
@@ -13,36 +18,47 @@ def prefix() -> str:
     return settings.WR_REDIS_PREFIX
 
 
-def _event(event_id: int) -> str:
+def _event(event_id: int, lane: int = 0) -> str:
+    if lane:
+        return f"{prefix()}:{{{event_id}.{lane}}}"
     return f"{prefix()}:{{{event_id}}}"
 
 
-def epoch(event_id: int) -> str:
+def epoch(event_id: int, lane: int = 0) -> str:
     """``building:<redis run id>:<token>`` or ``ready:<run id>:<token>``; missing, or another
-    Redis run id, means the event's index cannot be trusted and is rebuilt."""
-    return f"{_event(event_id)}:epoch"
+    Redis run id, means the lane's index cannot be trusted, and the on-sale's (every lane)
+    is rebuilt. One per lane: each lane's master may fail over on its own."""
+    return f"{_event(event_id, lane)}:epoch"
 
 
-def tier_queue(event_id: int, tier_id: int) -> str:
-    """Sorted set of waiting entry ids of one tier, scored by order key."""
-    return f"{_event(event_id)}:q:{tier_id}"
+def tier_queue(event_id: int, tier_id: int, lane: int = 0) -> str:
+    """Sorted set of the lane's waiting entry ids of one tier, scored by order key."""
+    return f"{_event(event_id, lane)}:q:{tier_id}"
 
 
-def prequeue(event_id: int) -> str:
-    """Sorted set of pre-queue entry ids, scored by order key (no position until the start)."""
-    return f"{_event(event_id)}:pre"
+def prequeue(event_id: int, lane: int = 0) -> str:
+    """Sorted set of the lane's pre-queue entry ids, scored by order key (no position until
+    the start)."""
+    return f"{_event(event_id, lane)}:pre"
 
 
-def heartbeats(event_id: int) -> str:
-    """Sorted set of queued entry ids scored by the unix time after which they expire."""
-    return f"{_event(event_id)}:hb"
+def heartbeats(event_id: int, lane: int = 0) -> str:
+    """Sorted set of the lane's queued entry ids scored by the unix time after which they
+    expire."""
+    return f"{_event(event_id, lane)}:hb"
 
 
-def holders(event_id: int) -> str:
-    """Hash of entry id -> holder key, for places in line that were moved to another browser
-    (queueing/line/place_links.py): a poll whose ticket names another holder is not answered
-    from the index but from the entry's row, which refuses it."""
-    return f"{_event(event_id)}:holders"
+def holders(event_id: int, lane: int = 0) -> str:
+    """Hash of entry id -> holder key, for the lane's places in line that were moved to
+    another browser (queueing/line/place_links.py): a poll whose ticket names another holder
+    is not answered from the index but from the entry's row, which refuses it."""
+    return f"{_event(event_id, lane)}:holders"
+
+
+def lanes_summary(event_id: int) -> str:
+    """The lanes' per-tier counts and checkpoints as the last tick read them (JSON), from
+    which a fan is told how many wait ahead in the other lanes (queueing/line/lanes.py)."""
+    return f"{_event(event_id)}:lanes"
 
 
 def stats(event_id: int) -> str:
@@ -67,15 +83,17 @@ def tick_claim(event_id: int) -> str:
     return f"{_event(event_id)}:tick-claim"
 
 
-def ticket_sockets(event_id: int, entry_id: int) -> str:
+def ticket_sockets(event_id: int, entry_id: int, lane: int = 0) -> str:
     """Sorted set of the channel names of the WebSockets open on one ticket, scored by arrival
-    (1, 2, 3, ...): the oldest are closed when more open than WR_SOCKETS_PER_TICKET."""
-    return f"{_event(event_id)}:socks:{entry_id}"
+    (1, 2, 3, ...): the oldest are closed when more open than WR_SOCKETS_PER_TICKET. Under
+    the ticket's lane's tag, with the fan's other keys."""
+    return f"{_event(event_id, lane)}:socks:{entry_id}"
 
 
-def tombstones(event_id: int) -> str:
-    """Set of entry ids removed while a rebuild runs: the rebuild must not load them again."""
-    return f"{_event(event_id)}:gone"
+def tombstones(event_id: int, lane: int = 0) -> str:
+    """Set of the lane's entry ids removed while a rebuild runs: the rebuild must not load
+    them again."""
+    return f"{_event(event_id, lane)}:gone"
 
 
 def rebuild_lock(event_id: int) -> str:

@@ -1,5 +1,14 @@
 """Each event's line in Redis: its tier queues and pre-queue (sorted sets by order key), found,
 counted, sketched and trimmed in one round trip each; and its fans' heartbeat deadlines.
+
+A line of several lanes (queueing/rules/lanes.py) has these keys once per lane, each lane
+under its own hash tag (queueing/hot/keys.py): every script touches one lane's keys. A fan
+is found in their own lane (``lane`` of the request); what spans the lanes (the whole
+line's counts, the heads of the tiers) is read with one pipeline, which a cluster client
+splits per node.
+
+Over 350 lines on purpose: every read and write of a line's sorted sets, one lane's or all
+of them, and the lanes' summary the tick keeps, in one place beside the keys they share.
 """
 
 from __future__ import annotations
@@ -56,10 +65,13 @@ class Placement:
     # The place was moved to another browser than the one the asking ticket names: not to
     # be answered from the index (the entry's row refuses the ticket).
     held_elsewhere: bool = False
+    # The rank and counts include other lanes' read between two checkpoints of their
+    # summary (queueing/line/lanes.py): near, not exact.
+    approximate: bool = False
 
 
-def tier_keys(layout: EventLayout) -> list[str]:
-    return [keys.tier_queue(layout.event_id, tier.id) for tier in layout.tiers]
+def tier_keys(layout: EventLayout, lane: int = 0) -> list[str]:
+    return [keys.tier_queue(layout.event_id, tier.id, lane) for tier in layout.tiers]
 
 
 def _line_counts(state: int, raw_counts: Sequence[int]) -> LineCounts:
@@ -82,17 +94,18 @@ class LocateRequest:
     add: Literal["tier", "pre"] | None = None
     order_key: int | None = None
     holder: str = ""  # the holder key the asking ticket names ("": a place never moved)
+    lane: int = 0  # the entry's lane: where its keys are
 
 
-def _locate_keys(layout: EventLayout, tier_id: int) -> list[str]:
+def _locate_keys(layout: EventLayout, tier_id: int, lane: int) -> list[str]:
     event_id = layout.event_id
     return [
-        keys.epoch(event_id),
-        keys.heartbeats(event_id),
-        keys.prequeue(event_id),
-        keys.tier_queue(event_id, tier_id),
-        keys.holders(event_id),
-        *tier_keys(layout),
+        keys.epoch(event_id, lane),
+        keys.heartbeats(event_id, lane),
+        keys.prequeue(event_id, lane),
+        keys.tier_queue(event_id, tier_id, lane),
+        keys.holders(event_id, lane),
+        *tier_keys(layout, lane),
     ]
 
 
@@ -128,14 +141,21 @@ def locate(
     add: Literal["tier", "pre"] | None = None,
     order_key: int | None = None,
     holder: str = "",
+    lane: int = 0,
 ) -> Placement:
     """Find an entry in its tier queue or the pre-queue, refresh its heartbeat if found,
-    optionally add it first, and count the whole line, in one round trip."""
+    optionally add it first, and count its lane's line, in one round trip."""
     (placement,) = locate_many(
         layout,
         [
             LocateRequest(
-                member, tier_id, heartbeat_deadline, add=add, order_key=order_key, holder=holder
+                member,
+                tier_id,
+                heartbeat_deadline,
+                add=add,
+                order_key=order_key,
+                holder=holder,
+                lane=lane,
             )
         ],
     )
@@ -148,11 +168,14 @@ def locate_many(layout: EventLayout, requests: Sequence[LocateRequest]) -> list[
     if len(requests) == 1:
         request = requests[0]
         raw = run_script(
-            "locate", keys=_locate_keys(layout, request.tier_id), args=_locate_args(request)
+            "locate",
+            keys=_locate_keys(layout, request.tier_id, request.lane),
+            args=_locate_args(request),
         )
         return [_placement(raw)]
     results = run_script_many(
-        "locate", [(_locate_keys(layout, r.tier_id), _locate_args(r)) for r in requests]
+        "locate",
+        [(_locate_keys(layout, r.tier_id, r.lane), _locate_args(r)) for r in requests],
     )
     return [_placement(raw) for raw in results]
 
@@ -160,68 +183,102 @@ def locate_many(layout: EventLayout, requests: Sequence[LocateRequest]) -> list[
 async def locate_async(layout: EventLayout, request: LocateRequest) -> Placement:
     """``locate`` for the event loop (the lean status path in queueing/web/hot_paths.py)."""
     raw = await run_script_async(
-        "locate", keys=_locate_keys(layout, request.tier_id), args=_locate_args(request)
+        "locate",
+        keys=_locate_keys(layout, request.tier_id, request.lane),
+        args=_locate_args(request),
     )
     return _placement(raw)
 
 
 @unavailable_on_redis_error
 def line_counts(layout: EventLayout) -> LineCounts:
+    """The whole line's counts, every lane's summed (one pipeline); the state is the worst
+    lane's: the line is whole only when every lane is."""
     pipe = client().pipeline(transaction=False)
-    pipe.get(keys.epoch(layout.event_id))
-    pipe.zcard(keys.prequeue(layout.event_id))
-    for key in tier_keys(layout):
-        pipe.zcard(key)
-    epoch, *raw_counts = pipe.execute()
-    if epoch is None:
-        return LineCounts(state=IndexState.MISSING, prequeue=0, tiers=())
-    state = IndexState.BUILDING if epoch.startswith(b"building:") else IndexState.READY
-    return _line_counts(state, raw_counts)
+    for lane in range(layout.lanes):
+        pipe.get(keys.epoch(layout.event_id, lane))
+        pipe.zcard(keys.prequeue(layout.event_id, lane))
+        for key in tier_keys(layout, lane):
+            pipe.zcard(key)
+    raw = pipe.execute()
+    per_lane = len(layout.tiers) + 2
+    state = IndexState.READY
+    prequeue, tiers = 0, [0] * len(layout.tiers)
+    for lane in range(layout.lanes):
+        epoch, pre, *raw_counts = raw[lane * per_lane : (lane + 1) * per_lane]
+        if epoch is None:
+            return LineCounts(state=IndexState.MISSING, prequeue=0, tiers=())
+        if epoch.startswith(b"building:"):
+            state = IndexState.BUILDING
+        prequeue += int(pre)
+        tiers = [total + int(count) for total, count in zip(tiers, raw_counts, strict=True)]
+    return LineCounts(state=state, prequeue=prequeue, tiers=tuple(tiers))
+
+
+def _remove_keys(event_id: int, tier_id: int, lane: int) -> list[str]:
+    return [
+        keys.epoch(event_id, lane),
+        keys.tombstones(event_id, lane),
+        keys.heartbeats(event_id, lane),
+        keys.prequeue(event_id, lane),
+        keys.tier_queue(event_id, tier_id, lane),
+        keys.holders(event_id, lane),
+    ]
 
 
 @unavailable_on_redis_error
-def remove(event_id: int, *, tier_id: int, members: Sequence[int]) -> None:
+def remove(event_id: int, *, tier_id: int, members: Sequence[int], lane: int = 0) -> None:
     if not members:
         return
-    run_script(
-        "remove",
-        keys=[
-            keys.epoch(event_id),
-            keys.tombstones(event_id),
-            keys.heartbeats(event_id),
-            keys.prequeue(event_id),
-            keys.tier_queue(event_id, tier_id),
-            keys.holders(event_id),
-        ],
-        args=list(members),
-    )
+    run_script("remove", keys=_remove_keys(event_id, tier_id, lane), args=list(members))
 
 
 @unavailable_on_redis_error
-def line_drop(event_id: int, *, tier_ids: Sequence[int]) -> int:
-    """Drop the event's whole line (its tiers, pre-queue, heartbeats and moved places' holders)
-    at once: everyone in it has left the line. The keys deleted."""
-    return int(
-        run_script(
-            "line_drop",
-            keys=[
-                keys.epoch(event_id),
-                keys.heartbeats(event_id),
-                keys.prequeue(event_id),
-                keys.holders(event_id),
-                *(keys.tier_queue(event_id, tier_id) for tier_id in tier_ids),
+def line_drop(event_id: int, *, tier_ids: Sequence[int], lanes: int) -> int:
+    """Drop the event's whole line (every lane's tiers, pre-queue, heartbeats and moved places'
+    holders) at once: everyone in it has left the line. One script per lane (each lane's keys
+    share its hash tag), all in one round trip. The keys deleted."""
+    calls: list[tuple[list[str], list[object]]] = [
+        (
+            [
+                keys.epoch(event_id, lane),
+                keys.heartbeats(event_id, lane),
+                keys.prequeue(event_id, lane),
+                keys.holders(event_id, lane),
+                *(keys.tier_queue(event_id, tier_id, lane) for tier_id in tier_ids),
+                # The lanes' summary the ticks keep (lane 0's tag): nobody is left to place.
+                *([keys.lanes_summary(event_id)] if lane == 0 else []),
             ],
-            args=[],
+            [],
         )
-    )
+        for lane in range(lanes)
+    ]
+    if len(calls) == 1:
+        return int(run_script("line_drop", keys=calls[0][0], args=calls[0][1]))
+    return sum(int(dropped) for dropped in run_script_many("line_drop", calls))
 
 
 @unavailable_on_redis_error
-def holders_set(event_id: int, holders: Mapping[int, str]) -> None:
-    """Which holder key each of these places in line shows at (they were moved to another
-    browser): locate.lua leaves tickets naming another holder to the entry's row."""
+def remove_many(event_id: int, members: Mapping[tuple[int, int], Sequence[int]]) -> None:
+    """``remove`` for the entries of several (lane, tier) at once: one script per lane and
+    tier, all in one round trip (on a cluster, one per node)."""
+    calls = [
+        (_remove_keys(event_id, tier_id, lane), list(ids))
+        for (lane, tier_id), ids in members.items()
+        if ids
+    ]
+    if len(calls) == 1:
+        run_script("remove", keys=calls[0][0], args=calls[0][1])
+    elif calls:
+        run_script_many("remove", calls)
+
+
+@unavailable_on_redis_error
+def holders_set(event_id: int, holders: Mapping[int, str], *, lane: int = 0) -> None:
+    """Which holder key each of these places in line (of one lane) shows at (they were moved
+    to another browser): locate.lua leaves tickets naming another holder to the entry's row."""
     if holders:
-        client().hset(keys.holders(event_id), mapping={str(m): h for m, h in holders.items()})
+        client().hset(keys.holders(event_id, lane), mapping={str(m): h for m, h in holders.items()})
 
 
 @dataclass(frozen=True)
@@ -240,13 +297,30 @@ class LineSketch:
     tiers: tuple[TierSketch, ...]
 
 
+def _sketch_keys(layout: EventLayout, lane: int) -> list[str]:
+    event_id = layout.event_id
+    return [keys.epoch(event_id, lane), keys.prequeue(event_id, lane), *tier_keys(layout, lane)]
+
+
 @unavailable_on_redis_error
 def sketch(layout: EventLayout, *, ranks: Sequence[int]) -> LineSketch:
-    raw = run_script(
-        "sketch",
-        keys=[keys.epoch(layout.event_id), keys.prequeue(layout.event_id), *tier_keys(layout)],
-        args=list(ranks),
+    """The sketch of a line of one lane (lane 0)."""
+    return _line_sketch(
+        layout, run_script("sketch", keys=_sketch_keys(layout, 0), args=list(ranks))
     )
+
+
+@unavailable_on_redis_error
+def lane_sketches(layout: EventLayout, *, ranks: Sequence[int]) -> list[LineSketch]:
+    """The sketch of each lane of the line, in lane order, in one round trip (on a cluster,
+    one per node): each lane's script reads its own keys only."""
+    raw = run_script_many(
+        "sketch", [(_sketch_keys(layout, lane), list(ranks)) for lane in range(layout.lanes)]
+    )
+    return [_line_sketch(layout, lane_raw) for lane_raw in raw]
+
+
+def _line_sketch(layout: EventLayout, raw: Sequence[Any]) -> LineSketch:
     state, prequeue, *per_tier = raw
     if state == IndexState.MISSING:
         return LineSketch(state=IndexState.MISSING, prequeue=0, tiers=())
@@ -259,10 +333,12 @@ def sketch(layout: EventLayout, *, ranks: Sequence[int]) -> LineSketch:
 
 @unavailable_on_redis_error
 def head_members(layout: EventLayout, *, count: int) -> list[int]:
-    """The first ``count`` entries of every tier queue (where admission works)."""
+    """The first ``count`` entries of every tier queue of every lane (where admission
+    works: it merges the lanes' heads)."""
     pipe = client().pipeline(transaction=False)
-    for key in tier_keys(layout):
-        pipe.zrange(key, 0, count - 1)
+    for lane in range(layout.lanes):
+        for key in tier_keys(layout, lane):
+            pipe.zrange(key, 0, count - 1)
     return [int(member) for members in pipe.execute() for member in members]
 
 
@@ -271,29 +347,62 @@ def head_members(layout: EventLayout, *, count: int) -> list[int]:
 
 
 @unavailable_on_redis_error
-def refresh_heartbeats(event_id: int, members: Sequence[int], *, deadline: float) -> None:
-    """Push the deadline of fans watching over a WebSocket; XX: never revive an expired one."""
+def refresh_heartbeats(
+    event_id: int, members: Sequence[int], *, deadline: float, lane: int = 0
+) -> None:
+    """Push the deadline of fans (of one lane) watching over a WebSocket; XX: never revive an
+    expired one."""
     if members:
-        client().zadd(keys.heartbeats(event_id), dict.fromkeys(members, deadline), xx=True)
+        client().zadd(keys.heartbeats(event_id, lane), dict.fromkeys(members, deadline), xx=True)
 
 
 @unavailable_on_redis_error
-def heartbeat_deadlines(event_id: int, members: Sequence[int]) -> dict[int, float | None]:
-    """Each entry's heartbeat deadline (unix seconds), None where the index has none."""
+def heartbeat_deadlines(
+    event_id: int, members: Sequence[int], *, lanes: Mapping[int, int] | None = None
+) -> dict[int, float | None]:
+    """Each entry's heartbeat deadline (unix seconds), None where the index has none;
+    ``lanes``: each entry's lane (missing: lane 0), one read per lane in one pipeline."""
     if not members:
         return {}
-    scores = client().zmscore(keys.heartbeats(event_id), list(members))
-    return {m: (None if s is None else float(s)) for m, s in zip(members, scores, strict=True)}
+    by_lane: dict[int, list[int]] = {}
+    for member in members:
+        by_lane.setdefault(lanes.get(member, 0) if lanes else 0, []).append(member)
+    pipe = client().pipeline(transaction=False)
+    for lane, lane_members in by_lane.items():
+        pipe.zmscore(keys.heartbeats(event_id, lane), lane_members)
+    found: dict[int, float | None] = {}
+    for lane_members, scores in zip(by_lane.values(), pipe.execute(), strict=True):
+        for member, score in zip(lane_members, scores, strict=True):
+            found[member] = None if score is None else float(score)
+    return found
 
 
 @unavailable_on_redis_error
-def overdue_members(event_id: int, *, now: float, limit: int) -> list[int]:
-    """Entries whose heartbeat deadline has passed, oldest first."""
-    raw = client().zrangebyscore(keys.heartbeats(event_id), "-inf", f"({now}", start=0, num=limit)
+def overdue_members(event_id: int, *, now: float, limit: int, lane: int = 0) -> list[int]:
+    """The lane's entries whose heartbeat deadline has passed, oldest first."""
+    raw = client().zrangebyscore(
+        keys.heartbeats(event_id, lane), "-inf", f"({now}", start=0, num=limit
+    )
     return [int(member) for member in raw]
 
 
 @unavailable_on_redis_error
-def forget_heartbeats(event_id: int, members: Sequence[int]) -> None:
+def forget_heartbeats(event_id: int, members: Sequence[int], *, lane: int = 0) -> None:
     if members:
-        client().zrem(keys.heartbeats(event_id), *members)
+        client().zrem(keys.heartbeats(event_id, lane), *members)
+
+
+# ------------------------------------------------------------------- the lanes' summary
+# Written by the tick (JSON, under lane 0's tag), read by every process at most once a
+# second (queueing/line/lanes.py).
+
+
+@unavailable_on_redis_error
+def lanes_summary_write(event_id: int, text: str, *, ttl_seconds: int) -> None:
+    client().set(keys.lanes_summary(event_id), text, ex=ttl_seconds)
+
+
+@unavailable_on_redis_error
+def lanes_summary_read(event_id: int) -> bytes | None:
+    raw: bytes | None = client().get(keys.lanes_summary(event_id))
+    return raw

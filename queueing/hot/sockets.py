@@ -27,12 +27,12 @@ SOCKETS_TTL_SECONDS = 24 * 3600
     warning="could not count the sockets of a ticket (event, entry, channel)",
 )
 async def ticket_socket_claim(
-    event_id: int, entry_id: int, channel: str, *, keep: int
+    event_id: int, entry_id: int, channel: str, *, keep: int, lane: int = 0
 ) -> list[str]:
     """Register ``channel`` on the ticket; the channels of the oldest sockets beyond ``keep``."""
     over = await run_script_async(
         "sockets_claim",
-        keys=[keys.ticket_sockets(event_id, entry_id)],
+        keys=[keys.ticket_sockets(event_id, entry_id, lane)],
         args=[channel, keep, SOCKETS_TTL_SECONDS],
     )
     return [name.decode() if isinstance(name, bytes) else str(name) for name in over]
@@ -40,9 +40,11 @@ async def ticket_socket_claim(
 
 # Redis away: the set expires; newer arrivals push a stale name out anyway.
 @fails_open(None)
-async def ticket_socket_release(event_id: int, entry_id: int, channel: str) -> None:
+async def ticket_socket_release(
+    event_id: int, entry_id: int, channel: str, *, lane: int = 0
+) -> None:
     try:
         redis_client = await async_client_ready()
-        await redis_client.zrem(keys.ticket_sockets(event_id, entry_id), channel)
+        await redis_client.zrem(keys.ticket_sockets(event_id, entry_id, lane), channel)
     except ASYNC_REDIS_FAILURES as exc:
         raise HotIndexUnavailable(str(exc)) from exc

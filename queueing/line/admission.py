@@ -371,11 +371,12 @@ def _move(plan: _Plan) -> _Moves:
     passed: list[Moved] = []
     for _ in range(PICK_ROUNDS):
         picked = {tier_id: _pick(event.pk, tier_id, take) for tier_id, take in wanted.items()}
-        candidates = [entry_id for ids in picked.values() for entry_id in ids]
+        lanes = {entry_id: lane for pairs in picked.values() for entry_id, lane in pairs}
+        candidates = [entry_id for pairs in picked.values() for entry_id, _ in pairs]
         if not candidates:
             break
         # An abandoned tab never takes a shop slot (line/reads.py decides whom the index saw).
-        unseen = line_reads.unseen_among(event, candidates, now)
+        unseen = line_reads.unseen_among(event, candidates, now, lanes=lanes)
         expired += transition_many(
             ids=[i for i in candidates if i in unseen.gone],
             to=EntryStatus.EXPIRED,
@@ -427,12 +428,15 @@ def _waiting_at_most(event_id: int, tier_id: int, limit: int) -> int:
         return int(cursor.fetchone()[0])
 
 
-def _pick(event_id: int, tier_id: int, limit: int) -> list[int]:
+def _pick(event_id: int, tier_id: int, limit: int) -> list[tuple[int, int]]:
+    """The next ``limit`` fans of a tier, as (entry id, lane), in order-key order across
+    every lane of the line: one read of the partial index behind the line's order, which
+    holds all lanes, is the merge of the lanes' heads."""
     return list(
         QueueEntry.objects.filter(IN_ORDER, event_id=event_id, tier_id=tier_id)
         .order_by("order_key")
         .select_for_update(skip_locked=True)
-        .values_list("id", flat=True)[:limit]
+        .values_list("id", "lane")[:limit]
     )
 
 
@@ -624,7 +628,14 @@ def answer_admitted(
     it, exactly as the ticket endpoint hands them over (``entry_pass``); ``key`` signs it
     (read once for the batch: a read per pass cost more than the signature)."""
     return answer_from_facts(
-        ticket_issue(TicketRef(entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id)),
+        ticket_issue(
+            TicketRef(
+                entry_id=entry.id,
+                event_id=entry.event_id,
+                tier_id=entry.tier_id,
+                lane=entry.lane,
+            )
+        ),
         layout,
         EntryStatus.ADMITTED,
         None,

@@ -164,6 +164,7 @@ def answer_from_index(
         throughput=throughput,
         tier_id=ref.tier_id,
         order_key=placement.order_key,
+        approximate=position is not None and placement.approximate,
     )
 
 
@@ -221,7 +222,11 @@ def entry_ticket_ref(entry: QueueEntry) -> TicketRef:
     if not isinstance(holder, str):
         holder = ""
     return TicketRef(
-        entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id, holder=holder
+        entry_id=entry.id,
+        event_id=entry.event_id,
+        tier_id=entry.tier_id,
+        holder=holder,
+        lane=entry.lane,
     )
 
 
@@ -311,6 +316,7 @@ def _entry_described(
         throughput=line_reads.throughput(layout) if position is not None else None,
         tier_id=entry.tier_id,
         order_key=entry.order_key if status in QUEUED else None,
+        approximate=position is not None and placement is not None and placement.approximate,
     )
     return replace(answer, was_admitted=entry.admitted_at is not None)
 
@@ -323,7 +329,12 @@ def entry_poll(
     placement = None
     if entry.status in QUEUED:
         placement = heartbeat(
-            layout, member=entry.id, tier_id=entry.tier_id, now=now, holder=entry.holder_key
+            layout,
+            member=entry.id,
+            tier_id=entry.tier_id,
+            now=now,
+            holder=entry.holder_key,
+            lane=entry.lane,
         )
     return entry_answer(entry, now=now, layout=layout, placement=placement)
 
@@ -337,7 +348,12 @@ def ticket_poll(*, ref: TicketRef, ticket: str, now: datetime) -> TicketAnswer:
     PlaceMoved when the ticket is not the place's any more (moved to another browser)."""
     layout = layout_with_tier(ref.event_id, ref.tier_id)
     placement = heartbeat(
-        layout, member=ref.entry_id, tier_id=ref.tier_id, now=now, holder=ref.holder
+        layout,
+        member=ref.entry_id,
+        tier_id=ref.tier_id,
+        now=now,
+        holder=ref.holder,
+        lane=ref.lane,
     )
     if placement is not None:
         answer = answer_from_index(
@@ -376,6 +392,7 @@ async def ticket_poll_async(ref: TicketRef, ticket: str) -> TicketAnswer | None:
         tier_id=ref.tier_id,
         heartbeat_deadline=time.time() + layout.heartbeat_seconds,
         holder=ref.holder,
+        lane=ref.lane,
     )
     try:
         placement = await heartbeat_async(layout, request)

@@ -48,7 +48,7 @@ def passed_over(*, ids: Sequence[int], now: datetime) -> list[Moved]:
         cursor.execute(
             f"UPDATE {table} SET passed_over_at = %s "
             "WHERE id = ANY(%s) AND status = %s AND passed_over_at IS NULL "
-            "RETURNING id, public_id, event_id, tier_id, order_key",
+            "RETURNING id, public_id, event_id, tier_id, order_key, lane",
             [now, list(ids), EntryStatus.WAITING.value],
         )
         rows = cursor.fetchall()
@@ -60,8 +60,9 @@ def passed_over(*, ids: Sequence[int], now: datetime) -> list[Moved]:
             tier_id=tier_id,
             order_key=order_key,
             previous=EntryStatus.WAITING,
+            lane=lane,
         )
-        for entry_id, public_id, event_id, tier_id, order_key in rows
+        for entry_id, public_id, event_id, tier_id, order_key, lane in rows
     ]
 
 
@@ -99,5 +100,5 @@ def away_back(entry: QueueEntry, *, layout: EventLayout, now: datetime) -> Place
         heartbeat_deadline=now.timestamp() + layout.heartbeat_seconds,
     )
     if entry.holder_key:  # a moved place: its hint left the index with it (remove.lua)
-        index_holder_moved(entry.event_id, entry.id, entry.holder_key)
+        index_holder_moved(entry.event_id, entry.id, entry.holder_key, lane=entry.lane)
     return placement

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import ParamSpec, TypeVar
@@ -46,6 +46,7 @@ from queueing.hot.client import HotIndexBusy, HotIndexUnavailable, answered
 from queueing.hot.line_index import LocateRequest, Placement
 from queueing.in_process import ProcessCache, closes_old_connections
 from queueing.line.index_sync import index_forget, index_forget_heartbeats
+from queueing.line.lanes import placement_in_line, placement_in_line_async
 from queueing.line.reads import line_reads
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.bulk_ends import entries_end_chunk
@@ -67,7 +68,13 @@ FLAG_EVERY_SECONDS = 1.0
 
 
 def heartbeat(
-    layout: EventLayout, *, member: int, tier_id: int, now: datetime, holder: str = ""
+    layout: EventLayout,
+    *,
+    member: int,
+    tier_id: int,
+    now: datetime,
+    holder: str = "",
+    lane: int = 0,
 ) -> Placement | None:
     """Record that the fan's page was seen, and where they stand (``holder``: the holder key
     the asking ticket names); None when the hot index could not be asked (the heartbeat is
@@ -80,8 +87,11 @@ def heartbeat(
         tier_id=tier_id,
         heartbeat_deadline=now.timestamp() + layout.heartbeat_seconds,
         holder=holder,
+        lane=lane,
     )
-    return placement
+    if placement is None:
+        return None
+    return placement_in_line(layout, placement, lane=lane, tier_id=tier_id)
 
 
 async def heartbeat_async(layout: EventLayout, request: LocateRequest) -> Placement | None:
@@ -97,15 +107,35 @@ async def heartbeat_async(layout: EventLayout, request: LocateRequest) -> Placem
             _flag_soon(layout.event_id)
         return None
     _gaps.recorded(layout.event_id)
-    return placement
-
-
-def heartbeats_refresh(event_id: int, members: Sequence[int], *, deadline: float) -> bool:
-    """Push the deadline of fans watching over a WebSocket; False when it could not be."""
-    done, _ = _recorded(
-        event_id, line_index.refresh_heartbeats, event_id, members, deadline=deadline
+    return await placement_in_line_async(
+        layout, placement, lane=request.lane, tier_id=request.tier_id
     )
-    return done
+
+
+def heartbeats_refresh(
+    event_id: int,
+    members: Sequence[int],
+    *,
+    deadline: float,
+    lanes: Mapping[int, int] | None = None,
+) -> bool:
+    """Push the deadline of fans watching over a WebSocket (``lanes``: the lane of those not
+    in lane 0), one write per lane; False when it could not be."""
+    by_lane: dict[int, list[int]] = {}
+    for member in members:
+        by_lane.setdefault(lanes.get(member, 0) if lanes else 0, []).append(member)
+    for lane, lane_members in by_lane.items():
+        done, _ = _recorded(
+            event_id,
+            line_index.refresh_heartbeats,
+            event_id,
+            lane_members,
+            deadline=deadline,
+            lane=lane,
+        )
+        if not done:
+            return False
+    return True
 
 
 def _recorded(
@@ -242,32 +272,43 @@ def queued_expire_unseen(
     expired = _expire_passed_over(event_id, held_since=held_since, now=now)
     chunk = settings.WR_EXPIRY_CHUNK
     while True:
-        overdue = line_reads.unseen(event_id, held_since, limit=chunk)
-        if not overdue:
+        by_lane = line_reads.unseen(event_id, held_since, limit=chunk)
+        overdue = [member for members in by_lane.values() for member in members]
+        for start in range(0, len(overdue), chunk):
+            expired += _expire_unseen(event_id, by_lane, overdue[start : start + chunk], now)
+            if not go_on():
+                return expired
+        if all(len(members) < chunk for members in by_lane.values()):
             return expired
-        moved = entries_end_chunk(
-            event_id=event_id,
-            to=EntryStatus.EXPIRED,
-            expected=QUEUED,
-            now=now,
-            action=AuditAction.EXPIRED,
-            actor="system:expiry",
-            data=lambda previous: {"reason": "no_heartbeat", "from": previous},
-            limit=len(overdue),
-            ids=overdue,
-        )
-        index_forget(event_id, moved)
-        # Entries that had already left the line by other means: take them out of every list.
-        gone = set(overdue) - {m.id for m in moved}
-        if gone:
-            index_forget(event_id, QueueEntry.objects.filter(pk__in=gone).only("id", "tier_id"))
-            missing = gone - set(
-                QueueEntry.objects.filter(pk__in=gone).values_list("id", flat=True)
-            )
-            index_forget_heartbeats(event_id, list(missing))
-        expired += len(moved)
-        if len(overdue) < chunk or not go_on():
-            return expired
+
+
+def _expire_unseen(
+    event_id: int, by_lane: dict[int, list[int]], overdue: list[int], now: datetime
+) -> int:
+    """One chunk of the unseen (``by_lane``: where each was found) ended, with their records,
+    and out of the hot index."""
+    moved = entries_end_chunk(
+        event_id=event_id,
+        to=EntryStatus.EXPIRED,
+        expected=QUEUED,
+        now=now,
+        action=AuditAction.EXPIRED,
+        actor="system:expiry",
+        data=lambda previous: {"reason": "no_heartbeat", "from": previous},
+        limit=len(overdue),
+        ids=overdue,
+    )
+    index_forget(event_id, moved)
+    # Entries that had already left the line by other means: take them out of every list.
+    gone = set(overdue) - {m.id for m in moved}
+    if gone:
+        index_forget(event_id, QueueEntry.objects.filter(pk__in=gone).only("id", "tier_id", "lane"))
+        known = set(QueueEntry.objects.filter(pk__in=gone).values_list("id", flat=True))
+        for lane, members in by_lane.items():
+            missing = [member for member in members if member in gone and member not in known]
+            if missing:
+                index_forget_heartbeats(event_id, missing, lane=lane)
+    return len(moved)
 
 
 def _expire_passed_over(event_id: int, *, held_since: datetime, now: datetime) -> int:

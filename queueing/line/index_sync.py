@@ -2,7 +2,8 @@
 is lost. The one place where a write to the hot index that fails is answered for.
 
 - **After each commit.** Each change is committed to PostgreSQL with its audit record first;
-  the hot index is updated after the commit (``index_add``, ``index_forget``). When that
+  the hot index is updated after the commit (``index_add``, ``index_forget``; a line
+  revoked after a close leaves it whole, ``index_line_drop``). When that
   Redis write fails, the event is flagged (``mark_index_dirty``) so that the maintenance task
   rebuilds its index from PostgreSQL. Each tick heals the front of every tier
   (``index_heal_head``). Writes whose loss costs nothing (a heartbeat of an entry already
@@ -12,6 +13,9 @@ is lost. The one place where a write to the hot index that fails is answered for
   only if the epoch is still its own. ``hot_index_maintain`` finds the on-sales that need it
   (lost by Redis, flagged, or an orphaned build); a fan's poll asks for one at once
   (``request_rebuild``).
+
+Over 350 lines on purpose: the one seam of every write to the hot index after a commit and of
+the rebuild; split in two, a failed write would be answered for in two places.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from queueing.hot.epoch import RebuildSuperseded
 from queueing.hot.line_index import IndexState, LocateRequest, Placement
 from queueing.line.activity import events_with_fans
 from queueing.line.followups import rebuild_soon
+from queueing.line.lanes import placement_in_line
 from queueing.line.reads import event_layout
 from queueing.models import QueueEntry
 from queueing.records.bulk_ends import Ended
@@ -57,28 +62,35 @@ def mark_index_dirty(event_id: int) -> None:
 
 
 def index_forget(event_id: int, moved: Iterable[Moved | Ended | QueueEntry]) -> bool:
-    """Take entries that left the line (admitted, expired, revoked...) out of the hot index.
-    False, with the event flagged for a rebuild, when Redis could not be written."""
-    by_tier: dict[int, list[int]] = {}
+    """Take entries that left the line (admitted, expired, revoked...) out of the hot index:
+    one script per lane and tier, all in one round trip. False, with the event flagged for
+    a rebuild, when Redis could not be written."""
+    by_lane_tier: dict[tuple[int, int], list[int]] = {}
     for entry in moved:
-        by_tier.setdefault(entry.tier_id, []).append(entry.id)
-    for tier_id, members in by_tier.items():
-        done, _ = answered(line_index.remove, event_id, tier_id=tier_id, members=members)
-        if not done:
-            mark_index_dirty(event_id)
-            return False
+        by_lane_tier.setdefault((entry.lane, entry.tier_id), []).append(entry.id)
+    if not by_lane_tier:
+        return True
+    done, _ = answered(line_index.remove_many, event_id, by_lane_tier)
+    if not done:
+        mark_index_dirty(event_id)
+        return False
     return True
 
 
 def index_line_drop(event_id: int) -> bool:
-    """The whole line left it (revoked after a close): the hot index drops its sorted sets
-    whole, with one call, however long the line was. False, with the event flagged for a
-    rebuild, when Redis could not be written. The one place a line leaves the index at once:
-    per lane, it would drop the lane's keys."""
+    """The whole line left it (revoked after a close): the hot index drops every lane's
+    sorted sets whole, in one round trip, however long the line was. False, with the event
+    flagged for a rebuild, when Redis could not be written. The one place a line leaves the
+    index at once."""
     layout = event_layout(event_id)
     if layout is None:
         return True
-    done, _ = answered(line_index.line_drop, event_id, tier_ids=[tier.id for tier in layout.tiers])
+    done, _ = answered(
+        line_index.line_drop,
+        event_id,
+        tier_ids=[tier.id for tier in layout.tiers],
+        lanes=layout.lanes,
+    )
     if not done:
         _flag_stale(event_id)
     return done
@@ -88,6 +100,7 @@ class IndexedRow(Protocol):
     id: int
     tier_id: int
     order_key: int
+    lane: int
 
 
 def index_add(
@@ -116,6 +129,7 @@ def index_add(
                     heartbeat_deadline=heartbeat_deadline,
                     add=add,
                     order_key=entry.order_key,
+                    lane=entry.lane,
                 )
                 for entry in entries[start : start + settings.WR_INDEX_ADD_CHUNK]
             ],
@@ -123,12 +137,17 @@ def index_add(
         if not done or placed is None:
             _flag_stale(layout.event_id)
             return [None] * len(entries)
-        placements += placed
+        placements += [
+            placement_in_line(layout, placement, lane=entry.lane, tier_id=entry.tier_id)
+            for entry, placement in zip(
+                entries[start : start + settings.WR_INDEX_ADD_CHUNK], placed, strict=True
+            )
+        ]
     try:
         gone = list(
             QueueEntry.objects.filter(pk__in=[entry.id for entry in entries])
             .exclude(status__in=QUEUED)
-            .only("id", "tier_id")
+            .only("id", "tier_id", "lane")
         )
         if gone:
             index_forget(layout.event_id, gone)
@@ -159,10 +178,9 @@ def index_heal_head(*, event_id: int) -> int:
     _, members = answered(line_index.head_members, layout, count=settings.WR_INDEX_HEAD_CHECK)
     if not members:
         return 0
-    ghosts = list(QueueEntry.objects.filter(pk__in=members).exclude(IN_ORDER).only("id", "tier_id"))
-    unknown = set(members) - set(
-        QueueEntry.objects.filter(pk__in=members).values_list("id", flat=True)
-    )
+    in_index = QueueEntry.objects.filter(pk__in=members)
+    ghosts = list(in_index.exclude(IN_ORDER).only("id", "tier_id", "lane"))
+    unknown = set(members) - set(in_index.values_list("id", flat=True))
     if ghosts:
         index_forget(event_id, ghosts)
     if unknown:
@@ -170,20 +188,20 @@ def index_heal_head(*, event_id: int) -> int:
     return len(ghosts)
 
 
-def index_holder_moved(event_id: int, entry_id: int, holder: str) -> None:
+def index_holder_moved(event_id: int, entry_id: int, holder: str, *, lane: int = 0) -> None:
     """The place now shows in the browser holding ``holder`` (line/place_links.py): the index
     sends the place's other tickets to PostgreSQL, which refuses them. If Redis cannot be
     written the event is flagged for a rebuild, which writes it; until then the old ticket
     may be told its place while it waits, never handed a pass (only the entry's row does)."""
-    done, _ = answered(line_index.holders_set, event_id, {entry_id: holder})
+    done, _ = answered(line_index.holders_set, event_id, {entry_id: holder}, lane=lane)
     if not done:
         _flag_stale(event_id)
 
 
-def index_forget_heartbeats(event_id: int, members: Sequence[int]) -> None:
-    """Drop the heartbeats of entries PostgreSQL has never seen; left to expire if Redis is
-    away (they name nobody)."""
-    answered(line_index.forget_heartbeats, event_id, members)
+def index_forget_heartbeats(event_id: int, members: Sequence[int], *, lane: int = 0) -> None:
+    """Drop the heartbeats of entries (of one lane) PostgreSQL has never seen; left to expire
+    if Redis is away (they name nobody)."""
+    answered(line_index.forget_heartbeats, event_id, members, lane=lane)
 
 
 def pace_record(event_id: int, throughput: Throughput) -> None:
@@ -192,10 +210,10 @@ def pace_record(event_id: int, throughput: Throughput) -> None:
     answered(stats.write_throughput, event_id, throughput)
 
 
-def index_mark_new_event_ready(event_id: int) -> None:
-    """A new on-sale's (empty) index is whole from the start; if Redis is away, the
-    maintenance task builds it when Redis is back."""
-    answered(epoch.mark_new_event_ready, event_id)
+def index_mark_new_event_ready(event_id: int, *, lanes: int = 1) -> None:
+    """A new on-sale's (empty) index is whole from the start, in each of its lanes; if Redis
+    is away, the maintenance task builds it when Redis is back."""
+    answered(epoch.mark_new_event_ready, event_id, lanes=lanes)
 
 
 # ----------------------------------------------------------------------- rebuilt whole
@@ -213,6 +231,7 @@ def hot_index_rebuild(*, event_id: int, now: datetime | None = None) -> bool:
         event_id,
         tier_ids=[tier.id for tier in layout.tiers],
         lock_seconds=settings.WR_REBUILD_LOCK_SECONDS,
+        lanes=layout.lanes,
     )
     if handle is None:
         return False
@@ -228,12 +247,13 @@ def hot_index_rebuild(*, event_id: int, now: datetime | None = None) -> bool:
         # (line/expiry.py).
         return now.timestamp() + (time.monotonic() - started) + layout.heartbeat_seconds
 
-    moved: dict[int, str] = {}
+    moved: dict[int, dict[int, str]] = {}
     try:
         _load_overlapped(
             handle, _queued_lines(event_id, chunk=settings.WR_REBUILD_BATCH, moved=moved), deadline
         )
-        line_index.holders_set(event_id, moved)
+        for lane, holders in moved.items():
+            line_index.holders_set(event_id, holders, lane=lane)
         promoted = epoch.rebuild_finish(handle)
     except (HotIndexUnavailable, RebuildSuperseded):
         promoted = False
@@ -256,7 +276,7 @@ LOADS_IN_FLIGHT = 2
 
 def _load_overlapped(
     handle: epoch.Rebuild,
-    chunks: Iterator[dict[int | None, list[int]]],
+    chunks: Iterator[dict[tuple[int, int | None], list[int]]],
     deadline: Callable[[], float],
 ) -> None:
     """``epoch.rebuild_load`` every chunk, up to ``LOADS_IN_FLIGHT`` at a time (the order
@@ -279,25 +299,26 @@ def _load_overlapped(
 
 
 def _queued_lines(
-    event_id: int, *, chunk: int, moved: dict[int, str]
-) -> Iterator[dict[int | None, list[int]]]:
+    event_id: int, *, chunk: int, moved: dict[int, dict[int, str]]
+) -> Iterator[dict[tuple[int, int | None], list[int]]]:
     """The event's entries in line, streamed from one query (a server-side cursor: one pass
     however long the line, where pages of it would each scan anew), ``chunk`` at a time, by
-    where they go in the index (``epoch.RebuildLines``). The holder keys of the places moved
-    to another browser are put in ``moved`` on the way (``line_index.holders_set``)."""
+    where they go in the index (``epoch.RebuildLines``: lane, then tier or pre-queue). The
+    holder keys of the places moved to another browser are put in ``moved`` on the way, by
+    lane (``line_index.holders_set``)."""
     # Fans passed over while away are out of the order until they come back (line/away.py).
     rows = (
         QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED, passed_over_at=None)
-        .values_list("id", "tier_id", "status", "order_key", "holder_key")
+        .values_list("id", "tier_id", "status", "order_key", "holder_key", "lane")
         .iterator(chunk_size=chunk)
     )
     prequeue = EntryStatus.PREQUEUE.value
-    lines: dict[int | None, list[int]] = {}
+    lines: dict[tuple[int, int | None], list[int]] = {}
     held = 0
-    for entry_id, tier_id, status, order_key, holder_key in rows:
+    for entry_id, tier_id, status, order_key, holder_key, lane in rows:
         if holder_key:
-            moved[entry_id] = holder_key
-        target = None if status == prequeue else tier_id
+            moved.setdefault(lane, {})[entry_id] = holder_key
+        target = (lane, None if status == prequeue else tier_id)
         pairs = lines.get(target)
         if pairs is None:
             pairs = lines[target] = []
@@ -320,16 +341,19 @@ def hot_index_maintain(*, now: datetime | None = None) -> list[int]:
     events = list(
         Event.objects.filter(Q(pk__in=events_with_fans()) | Q(hot_index_dirty=True))
         .exclude(control=EventControl.CLOSED)
-        .values_list("id", "hot_index_dirty")
+        .values_list("id", "hot_index_dirty", "lanes")
     )
     if not events:
         return []
-    _, states = answered(epoch.epoch_states, [event_id for event_id, _ in events])
-    _, unlocked = answered(epoch.rebuilds_unlocked, [event_id for event_id, _ in events])
+    event_ids = [event_id for event_id, _, _ in events]
+    _, states = answered(
+        epoch.epoch_states, event_ids, lanes={event_id: lanes for event_id, _, lanes in events}
+    )
+    _, unlocked = answered(epoch.rebuilds_unlocked, event_ids)
     if states is None or unlocked is None:
         return []
     rebuilt = []
-    for event_id, dirty in events:
+    for event_id, dirty, _ in events:
         state = states[event_id]
         # Building with nobody holding the rebuild lock: the rebuilding worker died.
         orphaned = state is IndexState.BUILDING and event_id in unlocked

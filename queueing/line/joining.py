@@ -33,7 +33,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, transaction
+from django.db import (
+    DatabaseError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    transaction,
+)
 
 from events.models import AccessCode, Event, EventMode, EventState, Tier
 from events.validation import access_code_tag, is_well_formed_access_code, normalise_access_code
@@ -63,6 +70,7 @@ from queueing.rules.errors import (
     TicketContention,
 )
 from queueing.rules.eta import Eta
+from queueing.rules.lanes import lane_of
 from queueing.rules.layout import EventLayout
 from queueing.rules.line_limits import join_quote, within_address_cap
 from queueing.rules.states import EntryStatus
@@ -509,6 +517,7 @@ class _Committed:
 
 def _commit(event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]) -> _Committed:
     with transaction.atomic():
+        lanes = _lanes_held(event.id)
         # Under the chain head's lock, order keys are drawn in commit order: no fan can
         # become visible to admission after someone who joined behind them.
         head = audit_chain_lock(event_id=event.id)
@@ -542,6 +551,7 @@ def _commit(event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]) -
                 quoted_p50=newcomer.quote.p50 if newcomer.quote else None,
                 quoted_p90=newcomer.quote.p90 if newcomer.quote else None,
                 return_url=newcomer.return_url,
+                lane=lane_of(newcomer.request.identity, lanes=lanes),
             )
             for newcomer in placed
         ]
@@ -583,6 +593,20 @@ def _commit(event: Event, status: EntryStatus, newcomers: Sequence[_Newcomer]) -
         refused=refused,
         admitted_ids=frozenset(entry.id for entry in let_in),
     )
+
+
+def _lanes_held(event_id: int) -> int:
+    """The on-sale's number of lanes, read with a key-share lock on its row until the join
+    commits: staff's change of it (which locks the row for update, then refuses once anyone
+    is in line: staff/services.py) waits for this join, or this join for the change, so no
+    fan's lane is drawn from a count that is not the line's. Taken before the chain head's
+    lock, in the order staff's change takes the two."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT lanes FROM {Event._meta.db_table} WHERE id = %s FOR KEY SHARE", [event_id]
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row is not None else 1
 
 
 def _told_again(entry: QueueEntry, *, now: datetime) -> JoinOutcome:

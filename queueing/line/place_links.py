@@ -115,21 +115,29 @@ def place_link_claim(*, token: str, event_id: int, now: datetime) -> PlaceClaime
         )
         if moved != 1:
             raise PlaceLinkRefused(LinkRefusal.ENDED)  # rolls the spending back
-        entry = QueueEntry.objects.only("id", "event_id", "tier_id", "status").get(pk=link.entry_id)
+        entry = QueueEntry.objects.only("id", "event_id", "tier_id", "status", "lane").get(
+            pk=link.entry_id
+        )
         in_line = entry.status in QUEUED  # else the hot index does not list it
-        transaction.on_commit(lambda: _tell_moved(entry.event_id, entry.id, holder, in_line))
+        transaction.on_commit(
+            lambda: _tell_moved(entry.event_id, entry.id, holder, in_line, lane=entry.lane)
+        )
     # The place's new ticket names its holder: the one it had before is spent.
     ref = TicketRef(
-        entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id, holder=holder
+        entry_id=entry.id,
+        event_id=entry.event_id,
+        tier_id=entry.tier_id,
+        holder=holder,
+        lane=entry.lane,
     )
     return PlaceClaimed(ticket=ticket_issue(ref), holder_key=holder)
 
 
-def _tell_moved(event_id: int, entry_id: int, holder: str, in_line: bool) -> None:
+def _tell_moved(event_id: int, entry_id: int, holder: str, in_line: bool, *, lane: int) -> None:
     """After the commit: the hot index, for a place in line (it then sends the old ticket's
     polls to the entry's row), and the old browser's open pages (closed with 4410)."""
     if in_line:
-        index_holder_moved(event_id, entry_id, holder)
+        index_holder_moved(event_id, entry_id, holder, lane=lane)
     notify_moved(entry_id)
 
 

@@ -32,7 +32,7 @@ place.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -83,6 +83,7 @@ _EVENT_FIELDS = (
     "session_seconds",
     "message",
     "control",
+    "lanes",
 )
 
 
@@ -105,6 +106,7 @@ def _build(event: dict[str, Any], tiers: list[Tier]) -> EventLayout:
         message=event["message"],
         paused=event["control"] == EventControl.PAUSED,
         away_seconds=event["away_seconds"],
+        lanes=event["lanes"],
     )
 
 
@@ -262,15 +264,22 @@ class LineReads:
 
     # ------------------------------------------------------------------- heartbeats
 
-    def unseen_among(self, event: Event, ids: Sequence[int], now: datetime) -> UnseenAmong:
-        """Which of ``ids`` (the next to be let in) were not seen in time: those away (unseen
-        for the heartbeat window) are passed over, and those whose hold ran out too
-        (``away_seconds`` more) expire, so an abandoned tab never takes a shop slot. Without
-        Redis, or while the index is flagged stale (heartbeats it could not record among
-        what it missed), everyone counts as seen."""
+    def unseen_among(
+        self,
+        event: Event,
+        ids: Sequence[int],
+        now: datetime,
+        *,
+        lanes: Mapping[int, int] | None = None,
+    ) -> UnseenAmong:
+        """Which of ``ids`` (the next to be let in; ``lanes``: each one's lane) were not seen
+        in time: those away (unseen for the heartbeat window) are passed over, and those
+        whose hold ran out too (``away_seconds`` more) expire, so an abandoned tab never
+        takes a shop slot. Without Redis, or while the index is flagged stale (heartbeats it
+        could not record among what it missed), everyone counts as seen."""
         if event.hot_index_dirty:
             return UnseenAmong()
-        _, deadlines = answered(line_index.heartbeat_deadlines, event.pk, ids)
+        _, deadlines = answered(line_index.heartbeat_deadlines, event.pk, ids, lanes=lanes)
         away_from = now.timestamp()
         gone_from = away_from - event.away_seconds
         unseen = {i: d for i, d in (deadlines or {}).items() if d is not None and d < away_from}
@@ -279,20 +288,26 @@ class LineReads:
             gone=frozenset(i for i, d in unseen.items() if d < gone_from),
         )
 
-    def unseen(self, event_id: int, now: datetime, *, limit: int) -> list[int]:
-        """Tickets in line whose heartbeat deadline passed before ``now``, oldest first, at
-        most ``limit`` (the caller moves ``now`` back by the hold of away fans);
-        none while the index is flagged stale (it missed heartbeats: expiry.py) or is being
-        reloaded (a rebuild grants everyone a grace period), nor without Redis."""
-        if Event.objects.filter(pk=event_id, hot_index_dirty=True).exists():
-            return []
-        _, states = answered(epoch.epoch_states, [event_id])
+    def unseen(self, event_id: int, now: datetime, *, limit: int) -> dict[int, list[int]]:
+        """Tickets in line whose heartbeat deadline passed before ``now``, by lane, oldest
+        first, at most ``limit`` per lane (the caller moves ``now`` back by the hold of away
+        fans); none while the index is flagged stale (it missed heartbeats: expiry.py) or is
+        being reloaded (a rebuild grants everyone a grace period), nor without Redis."""
+        row = Event.objects.filter(pk=event_id).values_list("hot_index_dirty", "lanes").first()
+        if row is None or row[0]:
+            return {}
+        lanes = row[1]
+        _, states = answered(epoch.epoch_states, [event_id], lanes={event_id: lanes})
         if states is None or states[event_id] is not IndexState.READY:
-            return []
-        _, overdue = answered(
-            line_index.overdue_members, event_id, now=now.timestamp(), limit=limit
-        )
-        return overdue or []
+            return {}
+        found: dict[int, list[int]] = {}
+        for lane in range(lanes):
+            _, overdue = answered(
+                line_index.overdue_members, event_id, now=now.timestamp(), limit=limit, lane=lane
+            )
+            if overdue:
+                found[lane] = overdue
+        return found
 
     # ------------------------------------------------------- what ticks and pages show
 

@@ -136,5 +136,5 @@ def _answer(back: Reentered, *, event_id: int, now: datetime) -> TicketAnswer:
     # Read again: a fast admission run may have let them in already.
     entry = QueueEntry.objects.select_related("tier").get(pk=back.id)
     if entry.holder_key:  # a moved place: its hint left the index with it (locate.lua)
-        index_holder_moved(event_id, entry.id, entry.holder_key)
+        index_holder_moved(event_id, entry.id, entry.holder_key, lane=entry.lane)
     return entry_answer(entry, now=now, layout=layout, placement=placement)

@@ -57,7 +57,7 @@ address_slots = AddressSlots()
 async def ticket_socket_open(ref: TicketRef, channel: str) -> None:
     """Count this socket on its ticket; the oldest beyond the cap are told to go."""
     over = await ticket_socket_claim(
-        ref.event_id, ref.entry_id, channel, keep=settings.WR_SOCKETS_PER_TICKET
+        ref.event_id, ref.entry_id, channel, keep=settings.WR_SOCKETS_PER_TICKET, lane=ref.lane
     )
     if over:
         try:
@@ -67,4 +67,4 @@ async def ticket_socket_open(ref: TicketRef, channel: str) -> None:
 
 
 async def ticket_socket_closed(ref: TicketRef, channel: str) -> None:
-    await ticket_socket_release(ref.event_id, ref.entry_id, channel)
+    await ticket_socket_release(ref.event_id, ref.entry_id, channel, lane=ref.lane)

@@ -16,8 +16,11 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
+
 from events.models import Event, EventState
 from queueing.hot import channels, stats
+from queueing.line.lanes import lanes_summary_publish
 from queueing.line.reads import event_layout, line_reads
 from queueing.rules.layout import EventLayout
 
@@ -57,7 +60,12 @@ def event_limits(event: Event) -> dict[str, int]:
 
 
 def tick_payload(event: Event, layout: EventLayout, *, now: datetime) -> dict[str, Any] | None:
-    line = line_reads.sketch(layout, ranks=CHECKPOINT_RANKS)
+    if layout.lanes > 1:
+        # Every lane read once, the summary each poll places its fan by kept, and the
+        # whole line sketched across the lanes (line/lanes.py).
+        line = lanes_summary_publish(layout, ttl_seconds=settings.WR_TICK_CACHE_SECONDS)
+    else:
+        line = line_reads.sketch(layout, ranks=CHECKPOINT_RANKS)
     if line is None:
         return None  # pages keep their last figures (and poll) until the index is whole
     throughput = line_reads.throughput(layout)

@@ -40,6 +40,7 @@ class Ended:
     tier_id: int
     order_key: int
     previous: EntryStatus
+    lane: int = 0
 
 
 # Stand-ins for the two fields that differ from record to record; they cannot occur in the
@@ -99,7 +100,7 @@ def _moved_sql(chosen: str, assignments: list[str]) -> str:
         f"UPDATE {table} AS e SET {', '.join(assignments)} "
         f"FROM (SELECT id, status FROM {table} WHERE {chosen}) AS before "
         "WHERE e.id = before.id "
-        "RETURNING e.order_key, e.id, e.public_id::text, e.tier_id, before.status"
+        "RETURNING e.order_key, e.id, e.public_id::text, e.tier_id, before.status, e.lane"
     )
 
 
@@ -168,6 +169,7 @@ def entries_end_chunk(
             tier_id=row[3],
             order_key=row[0],
             previous=EntryStatus(row[4]),
+            lane=row[5],
         )
         for row in rows
     ]
@@ -182,7 +184,7 @@ def _audit_chunk(
     actor: str,
     data: Callable[[EntryStatus], Mapping[str, Any]],
 ) -> None:
-    """The records of ``rows`` (order key, id, ticket id, tier id, previous status), chained
+    """The records of ``rows`` (order key, id, ticket id, tier id, previous status, lane), chained
     from ``head``, written with one COPY, and the head moved to the last."""
     event_id = head.event_id
     seq, prev_hash = head.seq, head.last_hash
@@ -192,7 +194,7 @@ def _audit_chunk(
     at = f"\t{now.isoformat()}\t"
     by = f"\t{action.value}\t{_copy_text(actor)}\t"
     lines = []
-    for _, _, ticket, _, previous in rows:
+    for _, _, ticket, _, previous, _ in rows:
         seq += 1
         found = templates.get(previous)
         if found is None:

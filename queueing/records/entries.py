@@ -33,6 +33,7 @@ NEW_ENTRY_FIELDS = (
     "quoted_p50",
     "quoted_p90",
     "return_url",
+    "lane",
 )
 
 
@@ -56,6 +57,7 @@ def entries_insert(entries: Sequence[QueueEntry]) -> None:
                 entry.quoted_p50,
                 entry.quoted_p90,
                 entry.return_url,
+                entry.lane,
             ]
             for entry in entries
         ],
@@ -98,6 +100,7 @@ class Reentered:
     public_id: uuid.UUID
     tier_id: int
     order_key: int
+    lane: int = 0
 
 
 def entry_reenter_cas(
@@ -117,7 +120,7 @@ def entry_reenter_cas(
             "reentered_at = %s, order_key = %s "
             "WHERE id = %s AND status = ANY(%s) AND admitted_at IS NOT NULL "
             "AND reentered_at IS NULL AND ended_at > %s "
-            "RETURNING id, public_id, tier_id, order_key",
+            "RETURNING id, public_id, tier_id, order_key, lane",
             [
                 REENTRY_TO.value,
                 now,
@@ -131,4 +134,4 @@ def entry_reenter_cas(
         row = cursor.fetchone()
     if row is None:
         return None
-    return Reentered(id=row[0], public_id=row[1], tier_id=row[2], order_key=row[3])
+    return Reentered(id=row[0], public_id=row[1], tier_id=row[2], order_key=row[3], lane=row[4])

@@ -64,6 +64,12 @@ def live_per_address(event_id: int, addresses: set[str]) -> dict[str, int]:
 IN_ORDER = Q(status=EntryStatus.WAITING, passed_over_at__isnull=True)
 
 
+def anyone_joined(event_id: int) -> bool:
+    """Whether anyone ever joined the on-sale's line: its lanes are fixed from then on
+    (queueing/rules/lanes.py)."""
+    return QueueEntry.objects.filter(event_id=event_id).exists()
+
+
 def position_counted(entry: QueueEntry, tiers: Sequence[TierLayout]) -> int:
     """The fan's position counted row by row (``tiers`` in service order): O(position), for
     short lines only."""

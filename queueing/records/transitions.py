@@ -28,6 +28,7 @@ class Moved:
     tier_id: int
     order_key: int
     previous: EntryStatus
+    lane: int = 0
 
 
 _EXTRA_COLUMNS = frozenset({"admitted_at", "pass_expires_at", "order_key"})
@@ -78,7 +79,8 @@ def transition_many(
         f"{'AND pass_issued_at IS NULL ' if only_unclaimed else ''}"
         f"FOR UPDATE) AS before "
         f"WHERE e.id = before.id "
-        f"RETURNING e.id, e.public_id, e.event_id, e.tier_id, e.order_key, before.status"
+        f"RETURNING e.id, e.public_id, e.event_id, e.tier_id, e.order_key, before.status, "
+        f"e.lane"
     )
     params.extend([list(ids), allowed])
     with connection.cursor() as cursor:
@@ -92,6 +94,7 @@ def transition_many(
             tier_id=row[3],
             order_key=row[4],
             previous=EntryStatus(row[5]),
+            lane=row[6],
         )
         for row in rows
     ]

@@ -22,6 +22,7 @@ class ErrorCode(StrEnum):
     EVENT_NOT_OPEN = "event_not_open"
     INVALID_ACCESS_CODE = "invalid_access_code"
     INVALID_TICKET = "invalid_ticket"
+    LANES_FIXED = "lanes_fixed"
     PLACE_MOVED = "place_moved"
     POW_INVALID = "pow_invalid"
     POW_REQUIRED = "pow_required"
@@ -165,3 +166,15 @@ class ReentryNotAllowed(
     detail=gettext_noop("This ticket cannot go back in line."),
 ):
     """A ``reenter`` the rules refuse; ``detail`` says why (queueing/rules/states.py)."""
+
+
+class LanesFixed(
+    QueueError,
+    code=ErrorCode.LANES_FIXED,
+    detail=gettext_noop(
+        "The number of lanes cannot change once anyone is in this on-sale's line: each fan's "
+        "lane was drawn from it."
+    ),
+):
+    """Staff asked to change an on-sale's ``lanes`` after its first join
+    (queueing/rules/lanes.py)."""

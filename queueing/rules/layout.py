@@ -39,6 +39,8 @@ class EventLayout:
     # How long the place of a fan whose page is closed is kept after the heartbeat window
     # (queueing/line/away.py): what the page promises ("you can close this page for ...").
     away_seconds: int = 0
+    # How many lanes the line is split in (queueing/rules/lanes.py): each has its own keys.
+    lanes: int = 1
 
     def tier_index(self, tier_id: int) -> int | None:
         for index, tier in enumerate(self.tiers):

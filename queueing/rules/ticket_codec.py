@@ -11,6 +11,11 @@ read or changed without the key. It is deterministic so one entry always has the
 (pages, cookies and sockets compare them); two entries never share a plaintext, so that
 reveals nothing either.
 
+A fan in a line of several lanes carries their lane (queueing/rules/lanes.py) in the top byte
+of the tier's 64-bit word, so that a poll finds their lane's keys without a read; tier ids
+stay below 2**56, and a fan of lane 0 (every fan of a one-lane line) has the ticket such a
+fan always had.
+
 A place moved to another browser (queueing/line/place_links.py) gets a new ticket there: the
 same ids and the place's new holder key (16 bytes) sealed with them, 75 characters. The
 ticket the place had before names another holder (or none), and is refused wherever the
@@ -42,7 +47,10 @@ from queueing.rules.errors import ErrorCode, QueueError
 # SECRET_KEY also keys sessions, cookies and proof-of-work challenges.
 _HKDF_SALT = b"waitingroom.ticket"
 _HKDF_INFO = b"waitingroom.ticket.v2 AES-SIV-512"
-_IDS = struct.Struct(">QQQ")  # entry, event, tier
+_IDS = struct.Struct(">QQQ")  # entry, event, tier (its top byte: the lane)
+_LANE_SHIFT = 56
+_MAX_TIER = 2**_LANE_SHIFT - 1
+_MAX_LANE = 255
 _HOLDER_BYTES = 16  # a moved place's holder key (32 hex digits), after the ids
 # base64url, unpadded, of 24 bytes of ids (+ 16 of holder key) + 16 bytes of synthetic IV
 _SEALED_RE = re.compile(r"^[A-Za-z0-9_-]{54}(?:[A-Za-z0-9_-]{21})?$")
@@ -66,6 +74,8 @@ class TicketRef:
     # The holder key of the browser the place was moved to ("": a place never moved): a
     # ticket is the place's only while it names the entry's holder key.
     holder: str = ""
+    # The fan's lane of the on-sale's line (0 in a line of one lane).
+    lane: int = 0
 
 
 @functools.lru_cache(maxsize=16)
@@ -78,7 +88,10 @@ def _cipher(secret: bytes) -> AESSIV:
 def ticket_issue(ref: TicketRef) -> str:
     if not _HOLDER_RE.match(ref.holder):
         raise ValueError("a holder key is 32 lower-case hex digits")
-    plain = _IDS.pack(ref.entry_id, ref.event_id, ref.tier_id) + bytes.fromhex(ref.holder)
+    if not (0 <= ref.lane <= _MAX_LANE and 1 <= ref.tier_id <= _MAX_TIER):
+        raise ValueError("a lane is 0-255 and a tier id below 2**56")
+    tier_word = ref.tier_id | (ref.lane << _LANE_SHIFT)
+    plain = _IDS.pack(ref.entry_id, ref.event_id, tier_word) + bytes.fromhex(ref.holder)
     sealed = _cipher(force_bytes(settings.SECRET_KEY)).encrypt(plain, None)
     return base64.urlsafe_b64encode(sealed).rstrip(b"=").decode("ascii")
 
@@ -115,11 +128,14 @@ def _read_sealed(ticket: str) -> TicketRef:
     raise InvalidTicket()
 
 
-def _ref(entry_id: int, event_id: int, tier_id: int, *, holder: str) -> TicketRef:
+def _ref(entry_id: int, event_id: int, tier_word: int, *, holder: str) -> TicketRef:
     # Only we can make a ticket that authenticates, but ids a database would refuse must
     # never reach it.
+    tier_id, lane = tier_word & _MAX_TIER, tier_word >> _LANE_SHIFT
     if not all(1 <= value <= _MAX_ID for value in (entry_id, event_id, tier_id)):
         raise InvalidTicket()
     if len(holder) not in (0, 2 * _HOLDER_BYTES):
         raise InvalidTicket()
-    return TicketRef(entry_id=entry_id, event_id=event_id, tier_id=tier_id, holder=holder)
+    return TicketRef(
+        entry_id=entry_id, event_id=event_id, tier_id=tier_id, holder=holder, lane=lane
+    )

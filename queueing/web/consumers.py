@@ -122,7 +122,7 @@ class LineConsumer(AsyncWebsocketConsumer):
         try:
             await self.channel_layer.group_add(ticket_group(ref.entry_id), self.channel_name)
             await self.accept()
-            watchers.add(ref.event_id, ref.entry_id, layout.heartbeat_seconds)
+            watchers.add(ref.event_id, ref.entry_id, layout.heartbeat_seconds, ref.lane)
             self.watching = True
             if await self._send_personal(snapshot=True, opening=True):
                 # Ticks only after the snapshot: a page places itself from its order key.

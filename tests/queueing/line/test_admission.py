@@ -15,6 +15,7 @@ from tests.helpers import entry_of, fans_join, join, new_fan, poll, statuses, ti
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_capacity_3_with_10_fans_admits_exactly_the_first_3(make_event) -> None:
     event = make_event(capacity=3, rate_per_minute=0)
     tickets = fans_join(event.slug, 10)
@@ -26,6 +27,7 @@ def test_capacity_3_with_10_fans_admits_exactly_the_first_3(make_event) -> None:
     assert QueueEntry.objects.filter(status="admitted").count() == 3
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_admission_records_are_audited_in_admission_order(make_event) -> None:
     event = make_event(capacity=5, rate_per_minute=0)
     tickets = fans_join(event.slug, 5)
@@ -35,6 +37,7 @@ def test_admission_records_are_audited_in_admission_order(make_event) -> None:
     assert all(r.actor == "system:admission" for r in admitted)
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_the_rate_paces_admissions_and_no_minute_holds_more_than_the_rate(make_event) -> None:
     event = make_event(capacity=0, rate_per_minute=6, heartbeat_seconds=3600)
     fans_join(event.slug, 20)
@@ -48,6 +51,7 @@ def test_the_rate_paces_admissions_and_no_minute_holds_more_than_the_rate(make_e
         assert sum(begin <= t < begin + 60 for t in admitted_at) <= 6
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_a_strict_tier_goes_first_and_positions_show_it(make_event) -> None:
     event = make_event(
         capacity=2,
@@ -62,6 +66,7 @@ def test_a_strict_tier_goes_first_and_positions_show_it(make_event) -> None:
     assert statuses(general) == ["waiting"] * 3
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_weighted_tiers_share_batches_so_none_starves(make_event) -> None:
     event = make_event(
         capacity=0,
@@ -180,10 +185,12 @@ def test_a_pause_does_not_read_as_a_shop_that_slowed_down(make_event) -> None:
     assert stats.read_throughput(event.id).lam == pytest.approx(2.0, rel=0.25)
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_a_fan_whose_page_went_away_is_expired_not_admitted(make_event, redis_client) -> None:
     event = make_event(capacity=1, rate_per_minute=0)
     gone, present = fans_join(event.slug, 2)
-    redis_client.zadd(keys.heartbeats(event.id), {str(entry_of(gone).id): 1.0})
+    entry = entry_of(gone)
+    redis_client.zadd(keys.heartbeats(event.id, entry.lane), {str(entry.id): 1.0})
     outcome = tick(event)
     assert statuses([gone, present])[0] == "expired"
     # The slot the absent fan would have taken goes to the next fan at once or next tick.
@@ -192,6 +199,7 @@ def test_a_fan_whose_page_went_away_is_expired_not_admitted(make_event, redis_cl
     assert len(outcome.expired) + len(outcome.admitted) >= 1
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_unseen_waiting_tickets_expire_in_the_pruning(make_event, redis_client) -> None:
     event = make_event(capacity=0, rate_per_minute=0, away_seconds=0)
     event_pause(event=event, actor="staff:x", now=timezone.now())
@@ -248,6 +256,7 @@ def test_leaving_after_admission_gives_the_slot_back(make_event) -> None:
     assert statuses([first, second]) == ["abandoned", "admitted"]
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_waiting_fans_see_an_eta_that_grows_with_position(make_event) -> None:
     event = make_event(capacity=0, rate_per_minute=60)
     tickets = fans_join(event.slug, 5)
@@ -266,6 +275,7 @@ def test_admission_control_refuses_joins_predicted_to_wait_too_long(make_event) 
     assert int(responses[3]["Retry-After"]) >= 1
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_concurrent_admission_runs_never_admit_twice(transactional_db, make_event) -> None:
     from concurrent.futures import ThreadPoolExecutor
 

@@ -29,6 +29,8 @@ pytestmark = pytest.mark.django_db
 
 
 class LineMachine(RuleBasedStateMachine):
+    lanes = 1  # the machine over a line of several lanes: LanedLineMachine
+
     def __init__(self) -> None:
         super().__init__()
         self.now = timezone.now()
@@ -44,13 +46,14 @@ class LineMachine(RuleBasedStateMachine):
             rate_per_minute=self.rate,
             heartbeat_seconds=45,
             session_seconds=60,
+            lanes=self.lanes,
             tiers=[
                 TierSpec("VIP", priority=1, access_codes=["VIP"]),
                 TierSpec("Fans", priority=5, share=2, access_codes=["FAN"]),
                 TierSpec("General", priority=9, share=1),
             ],
         )
-        epoch.mark_new_event_ready(self.event.id)
+        epoch.mark_new_event_ready(self.event.id, lanes=self.lanes)
         self.tickets: list[str] = []
         self.paused = False
 
@@ -157,9 +160,14 @@ class LineMachine(RuleBasedStateMachine):
             assert len(in_window) <= self.rate
 
 
-def test_the_line_keeps_its_promises_under_random_operations() -> None:
+class LanedLineMachine(LineMachine):
+    lanes = 4
+
+
+@pytest.mark.parametrize("machine", [LineMachine, LanedLineMachine])
+def test_the_line_keeps_its_promises_under_random_operations(machine: type[LineMachine]) -> None:
     run_state_machine_as_test(
-        LineMachine,
+        machine,
         settings=settings(
             max_examples=25,
             stateful_step_count=30,

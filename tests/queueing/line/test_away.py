@@ -23,7 +23,10 @@ pytestmark = pytest.mark.django_db
 
 def unseen_for(event: Event, ticket: str, seconds: float) -> None:
     """The fan's page has not asked for ``seconds`` past its heartbeat deadline."""
-    line_index.refresh_heartbeats(event.id, [entry_of(ticket).id], deadline=time.time() - seconds)
+    entry = entry_of(ticket)
+    line_index.refresh_heartbeats(
+        event.id, [entry.id], deadline=time.time() - seconds, lane=entry.lane
+    )
 
 
 def actions(event: Event, ticket: str) -> list[str]:
@@ -120,6 +123,7 @@ def test_a_passed_fan_who_never_comes_back_expires_away_seconds_after_the_turn(
     assert poll(first)["status"] == "expired"
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_with_no_hold_an_away_fan_at_their_turn_expires_as_before(make_event) -> None:
     sale = make_event(capacity=1, rate_per_minute=0, heartbeat_seconds=30, away_seconds=0)
     first, second = fans_join(sale.slug, 2)
@@ -128,6 +132,7 @@ def test_with_no_hold_an_away_fan_at_their_turn_expires_as_before(make_event) ->
     assert statuses([first, second]) == ["expired", "admitted"]
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_admission_picks_again_for_the_slots_away_fans_did_not_take(make_event) -> None:
     sale = make_event(capacity=3, rate_per_minute=0, heartbeat_seconds=30, away_seconds=600)
     tickets = fans_join(sale.slug, 7)
@@ -138,6 +143,7 @@ def test_admission_picks_again_for_the_slots_away_fans_did_not_take(make_event) 
     assert QueueEntry.objects.filter(event=sale, passed_over_at__isnull=False).count() == 4
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_a_prequeue_place_is_kept_until_the_start(make_event) -> None:
     now = timezone.now()
     sale = make_event(

@@ -50,6 +50,7 @@ def actions_of(ticket: str) -> list[tuple[str, str]]:
 # -- queue -------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_in_queue_mode_a_join_on_an_empty_line_waits_for_the_tick(make_event) -> None:
     event = opened(make_event(capacity=5, rate_per_minute=0))
     reply = join(new_fan(), event.slug)
@@ -64,6 +65,7 @@ def test_in_queue_mode_a_join_on_an_empty_line_waits_for_the_tick(make_event) ->
 # -- safety net --------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_safety_net_admits_in_the_join_when_nobody_waits(make_event) -> None:
     event = opened(make_event(mode="safety_net", capacity=2, rate_per_minute=0))
     reply = join(new_fan(), event.slug)
@@ -96,6 +98,7 @@ def test_safety_net_admits_in_the_join_when_nobody_waits(make_event) -> None:
     assert (view.queue_length, view.active) == (0, 1)
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_safety_net_queues_once_the_shop_is_full(make_event) -> None:
     event = opened(make_event(mode="safety_net", capacity=2, rate_per_minute=0))
     replies = [join(new_fan(), event.slug).json() for _ in range(4)]
@@ -104,6 +107,7 @@ def test_safety_net_queues_once_the_shop_is_full(make_event) -> None:
     assert replies[2]["pass"] is None
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_safety_net_queues_behind_anyone_waiting_even_with_room(make_event) -> None:
     event = opened(make_event(mode="safety_net", capacity=1, rate_per_minute=0))
     first, second = (join(new_fan(), event.slug).json() for _ in range(2))
@@ -122,6 +126,7 @@ def test_safety_net_queues_behind_anyone_waiting_even_with_room(make_event) -> N
     assert statuses([second["ticket"], third["ticket"]]) == ["admitted", "waiting"]
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_safety_net_queues_once_the_pace_is_spent_and_counts_like_the_tick(make_event) -> None:
     event = opened(
         make_event(mode="safety_net", capacity=0, rate_per_minute=1, heartbeat_seconds=3600)
@@ -137,6 +142,7 @@ def test_safety_net_queues_once_the_pace_is_spent_and_counts_like_the_tick(make_
     assert entry_of(second["ticket"]).status == "admitted"
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_safety_net_takes_only_the_room_there_is_in_one_batch(make_event) -> None:
     event = opened(make_event(mode="safety_net", capacity=3, rate_per_minute=0))
     now = timezone.now()
@@ -150,6 +156,7 @@ def test_safety_net_takes_only_the_room_there_is_in_one_batch(make_event) -> Non
     assert all(v.issued_pass is not None for v in views[:3])
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_safety_net_does_not_admit_while_paused_or_before_the_start(make_event) -> None:
     event = make_event(mode="safety_net", capacity=5, rate_per_minute=0, starts_at=later())
     before_start = join(new_fan(), event.slug).json()
@@ -161,6 +168,7 @@ def test_safety_net_does_not_admit_while_paused_or_before_the_start(make_event) 
 
 
 @pytest.mark.parametrize("mode", ["safety_net", "passthrough"])
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_a_new_on_sale_lets_in_the_joins_of_its_first_second_without_a_tick(
     make_event, mode
 ) -> None:
@@ -178,6 +186,7 @@ def test_a_new_on_sale_lets_in_the_joins_of_its_first_second_without_a_tick(
 
 
 @pytest.mark.parametrize("mode", ["safety_net", "passthrough"])
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_a_join_after_a_start_no_tick_has_made_yet_starts_the_line(make_event, mode) -> None:
     event = make_event(mode=mode, capacity=2, rate_per_minute=0, starts_at=later())
     # The start comes (here brought forward by staff) and the beat has not ticked since.
@@ -193,6 +202,7 @@ def test_a_join_after_a_start_no_tick_has_made_yet_starts_the_line(make_event, m
     assert audit_chain_verify(event_id=event.id).ok
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_a_join_leaves_a_due_pre_queue_shuffle_to_the_tick_and_is_shuffled_with_it(
     make_event,
 ) -> None:
@@ -223,6 +233,7 @@ def start_now(event: Event) -> Event:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_safety_net_never_waits_for_a_running_admission_and_never_overlaps_it(
     make_event,
 ) -> None:
@@ -258,6 +269,7 @@ def test_safety_net_never_waits_for_a_running_admission_and_never_overlaps_it(
 # -- passthrough -------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_passthrough_admits_every_join_past_capacity_and_pace_and_audits_it(make_event) -> None:
     event = opened(make_event(mode="passthrough", capacity=1, rate_per_minute=1))
     replies = [join(new_fan(), event.slug).json() for _ in range(4)]
@@ -282,6 +294,7 @@ def test_passthrough_admits_every_join_past_capacity_and_pace_and_audits_it(make
     assert tick(event).admitted == ()
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_switching_to_passthrough_lets_the_waiting_line_in_at_the_next_ticks(
     make_event, settings
 ) -> None:
@@ -300,6 +313,7 @@ def test_switching_to_passthrough_lets_the_waiting_line_in_at_the_next_ticks(
 # -- maintenance -------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_maintenance_refuses_new_joins_with_409(make_event) -> None:
     event = opened(make_event(mode="maintenance", capacity=5))
     reply = join(new_fan(), event.slug)
@@ -311,6 +325,7 @@ def test_maintenance_refuses_new_joins_with_409(make_event) -> None:
     assert not QueueEntry.objects.exists()
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_maintenance_keeps_the_line_and_the_tick_admits_nobody(make_event) -> None:
     event = opened(make_event(capacity=1, rate_per_minute=0, heartbeat_seconds=60))
     fans = [new_fan() for _ in range(4)]
@@ -344,6 +359,7 @@ def test_maintenance_keeps_the_line_and_the_tick_admits_nobody(make_event) -> No
     assert [m.public_id for m in outcome.admitted] == [entry_of(tickets[1]).public_id]
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_a_join_reads_the_mode_again_under_the_chain_lock(make_event) -> None:
     """A join that read the on-sale before staff changed its mode commits under the mode of
     the moment it holds the chain head, which staff's change takes too."""
@@ -360,6 +376,7 @@ def test_a_join_reads_the_mode_again_under_the_chain_lock(make_event) -> None:
     assert QueueEntry.objects.count() == 1
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_ticks_carry_the_mode_and_staffs_message(make_event) -> None:
     event = opened(make_event(capacity=1))
     switch(event, "maintenance")
@@ -380,6 +397,7 @@ def test_ticks_carry_the_mode_and_staffs_message(make_event) -> None:
     assert (payload["mode"], payload["message"]) == ("queue", None)
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_mode_changes_are_audited_through_the_staff_api(make_event) -> None:
     event = make_event()
     switch(event, "safety_net")

@@ -11,10 +11,11 @@ import pytest
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
+from django_redis import get_redis_connection
 
 from dashboard.reports import event_report
 from events.models import Event
-from queueing.hot import line_index
+from queueing.hot import keys
 from queueing.line import reentry
 from queueing.line.expiry import queued_expire_unseen, sessions_expire
 from queueing.line.reads import event_layout
@@ -80,9 +81,21 @@ def line(make_event) -> tuple[Event, list[str]]:
 
 
 def hot_tier_order(event: Event) -> list[int]:
+    """Each tier's fans as the hot index orders them, the lanes' heads merged by order key."""
     layout = event_layout(event.id, fresh=True)
     assert layout is not None
-    return line_index.head_members(layout, count=100)
+    redis = get_redis_connection("default")
+    order = []
+    for tier in layout.tiers:
+        scored = [
+            (score, int(member))
+            for lane in range(layout.lanes)
+            for member, score in redis.zrange(
+                keys.tier_queue(event.id, tier.id, lane), 0, 99, withscores=True
+            )
+        ]
+        order += [member for _, member in sorted(scored)]
+    return order
 
 
 def database_tier_order(event: Event) -> list[int]:
@@ -153,6 +166,7 @@ def test_a_fan_whose_session_ended_goes_back_to_the_front(line, how: str) -> Non
     assert entry_of(first).status == EntryStatus.ADMITTED
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_the_front_is_the_front_of_the_fans_own_tier(make_event) -> None:
     event = make_event(
         capacity=1,
@@ -172,6 +186,7 @@ def test_the_front_is_the_front_of_the_fans_own_tier(make_event) -> None:
     assert hot_tier_order(event) == database_tier_order(event)
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_two_returning_fans_each_go_to_the_front_and_the_report_stays_fair(make_event) -> None:
     event = make_event(capacity=2, rate_per_minute=0, heartbeat_seconds=600, reentry_seconds=60)
     first, second, third = fans_join(event.slug, 3)
@@ -224,6 +239,7 @@ def test_the_window_closes(line) -> None:
     assert entry_of(first).status == EntryStatus.EXPIRED
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_re_entry_is_off_when_the_window_is_zero(make_event) -> None:
     event = make_event(capacity=1, rate_per_minute=0, heartbeat_seconds=600)
     assert event.reentry_seconds == 0
@@ -265,6 +281,7 @@ def test_an_admitted_fan_cannot_go_back_in_line(line) -> None:
     assert refused(reenter(first), "still in line or in the shop")
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_a_fan_holding_another_place_cannot_go_back_with_this_one(make_event) -> None:
     event = make_event(capacity=1, rate_per_minute=0, heartbeat_seconds=600, reentry_seconds=60)
     fan = new_fan()
@@ -278,6 +295,7 @@ def test_a_fan_holding_another_place_cannot_go_back_with_this_one(make_event) ->
     assert entry_of(ticket).status == EntryStatus.EXPIRED
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_the_database_has_the_last_word_on_one_place_per_fan(make_event, monkeypatch) -> None:
     """Should the check under the lock ever miss the other place, the unique index refuses
     the UPDATE: still 409, never a 500."""
@@ -292,6 +310,7 @@ def test_the_database_has_the_last_word_on_one_place_per_fan(make_event, monkeyp
     assert refused(reenter(ticket), "another place")
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_the_address_cap_holds_for_returning_fans(make_event) -> None:
     event = make_event(
         capacity=1,
@@ -316,6 +335,7 @@ def test_a_closed_on_sale_takes_nobody_back(line) -> None:
     assert refused(reenter(first), "ended")
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_bad_tickets_get_the_ticket_endpoints_answers(make_event) -> None:
     event = make_event()
     client = Client()
@@ -330,6 +350,7 @@ def test_bad_tickets_get_the_ticket_endpoints_answers(make_event) -> None:
     assert response.status_code == 405 and response["Allow"] == "POST"
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_a_returning_fans_first_admission_still_counts_in_the_rate_window(make_event) -> None:
     """The re-entry clears ``admitted_at`` (queued means not admitted); the window reads the
     earlier admission from the trail, so no 60 s ever hold more than the rate."""
@@ -362,6 +383,7 @@ def test_a_returning_fans_first_admission_still_counts_in_the_rate_window(make_e
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_two_reentries_at_once_go_back_once(make_event) -> None:
     event = make_event(capacity=1, rate_per_minute=0, heartbeat_seconds=600, reentry_seconds=60)
     first, _second = fans_join(event.slug, 2)

@@ -22,6 +22,7 @@ from tests.helpers import entry_of, fans_join, poll, statuses
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_the_prequeue_shuffle_is_reproducible_from_the_revealed_seed(make_event) -> None:
     starts = timezone.now() + timedelta(minutes=5)
     event = make_event(starts_at=starts, capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
@@ -69,6 +70,7 @@ def test_the_prequeue_shuffle_is_reproducible_from_the_revealed_seed(make_event)
     assert [poll(t)["position"] for t in late] == [31, 32, 33]
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_without_shuffle_the_prequeue_keeps_join_order(make_event) -> None:
     starts = timezone.now() + timedelta(minutes=5)
     event = make_event(
@@ -84,6 +86,7 @@ def test_without_shuffle_the_prequeue_keeps_join_order(make_event) -> None:
     assert [poll(t)["position"] for t in tickets] == [1, 2, 3, 4, 5]
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_admission_waits_for_the_shuffle(make_event) -> None:
     starts = timezone.now() + timedelta(minutes=5)
     event = make_event(starts_at=starts, capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
@@ -93,6 +96,7 @@ def test_admission_waits_for_the_shuffle(make_event) -> None:
     assert set(statuses(early)) == {"admitted"}
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_closing_revokes_everyone_still_in_line(make_event) -> None:
     event = make_event(capacity=1, rate_per_minute=0)
     tickets = fans_join(event.slug, 4)
@@ -104,6 +108,7 @@ def test_closing_revokes_everyone_still_in_line(make_event) -> None:
     assert AuditRecord.objects.filter(action="revoked").count() == 3
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_after_ends_at_the_line_is_revoked(make_event) -> None:
     now = timezone.now()
     event = make_event(
@@ -116,6 +121,7 @@ def test_after_ends_at_the_line_is_revoked(make_event) -> None:
     assert statuses(tickets) == ["revoked", "revoked"]
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_a_pre_queue_join_committed_after_the_start_queues_behind_the_cohort(
     make_event, redis_client
 ) -> None:
@@ -138,7 +144,7 @@ def test_a_pre_queue_join_committed_after_the_start_queues_behind_the_cohort(
     layout = event_layout(event.id)
     for ticket in late:
         entry = entry_of(ticket)
-        redis_client.zrem(keys.tier_queue(event.id, entry.tier_id), str(entry.pk))
+        redis_client.zrem(keys.tier_queue(event.id, entry.tier_id, entry.lane), str(entry.pk))
         line_index.locate(
             layout,
             member=entry.pk,
@@ -146,12 +152,12 @@ def test_a_pre_queue_join_committed_after_the_start_queues_behind_the_cohort(
             heartbeat_deadline=None,
             add="pre",
             order_key=entry.order_key,
+            lane=entry.lane,
         )
     assert line_admit_stragglers(event_id=event.id, now=starts + timedelta(seconds=2)) == 2
     assert set(statuses(late)) == {"waiting"}
-    assert redis_client.zcard(keys.prequeue(event.id)) == 0
-    tier_id = entry_of(late[0]).tier_id
-    assert redis_client.zcard(keys.tier_queue(event.id, tier_id)) == 5  # indexed in their tier
+    assert line_index.line_counts(layout).prequeue == 0
+    assert line_index.line_counts(layout).waiting == 5  # indexed in their tier
     assert [poll(t)["position"] for t in cohort + late] == [1, 2, 3, 4, 5]
 
 
@@ -282,3 +288,34 @@ def test_a_tick_expires_the_unseen_for_its_expiry_time_and_then_admits(
         expired.append(statuses(tickets).count("expired"))
     assert expired == [4, 8, 10]
     assert _one_record_each(event, "expired") == 10
+
+
+def test_a_line_of_several_lanes_is_revoked_and_every_lane_dropped(
+    make_event, redis_client, settings
+) -> None:
+    settings.WR_LINE_END_CHUNK = 5
+    event = make_event(lanes=4, capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    tickets = fans_join(event.slug, 24)
+    lanes = {entry_of(t).lane for t in tickets}
+    assert len(lanes) > 1
+    tier_id = entry_of(tickets[0]).tier_id
+    event_close(event=event, actor="staff:x", now=timezone.now())
+    event_tick(event_id=event.id, now=timezone.now())
+    assert set(statuses(tickets)) == {"revoked"}
+    assert _one_record_each(event, "revoked") == 24
+    assert audit_chain_verify(event_id=event.id).ok
+    for lane in range(4):
+        assert not redis_client.exists(keys.tier_queue(event.id, tier_id, lane))
+        assert not redis_client.exists(keys.heartbeats(event.id, lane))
+
+
+def test_the_unseen_of_several_lanes_expire_in_chunks(make_event, redis_client, settings) -> None:
+    settings.WR_EXPIRY_CHUNK = 3
+    event = make_event(lanes=4, capacity=0, rate_per_minute=0, heartbeat_seconds=30, away_seconds=0)
+    tickets = fans_join(event.slug, 16)
+    assert len({entry_of(t).lane for t in tickets}) > 1
+    later = timezone.now() + timedelta(seconds=31)
+    assert queued_expire_unseen(event_id=event.id, now=later) == 16
+    assert _one_record_each(event, "expired") == 16
+    for lane in range(4):
+        assert redis_client.zcard(keys.heartbeats(event.id, lane)) == 0

@@ -142,3 +142,16 @@ def test_a_moved_places_ticket_names_its_holder_and_differs_from_the_one_before(
                 ticket_read(bad)
     with pytest.raises(ValueError):
         ticket_issue(TicketRef(entry_id=1, event_id=1, tier_id=1, holder="not hex"))
+
+
+def test_a_ticket_carries_the_fans_lane_and_lane_0_is_the_ticket_it_always_was() -> None:
+    laned = TicketRef(entry_id=12345, event_id=7, tier_id=3, lane=63)
+    ticket = ticket_issue(laned)
+    assert ticket_read(ticket) == laned
+    assert len(ticket) == len(ticket_issue(REF))
+    assert ticket_issue(TicketRef(12345, 7, 3, lane=0)) == ticket_issue(REF)
+    assert ticket != ticket_issue(REF)
+    moved = TicketRef(entry_id=1, event_id=2, tier_id=3, holder="ab" * 16, lane=5)
+    assert ticket_read(ticket_issue(moved)) == moved
+    with pytest.raises(ValueError):
+        ticket_issue(TicketRef(entry_id=1, event_id=1, tier_id=2**56, lane=1))

@@ -92,6 +92,7 @@ def hot() -> HotPaths:
     return HotPaths(django_asgi_app)
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_status_of_a_waiting_fan_is_answered_as_django_answers_it(make_event, hot) -> None:
     event = make_event(capacity=0)
     tickets = [join(new_fan(), event.slug).json()["ticket"] for _ in range(3)]
@@ -107,6 +108,7 @@ def test_status_of_a_waiting_fan_is_answered_as_django_answers_it(make_event, ho
     assert lean.headers["x-content-type-options"] == "nosniff"
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_the_lean_status_path_really_answers_without_django(make_event, hot, monkeypatch):
     event = make_event(capacity=0)
     ticket = join(new_fan(), event.slug).json()["ticket"]
@@ -118,6 +120,7 @@ def test_the_lean_status_path_really_answers_without_django(make_event, hot, mon
     assert call(lean_only, "GET", f"/api/v1/tickets/{ticket}").body["position"] == 1
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_a_moved_places_old_ticket_is_refused_and_its_new_one_answered_lean(make_event, hot):
     """Issue 28, item 4: the lean path must not answer the ticket a place had before it moved
     to another browser (line/place_links.py); the new browser's ticket stays on it."""
@@ -136,6 +139,7 @@ def test_a_moved_places_old_ticket_is_refused_and_its_new_one_answered_lean(make
     assert call(HotPaths(refuse), "GET", f"/api/v1/tickets/{new}").body["position"] == 1
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_a_prequeue_ticket_is_answered_on_the_lean_path(make_event) -> None:
     event = make_event(
         prequeue_opens_at=timezone.now() - timezone.timedelta(minutes=1),
@@ -154,6 +158,7 @@ def test_a_prequeue_ticket_is_answered_on_the_lean_path(make_event) -> None:
     assert reply.headers == _as_lean(plain.headers)
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_what_the_hot_index_cannot_answer_goes_to_django(make_event, hot, redis_client) -> None:
     from queueing.beat import event_tick
 
@@ -334,6 +339,7 @@ def batch_sizes_counted(monkeypatch) -> list[int]:
     return sizes
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_concurrent_joins_commit_in_batches_in_arrival_order(make_event, monkeypatch) -> None:
     event = make_event(capacity=0)
     sizes = batch_sizes_counted(monkeypatch)
