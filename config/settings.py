@@ -410,7 +410,7 @@ WR_ADMISSION_BATCH = env_int("WR_ADMISSION_BATCH", 500, minimum=1)
 # one tick goes on before it broadcasts and leaves the rest to the next.
 WR_LINE_END_CHUNK = env_int("WR_LINE_END_CHUNK", 50_000, minimum=1)
 WR_LINE_END_PARALLEL = env_int("WR_LINE_END_PARALLEL", 1, minimum=1)
-WR_LINE_END_SECONDS = env_float("WR_LINE_END_SECONDS", 5.0, minimum=0.0)
+WR_LINE_END_SECONDS = env_float("WR_LINE_END_SECONDS", 10.0, minimum=0.0)
 # The unseen expired in bulk while the line is live: smaller chunks, since joins wait for the
 # chain head while a chunk's records are written (1,000 held it 27-56 ms, as an admission of 500
 # does; 2,000 held it 55-229 ms), several a tick for at most WR_EXPIRY_SECONDS, so that

@@ -91,7 +91,14 @@ def event_beat(*, event_id: int, now: datetime, claim: str = "") -> None:
         # Read once for both halves: the tick changes nothing the broadcast reads of it
         # (its state comes from staff's control and the schedule).
         event = Event.objects.filter(pk=event_id).first()
-        if event is not None:
+        if event is None:
+            return
+        if event.state_at(now) == EventState.CLOSED:
+            # Before the line's end, which may take the tick's whole WR_LINE_END_SECONDS:
+            # pages learn of the close at once, from this one message.
+            event_broadcast(event, now=now)
+            _event_tick(event, now=now, claim=claim)
+        else:
             _event_tick(event, now=now, claim=claim)
             event_broadcast(event, now=now)
     except Exception:
