@@ -36,24 +36,26 @@ def event_tick(*, event_id: int, now: datetime) -> AdmissionOutcome | None:
     return _event_tick(event, now=now) if event is not None else None
 
 
-def bulk_time(
-    event_id: int, claim: str = "", *, seconds: float | None = None
-) -> Callable[[], bool]:
-    """How long a tick goes on ending fans in bulk (a line revoked, the unseen expired): asked
-    between chunks, True while ``seconds`` (``WR_LINE_END_SECONDS``) have not passed, the
-    tick's claim kept meanwhile so that the beat sends no second tick; False once the time is
-    up or the claim was lost (another tick may be running: the rest is left to it)."""
-    seconds = settings.WR_LINE_END_SECONDS if seconds is None else seconds
-    deadline = time.monotonic() + seconds
-    # A chunk under way when the time is up may take as long again on a busy machine.
-    keep_for = 2 * seconds + settings.WR_TICK_STALE_SECONDS
+class BulkTime:
+    """How long a tick goes on ending fans in bulk (a line revoked, the unseen expired), asked
+    between chunks: True while ``seconds`` have not passed, the tick's claim kept meanwhile
+    (``keep``) so that the beat sends no second tick; False once the time is up or the claim
+    was lost (another tick may be running: the rest is left to it)."""
 
-    def go_on() -> bool:
-        if time.monotonic() >= deadline:
-            return False
-        return not claim or tick_claims.tick_extend(event_id, claim, ttl_seconds=keep_for)
+    def __init__(self, event_id: int, claim: str, *, seconds: float) -> None:
+        self.event_id, self.claim = event_id, claim
+        self.deadline = time.monotonic() + seconds
+        # A chunk under way when the time is up may take as long again on a busy machine.
+        self.keep_for = 2 * seconds + settings.WR_TICK_STALE_SECONDS
 
-    return go_on
+    def keep(self) -> bool:
+        """The claim kept for ``keep_for`` more; False if it was lost."""
+        if not self.claim:
+            return True
+        return tick_claims.tick_extend(self.event_id, self.claim, ttl_seconds=self.keep_for)
+
+    def __call__(self) -> bool:
+        return time.monotonic() < self.deadline and self.keep()
 
 
 def _event_tick(event: Event, *, now: datetime, claim: str = "") -> AdmissionOutcome | None:
@@ -61,7 +63,10 @@ def _event_tick(event: Event, *, now: datetime, claim: str = "") -> AdmissionOut
     state = event.state_at(now)
     sessions_expire(event_id=event_id, now=now)
     if state == EventState.CLOSED:
-        line_revoke_closed(event_id=event_id, now=now, go_on=bulk_time(event_id, claim))
+        revoking = BulkTime(event_id, claim, seconds=settings.WR_LINE_END_SECONDS)
+        # Kept from the start: a first chunk of a long line outlasts the claim's own expiry.
+        revoking.keep()
+        line_revoke_closed(event_id=event_id, now=now, go_on=revoking)
         return None
     if state in (EventState.OPEN, EventState.PAUSED):
         if event.started_at is None:
@@ -75,7 +80,7 @@ def _event_tick(event: Event, *, now: datetime, claim: str = "") -> AdmissionOut
             event_id=event_id,
             now=now,
             away_seconds=event.away_seconds,
-            go_on=bulk_time(event_id, claim, seconds=settings.WR_EXPIRY_SECONDS),
+            go_on=BulkTime(event_id, claim, seconds=settings.WR_EXPIRY_SECONDS),
         )
     index_heal_head(event_id=event_id)
     if state in (EventState.OPEN, EventState.PAUSED):

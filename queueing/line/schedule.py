@@ -142,11 +142,11 @@ def _index_move_to_tiers(event_id: int, moved: list[Moved], now: datetime) -> No
     )
 
 
-def always() -> bool:
+def _always() -> bool:
     return True
 
 
-def line_revoke_closed(*, event_id: int, now: datetime, go_on: Callable[[], bool] = always) -> int:
+def line_revoke_closed(*, event_id: int, now: datetime, go_on: Callable[[], bool] = _always) -> int:
     """After close or ``ends_at``, fans still in line end as revoked: in bulk, a chunk of
     ``WR_LINE_END_CHUNK`` a transaction (each with its records), ``WR_LINE_END_PARALLEL``
     chunks at a time, until nobody is left or ``go_on()`` says stop (the tick's time is up;

@@ -180,3 +180,22 @@ def test_a_closed_on_sale_is_broadcast_before_its_line_is_revoked(
     assert (told["state"], told["queue_length"]) == ("closed", 5)
     assert statuses(tickets).count("revoked") == 2
     assert tick_claims.ticks_claim([event.id], ttl_seconds=5) != {}  # released
+
+
+def test_a_closed_on_sale_s_tick_keeps_its_claim_before_its_first_chunk(
+    make_event, redis_client, monkeypatch
+) -> None:
+    event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    fans_join(event.slug, 2)
+    event_close(event=event, actor="staff:x", now=timezone.now())
+    claim = tick_claims.ticks_claim([event.id], ttl_seconds=1)[event.id]
+    left: list[int] = []
+
+    def revoking(**kwargs: Any) -> int:
+        # A first chunk of a long line takes longer than the claim's own second or two.
+        left.append(redis_client.pttl(keys.tick_claim(event.id)))
+        return 0
+
+    monkeypatch.setattr("queueing.beat.line_revoke_closed", revoking)
+    event_beat(event_id=event.id, now=timezone.now(), claim=claim)
+    assert left and left[0] > 5_000
