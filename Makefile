@@ -42,6 +42,7 @@ test: setup
 		-m "not processes" $(CLUSTER_SUITES)
 	$(CLUSTER_ENV) $(PY) scripts/redis_cluster.py run -- $(VENV)/bin/pytest -q \
 		tests/queueing/test_admission_processes.py tests/test_cluster_failover.py \
+		tests/test_cluster_lanes.py \
 		tests/test_run_on_cluster.py
 
 lint: $(STAMP)

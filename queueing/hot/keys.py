@@ -55,6 +55,12 @@ def holders(event_id: int, lane: int = 0) -> str:
     return f"{_event(event_id, lane)}:holders"
 
 
+def admitted_front(event_id: int, tier_id: int, lane: int = 0) -> str:
+    """The largest order key admitted from one tier, kept in each lane of a line of several
+    (queueing/hot/line_index.py ``front_raise``), read by a poll with the rest of its lane."""
+    return f"{_event(event_id, lane)}:front:{tier_id}"
+
+
 def lanes_summary(event_id: int) -> str:
     """The lanes' per-tier counts and checkpoints as the last tick read them (JSON), from
     which a fan is told how many wait ahead in the other lanes (queueing/line/lanes.py)."""

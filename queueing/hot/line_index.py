@@ -68,6 +68,9 @@ class Placement:
     # The rank and counts include other lanes' read between two checkpoints of their
     # summary (queueing/line/lanes.py): near, not exact.
     approximate: bool = False
+    # The largest order key admitted from the entry's tier, as admission last wrote it in the
+    # entry's lane (lines of several lanes: ``front_raise``); None before anyone was.
+    front_key: int | None = None
 
 
 def tier_keys(layout: EventLayout, lane: int = 0) -> list[str]:
@@ -105,6 +108,7 @@ def _locate_keys(layout: EventLayout, tier_id: int, lane: int) -> list[str]:
         keys.prequeue(event_id, lane),
         keys.tier_queue(event_id, tier_id, lane),
         keys.holders(event_id, lane),
+        keys.admitted_front(event_id, tier_id, lane),
         *tier_keys(layout, lane),
     ]
 
@@ -121,13 +125,15 @@ def _locate_args(request: LocateRequest) -> list[object]:
 
 
 def _placement(raw: Sequence[Any]) -> Placement:
-    state, where, rank, score, elsewhere, *raw_counts = raw
+    state, where, rank, score, elsewhere, *rest = raw
+    front = rest[0] if rest else ""  # a missing epoch answers before reading the front
     return Placement(
-        counts=_line_counts(state, raw_counts),
+        counts=_line_counts(state, rest[1:]),
         where=Where(where),
         rank=int(rank) if where == Where.TIER else None,
         order_key=int(float(score)) if score else None,
         held_elsewhere=bool(elsewhere),
+        front_key=int(front) if front else None,
     )
 
 
@@ -271,6 +277,21 @@ def remove_many(event_id: int, members: Mapping[tuple[int, int], Sequence[int]])
         run_script("remove", keys=calls[0][0], args=calls[0][1])
     elif calls:
         run_script_many("remove", calls)
+
+
+@unavailable_on_redis_error
+def front_raise(event_id: int, fronts: Mapping[int, int], *, lanes: int) -> None:
+    """After an admission in a line of several lanes: each tier's largest order key let in,
+    written in every lane (one script per lane and tier, one round trip), never lowered. A
+    poll reads its own lane's (locate.lua), so that the other lanes' fans ahead of it are
+    counted from a summary of up to a second ago without those let in since then."""
+    calls = [
+        ([keys.admitted_front(event_id, tier_id, lane)], [key])
+        for tier_id, key in fronts.items()
+        for lane in range(lanes)
+    ]
+    if calls:
+        run_script_many("front_raise", calls)
 
 
 @unavailable_on_redis_error

@@ -55,7 +55,7 @@ from queueing.hot.channels import notify_admitted
 from queueing.hot.line_index import IndexState, Placement
 from queueing.line.answers import TicketAnswer, answer_from_facts
 from queueing.line.away import passed_over
-from queueing.line.index_sync import index_forget, pace_record
+from queueing.line.index_sync import index_forget, index_front_raise, pace_record
 from queueing.line.reads import event_layout, line_reads
 from queueing.line.sessions import entry_pass
 from queueing.line.turn_mail import turn_mail_ask
@@ -513,6 +513,7 @@ def _after_admission(
     moved = [*admitted, *unseen]
     if not index_forget(event.pk, moved):
         return
+    index_front_raise(event.pk, admitted, lanes=event.lanes)
     if moved:
         # Only our own flag: a later run may have set it again meanwhile.
         AdmissionState.objects.filter(pk=event.pk, last_run_at=now).update(index_pending=False)

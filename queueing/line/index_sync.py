@@ -96,6 +96,19 @@ def index_line_drop(event_id: int) -> bool:
     return done
 
 
+def index_front_raise(event_id: int, admitted: Iterable[Moved], *, lanes: int) -> None:
+    """In a line of several lanes, every lane hears how far admission got in each tier
+    (``line_index.front_raise``). Nothing to do in a line of one lane: its poll counts the
+    whole line itself. A failed write costs only exactness until the next run's."""
+    if lanes <= 1:
+        return
+    fronts: dict[int, int] = {}
+    for entry in admitted:
+        fronts[entry.tier_id] = max(fronts.get(entry.tier_id, entry.order_key), entry.order_key)
+    if fronts:
+        answered(line_index.front_raise, event_id, fronts, lanes=lanes)
+
+
 class IndexedRow(Protocol):
     id: int
     tier_id: int

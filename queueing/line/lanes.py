@@ -187,6 +187,7 @@ def placement_in_line(
         own_prequeue=placement.counts.prequeue,
         own_counts=placement.counts.tiers,
         summaries=summaries,
+        front_key=placement.front_key,
     )
     return replace(
         placement,

@@ -102,9 +102,15 @@ def across_lanes(
     own_prequeue: int,
     own_counts: Sequence[int],
     summaries: Sequence[LaneSummary],
+    front_key: int | None = None,
 ) -> AcrossLanes:
     """A fan's figures for the whole line: their own lane's (exact) and, from the summaries,
-    every other lane's: its counts, and in the fan's tier those with a smaller order key."""
+    every other lane's: its counts, and in the fan's tier those with a smaller order key.
+
+    A summary is up to a second old, and admission may have let in hundreds since. It lets
+    them in in order-key order across the lanes, so everyone of the tier with a key up to
+    ``front_key`` (the largest let in, as the fan's own lane last heard it) has left: they
+    are not counted ahead, whatever the summary still holds."""
     counts = list(own_counts) + [0] * (len(tier_ids) - len(own_counts))
     prequeue = own_prequeue
     rank = rank_in_lane
@@ -120,6 +126,9 @@ def across_lanes(
             counts[index] += tier.count
             if tid == tier_id and rank is not None and order_key is not None:
                 below, counted = count_below(tier, order_key)
+                if front_key is not None and front_key < order_key:
+                    gone, gone_counted = count_below(tier, front_key + 1)
+                    below, counted = below - gone, counted and gone_counted
                 rank += below
                 exact = exact and counted
     return AcrossLanes(rank_in_tier=rank, tier_counts=tuple(counts), prequeue=prequeue, exact=exact)

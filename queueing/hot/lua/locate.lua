@@ -5,20 +5,23 @@
 -- KEYS[3]  prequeue     zset    pre-queue entry ids by order key (counted)
 -- KEYS[4]  own tier     zset    the entry's tier queue, entry ids by order key
 -- KEYS[5]  holders      hash    entry id -> holder key, of places moved to another browser
--- KEYS[6..] tiers       zset    every tier queue of the event, in layout order (counted)
+-- KEYS[6]  own front    string  the largest order key admitted from the entry's tier, as
+--                               admission last wrote it in this lane (lines of several lanes)
+-- KEYS[7..] tiers       zset    every tier queue of the event, in layout order (counted)
 -- ARGV[1]  entry id
 -- ARGV[2]  new heartbeat deadline (unix seconds), or "" to leave it alone
 -- ARGV[3]  "" to only look, "tier" or "pre" to add the entry there first (NX)
 -- ARGV[4]  order key (score) when adding
 -- ARGV[5]  the holder key the caller's ticket names ("" for none)
 --
--- Returns {epoch_state, where, rank, order_key, elsewhere, prequeue_count, tier_count_1, ...}
+-- Returns {epoch_state, where, rank, order_key, elsewhere, front, prequeue_count, tier_count_1, ...}
 --   epoch_state: 0 missing (then nothing is read or written), 1 building, 2 ready
 --   where: 0 not found, 1 in its tier queue, 2 in the pre-queue
 --   rank: 0-based rank in its tier queue, -1 unless where == 1
 --   order_key: the entry's score (as a string) where found, "" otherwise
 --   elsewhere: 1 when the place was moved to a holder other than ARGV[5] (the caller must
 --     not answer from here: the entry's row decides), else 0
+--   front: KEYS[6]'s value, "" when there is none
 -- No key gets a TTL: the index lives as long as the event has fans in line.
 local epoch = redis.call('GET', KEYS[1])
 if not epoch then
@@ -56,8 +59,9 @@ local holder = redis.call('HGET', KEYS[5], member)
 if holder and holder ~= ARGV[5] then
   elsewhere = 1
 end
-local out = {state, where, rank, score, elsewhere, redis.call('ZCARD', KEYS[3])}
-for i = 6, #KEYS do
+local front = redis.call('GET', KEYS[6]) or ''
+local out = {state, where, rank, score, elsewhere, front, redis.call('ZCARD', KEYS[3])}
+for i = 7, #KEYS do
   out[#out + 1] = redis.call('ZCARD', KEYS[i])
 end
 return out

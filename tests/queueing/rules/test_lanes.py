@@ -80,3 +80,28 @@ def test_the_whole_line_is_the_own_lane_plus_the_others_ahead() -> None:
     count, points = merged_checkpoints(5, [a, b], ranks=range(10))
     assert count == 6
     assert points == ((0, 1), (1, 2), (2, 3), (3, 4), (4, 9), (5, 10))
+
+
+def test_fans_let_in_since_the_summary_are_not_counted_ahead() -> None:
+    # Lane 1's summary is a second old: it still holds 1,000 fans that admission has let in
+    # since (every key up to the front, across the lanes, in order-key order).
+    rng = random.Random(11)
+    keys = sorted(rng.sample(range(10**6), 20_000))
+    own = sorted(rng.sample(range(10**6, 2 * 10**6), 10))
+    stale = LaneSummary(lane=1, prequeue=0, tiers={5: _tier(keys, summary_ranks())})
+    front = keys[999]
+    for probe in rng.sample(keys[1000:], 200):
+        whole = across_lanes(
+            [5],
+            lane=0,
+            tier_id=5,
+            rank_in_lane=0,
+            order_key=probe,
+            own_prequeue=0,
+            own_counts=[len(own)],
+            summaries=[stale],
+            front_key=front,
+        )
+        exact = sum(1 for k in keys if front < k < probe)
+        assert whole.rank_in_tier is not None
+        assert abs(whole.rank_in_tier - exact) <= max(10, exact // 100), (probe, exact)
