@@ -126,7 +126,8 @@ class Scenario:
     heartbeat_seconds: int
     join_batch: int  # WR_JOIN_BATCH_MAX
     admission_batch: int  # WR_ADMISSION_BATCH
-    revoke_batch: int  # fans revoked per tick after the close (line/schedule.py)
+    # Fans revoked a second after the close (line/schedule.py): `make bench`'s line-end row.
+    revoke_per_second: int
     audit_records_per_fan: float  # joined, and how the wait ended
     audit_records_per_admitted: float  # more for those admitted: the session's end
     web: Box

@@ -175,7 +175,7 @@ def plan(costs: UnitCosts, scenario: Scenario) -> Plan:
         "audit_records": records,
         "postgresql_gb": (entries * costs.entry_bytes + records * costs.audit_bytes) / 1e9,
         "redis_gb_one_slot": slot_gb,
-        "revoke_hours_after_sell_out": left_waiting / scenario.revoke_batch / 3600,
+        "revoke_hours_after_sell_out": left_waiting / scenario.revoke_per_second / 3600,
     }
     use = {name: used / limit for name, (used, limit) in ceilings.items()}
     return Plan(
@@ -245,8 +245,8 @@ def render(p: Plan, costs: UnitCosts) -> str:
         f"Storage: {st['entries']:,.0f} queue entries and {st['audit_records']:,.0f} audit "
         f"records, {st['postgresql_gb']:,.1f} GB in PostgreSQL; each on-sale's hot index at its "
         f"peak {st['redis_gb_one_slot']:,.2f} GB on one Redis slot. Revoking the line left at "
-        f"the sell-out takes {st['revoke_hours_after_sell_out']:,.1f} h ({s.revoke_batch:,} a "
-        f"tick). Join ceiling at batches of {s.join_batch}: "
+        f"the sell-out takes {st['revoke_hours_after_sell_out']:,.1f} h ({s.revoke_per_second:,} a "
+        f"second). Join ceiling at batches of {s.join_batch}: "
         f"{lock_ceiling(costs, s.join_batch):,.0f}/s per on-sale. Celery opens "
         f"{n * costs.postgresql_connections_per_tick:,.0f} PostgreSQL connections a second "
         f"for the ticks.",

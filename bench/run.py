@@ -63,6 +63,11 @@ def parse_options() -> argparse.Namespace:
         action="store_true",
         help="only the Redis outage row (a line of a million, Redis up, stopped, back)",
     )
+    parser.add_argument(
+        "--line-end-only",
+        action="store_true",
+        help="only the line-end row (a line of a million closed and revoked)",
+    )
     parser.add_argument("--web-workers", type=int, default=2)
     # Offered a little above the target, by many paced clients (each sends every ~190 ms):
     # a hey worker whose answer is late skips a beat, so offering exactly 1,000/s from few
@@ -112,6 +117,8 @@ def one_row_alone(
 
     if options.box_office_only:
         print(json.dumps(rows.box_office_rows(logdir, sizes), indent=2))
+    elif options.line_end_only:
+        print(json.dumps(rows.line_end_row(logdir, sizes), indent=2))
     elif options.outage_only:
         print(json.dumps(rows.redis_outage(logdir, sizes, options.web_workers), indent=2))
     elif options.websockets_only or options.gate_only or options.status_only:
@@ -175,6 +182,8 @@ def main() -> None:
     # On databases of their own: the rows above leave big lines that would tick too.
     rows.database_emptied()
     results["outage"] = rows.redis_outage(logdir, sizes, options.web_workers)
+    rows.database_emptied()
+    results["line_end"] = rows.line_end_row(logdir, sizes)
     rows.database_emptied()
     results["box_office"] = rows.box_office_rows(logdir, sizes)
     publish(results, quick=options.quick)
@@ -251,6 +260,8 @@ def render(r: dict[str, Any]) -> str:
     )
     if "outage" in r:
         outage_render(r["outage"], row)
+    if "line_end" in r:
+        line_end_render(r["line_end"], row)
     box_office_render(r["box_office"], row)
     out.write(
         "\n"
@@ -274,6 +285,20 @@ def outage_render(o: dict[str, Any], row: Any) -> None:
         "Redis returned",
         "≥ 0.5 × with Redis, p99 ≤ 200 ms, whole again ≤ 10 s",
         down["ratio_to_normal"] >= 0.5 and down["p99_ms"] <= 200 and o["whole_again_s"] <= 10,
+    )
+
+
+def line_end_render(e: dict[str, Any], row: Any) -> None:
+    row(
+        f"line end: {e['fans']:,} waiting, the on-sale closed, revoked by the worker and beat",
+        f"{e['revoke_s']} s from the close until nobody was left in line or in the hot index "
+        f"({e['fans_per_s']:,}/s); {e['revoked_records']:,} `revoked` records for "
+        f"{e['revoked_tickets']:,} fans; the trail of {e['trail_records']:,} records "
+        f"{'verifies' if e['trail_ok'] else 'DOES NOT verify'} ({e['verify_s']} s)",
+        "≤ 60 s at 1,000,000; one record per fan; the trail verifies",
+        e["revoke_s"] <= 60 * e["fans"] / 1_000_000
+        and e["revoked_records"] == e["revoked_tickets"] == e["fans"]
+        and e["trail_ok"],
     )
 
 

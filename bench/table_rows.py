@@ -19,7 +19,7 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from bench import box_office, outage
+from bench import box_office, line_end, outage
 from bench.environment import BIN, DB_NAME, REDIS_DB, ROOT, fresh_database, sh, stack_env
 from bench.lines import (
     bulk_line,
@@ -48,6 +48,7 @@ class Sizes:
     box_office_measure_seconds: int
     box_office_idle_seconds: int
     box_office_scaling_seconds: int
+    line_end_fans: int
 
     @classmethod
     def of(cls, *, quick: bool) -> Sizes:
@@ -62,6 +63,7 @@ class Sizes:
                 box_office_measure_seconds=15,
                 box_office_idle_seconds=10,
                 box_office_scaling_seconds=8,
+                line_end_fans=100_000,
             )
         return cls(
             join_seconds=60,
@@ -72,6 +74,7 @@ class Sizes:
             box_office_measure_seconds=60,
             box_office_idle_seconds=30,
             box_office_scaling_seconds=20,
+            line_end_fans=1_000_000,
         )
 
 
@@ -332,6 +335,13 @@ def redis_outage(logdir: Path, sizes: Sizes, web_workers: int) -> dict[str, Any]
         web_workers=web_workers,
         database=DB_NAME,
     )
+
+
+def line_end_row(logdir: Path, sizes: Sizes) -> dict[str, Any]:
+    """The line-end row (bench/line_end.py): a line closed and revoked by worker and beat."""
+    fans = sizes.line_end_fans
+    print(f"7. Line end: {fans:,} waiting, the on-sale closed, revoked by the worker", flush=True)
+    return line_end.run(fans=fans, logdir=logdir)
 
 
 def box_office_rows(logdir: Path, sizes: Sizes) -> dict[str, Any]:

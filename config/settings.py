@@ -96,6 +96,10 @@ DATABASES = {
 # connections would pile up: a bounded psycopg pool per process instead.
 _DB_POOL_MAX = env_int("DATABASE_POOL_MAX", 16, minimum=0)
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+# A connection is checked before it is handed out (with the pool: on every checkout, one empty
+# query), so that after PostgreSQL restarts a process opens a fresh one rather than failing
+# a request or a tick on each of the dead ones it kept.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("DATABASE_HEALTH_CHECKS", True)
 DATABASES["default"]["OPTIONS"] = {
     # Fail fast when PostgreSQL is unreachable instead of hanging a request.
     "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT", 3, minimum=1),
@@ -219,6 +223,13 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 # busy process took in advance.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
+# Celery's Django fix-up closes a worker's database connections before and after every task,
+# and with a pool it closes the pool itself: every tick then opened new connections (about
+# five for a busy on-sale's). It does so only every CELERY_DB_REUSE_MAX tasks instead (0: after
+# every task, the fix-up's default); between tasks config/celery.py hands the connection back
+# to the pool, which keeps it open, checks it before handing it out again, and renews it
+# within the hour (psycopg_pool's max_lifetime).
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1_000_000, minimum=0)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The room ticks once a second: the beat sends each on-sale with work its own tick
 # (queueing/beat.py). A tick not started within WR_TICK_STALE_SECONDS is dropped (a newer one
@@ -393,6 +404,19 @@ WR_QUEUE_FULL_RETRY_AFTER = env_int("WR_QUEUE_FULL_RETRY_AFTER", 30, minimum=1)
 WR_AUDIT_VERIFY_MAX = env_int("WR_AUDIT_VERIFY_MAX", 25_000, minimum=1)
 # Most fans admitted by one admission run of one event.
 WR_ADMISSION_BATCH = env_int("WR_ADMISSION_BATCH", 500, minimum=1)
+# A closed line revoked in bulk (queueing/records/bulk_ends.py): entries per transaction,
+# chunks at once (threads, each with its own connection; two were slower than one on this
+# 2-core machine, where PostgreSQL shares the cores: docs/benchmarks-notes.md), and how long
+# one tick goes on before it broadcasts and leaves the rest to the next.
+WR_LINE_END_CHUNK = env_int("WR_LINE_END_CHUNK", 50_000, minimum=1)
+WR_LINE_END_PARALLEL = env_int("WR_LINE_END_PARALLEL", 1, minimum=1)
+WR_LINE_END_SECONDS = env_float("WR_LINE_END_SECONDS", 10.0, minimum=0.0)
+# The unseen expired in bulk while the line is live: smaller chunks, since joins wait for the
+# chain head while a chunk's records are written (1,000 held it 27-56 ms, as an admission of 500
+# does; 2,000 held it 55-229 ms), several a tick for at most WR_EXPIRY_SECONDS, so that
+# admission is not held back (line/expiry.py).
+WR_EXPIRY_CHUNK = env_int("WR_EXPIRY_CHUNK", 1_000, minimum=1)
+WR_EXPIRY_SECONDS = env_float("WR_EXPIRY_SECONDS", 0.5, minimum=0.0)
 # Rate credit left unspent (a late tick, a full shop) builds up to this many seconds of the
 # pace and no further, so a late tick loses nothing and an idle spell floods nothing.
 WR_ADMISSION_BURST_SECONDS = env_float("WR_ADMISSION_BURST_SECONDS", 3.0, minimum=0.0)

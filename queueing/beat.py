@@ -14,8 +14,11 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime
+
+from django.conf import settings
 
 from events.models import Event, EventState
 from queueing.hot import tick_claims
@@ -36,12 +39,37 @@ def event_tick(*, event_id: int, now: datetime) -> AdmissionOutcome | None:
     return _event_tick(event, now=now) if event is not None else None
 
 
-def _event_tick(event: Event, *, now: datetime) -> AdmissionOutcome | None:
+class BulkTime:
+    """How long a tick goes on ending fans in bulk (a line revoked, the unseen expired), asked
+    between chunks: True while ``seconds`` have not passed, the tick's claim kept meanwhile
+    (``keep``) so that the beat sends no second tick; False once the time is up or the claim
+    was lost (another tick may be running: the rest is left to it)."""
+
+    def __init__(self, event_id: int, claim: str, *, seconds: float) -> None:
+        self.event_id, self.claim = event_id, claim
+        self.deadline = time.monotonic() + seconds
+        # A chunk under way when the time is up may take as long again on a busy machine.
+        self.keep_for = 2 * seconds + settings.WR_TICK_STALE_SECONDS
+
+    def keep(self) -> bool:
+        """The claim kept for ``keep_for`` more; False if it was lost."""
+        if not self.claim:
+            return True
+        return tick_claims.tick_extend(self.event_id, self.claim, ttl_seconds=self.keep_for)
+
+    def __call__(self) -> bool:
+        return time.monotonic() < self.deadline and self.keep()
+
+
+def _event_tick(event: Event, *, now: datetime, claim: str = "") -> AdmissionOutcome | None:
     event_id = event.pk
     state = event.state_at(now)
     sessions_expire(event_id=event_id, now=now)
     if state == EventState.CLOSED:
-        line_revoke_closed(event_id=event_id, now=now)
+        revoking = BulkTime(event_id, claim, seconds=settings.WR_LINE_END_SECONDS)
+        # Kept from the start: a first chunk of a long line outlasts the claim's own expiry.
+        revoking.keep()
+        line_revoke_closed(event_id=event_id, now=now, go_on=revoking)
         return None
     if state in (EventState.OPEN, EventState.PAUSED):
         if event.started_at is None:
@@ -51,7 +79,12 @@ def _event_tick(event: Event, *, now: datetime) -> AdmissionOutcome | None:
     if event.started_at is not None:
         # A pre-queue place is kept until the start whoever looks at it: the start reloads
         # the index, which gives everyone a fresh heartbeat window (and then the away hold).
-        queued_expire_unseen(event_id=event_id, now=now, away_seconds=event.away_seconds)
+        queued_expire_unseen(
+            event_id=event_id,
+            now=now,
+            away_seconds=event.away_seconds,
+            go_on=BulkTime(event_id, claim, seconds=settings.WR_EXPIRY_SECONDS),
+        )
     index_heal_head(event_id=event_id)
     if state in (EventState.OPEN, EventState.PAUSED):
         # Paused, the run lets nobody in but keeps counting who leaves the shop, which the
@@ -66,8 +99,15 @@ def event_beat(*, event_id: int, now: datetime, claim: str = "") -> None:
         # Read once for both halves: the tick changes nothing the broadcast reads of it
         # (its state comes from staff's control and the schedule).
         event = Event.objects.filter(pk=event_id).first()
-        if event is not None:
-            _event_tick(event, now=now)
+        if event is None:
+            return
+        if event.state_at(now) == EventState.CLOSED:
+            # Before the line's end, which may take the tick's whole WR_LINE_END_SECONDS:
+            # pages learn of the close at once, from this one message.
+            event_broadcast(event, now=now)
+            _event_tick(event, now=now, claim=claim)
+        else:
+            _event_tick(event, now=now, claim=claim)
             event_broadcast(event, now=now)
             # After the broadcast: the pages are told first, the proof follows.
             audit_root_write(event_id=event_id, now=now)

@@ -66,7 +66,7 @@ def scenario(**changes) -> Scenario:
         heartbeat_seconds=60,
         join_batch=200,
         admission_batch=500,
-        revoke_batch=1000,
+        revoke_per_second=20800,
         audit_records_per_fan=2,
         audit_records_per_admitted=1,
         web=Box(cores=10, memory_gib=100),

@@ -242,6 +242,31 @@ def remove(event_id: int, *, tier_id: int, members: Sequence[int], lane: int = 0
 
 
 @unavailable_on_redis_error
+def line_drop(event_id: int, *, tier_ids: Sequence[int], lanes: int) -> int:
+    """Drop the event's whole line (every lane's tiers, pre-queue, heartbeats and moved places'
+    holders) at once: everyone in it has left the line. One script per lane (each lane's keys
+    share its hash tag), all in one round trip. The keys deleted."""
+    calls: list[tuple[list[str], list[object]]] = [
+        (
+            [
+                keys.epoch(event_id, lane),
+                keys.heartbeats(event_id, lane),
+                keys.prequeue(event_id, lane),
+                keys.holders(event_id, lane),
+                *(keys.tier_queue(event_id, tier_id, lane) for tier_id in tier_ids),
+                # The lanes' summary the ticks keep (lane 0's tag): nobody is left to place.
+                *([keys.lanes_summary(event_id)] if lane == 0 else []),
+            ],
+            [],
+        )
+        for lane in range(lanes)
+    ]
+    if len(calls) == 1:
+        return int(run_script("line_drop", keys=calls[0][0], args=calls[0][1]))
+    return sum(int(dropped) for dropped in run_script_many("line_drop", calls))
+
+
+@unavailable_on_redis_error
 def remove_many(event_id: int, members: Mapping[tuple[int, int], Sequence[int]]) -> None:
     """``remove`` for the entries of several (lane, tier) at once: one script per lane and
     tier, all in one round trip (on a cluster, one per node)."""

@@ -39,3 +39,13 @@ def tick_release(event_id: int, token: str) -> None:
     """Let the next tick be sent; a claim that expired meanwhile and was taken again by a newer
     tick is left to that tick."""
     run_script("release_lock", keys=[keys.tick_claim(event_id)], args=[token])
+
+
+@fails_open(True)  # Redis away: there are no claims to keep
+@unavailable_on_redis_error
+def tick_extend(event_id: int, token: str, *, ttl_seconds: float) -> bool:
+    """Keep a long tick's claim (a line ending in bulk) for ``ttl_seconds`` more, so that the
+    beat sends no second tick meanwhile; False when it had expired and another tick may be
+    running (the long one should then stop and leave the rest to it)."""
+    ttl_ms = max(1, int(ttl_seconds * 1000))
+    return bool(run_script("extend_lock", keys=[keys.tick_claim(event_id)], args=[token, ttl_ms]))

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import ParamSpec, TypeVar
 
+from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import Q
 
@@ -48,6 +49,7 @@ from queueing.line.index_sync import index_forget, index_forget_heartbeats
 from queueing.line.lanes import placement_in_line, placement_in_line_async
 from queueing.line.reads import line_reads
 from queueing.models import AuditAction, QueueEntry
+from queueing.records.bulk_ends import entries_end_chunk
 from queueing.records.transitions import Moved, transition_audited
 from queueing.rules.layout import EventLayout
 from queueing.rules.states import QUEUED, EntryStatus
@@ -250,21 +252,52 @@ def _expire(
     )
 
 
-def queued_expire_unseen(*, event_id: int, now: datetime, away_seconds: int | None = None) -> int:
+def queued_expire_unseen(
+    *,
+    event_id: int,
+    now: datetime,
+    away_seconds: int | None = None,
+    go_on: Callable[[], bool] = lambda: True,
+) -> int:
     """Tickets in line whose page was not seen for the heartbeat window and ``away_seconds``
     (the on-sale's, read if not given) more end as ``expired``; so do those passed over at
-    their turn while away ``away_seconds`` ago (line/away.py). Both in bounded batches."""
+    their turn while away ``away_seconds`` ago (line/away.py). The unseen in bulk: a chunk of
+    ``WR_EXPIRY_CHUNK`` a transaction, with their records, and out of the hot index with
+    one call per chunk, until none are due or ``go_on()`` says stop (the tick's time)."""
     if away_seconds is None:
         away_seconds = (
             Event.objects.filter(pk=event_id).values_list("away_seconds", flat=True).first() or 0
         )
     held_since = now - timedelta(seconds=away_seconds)
     expired = _expire_passed_over(event_id, held_since=held_since, now=now)
-    by_lane = line_reads.unseen(event_id, held_since, limit=BATCH)
-    overdue = [member for members in by_lane.values() for member in members]
-    if not overdue:
-        return expired
-    moved = _expire(event_id, overdue, QUEUED, "no_heartbeat", now)
+    chunk = settings.WR_EXPIRY_CHUNK
+    while True:
+        by_lane = line_reads.unseen(event_id, held_since, limit=chunk)
+        overdue = [member for members in by_lane.values() for member in members]
+        for start in range(0, len(overdue), chunk):
+            expired += _expire_unseen(event_id, by_lane, overdue[start : start + chunk], now)
+            if not go_on():
+                return expired
+        if all(len(members) < chunk for members in by_lane.values()):
+            return expired
+
+
+def _expire_unseen(
+    event_id: int, by_lane: dict[int, list[int]], overdue: list[int], now: datetime
+) -> int:
+    """One chunk of the unseen (``by_lane``: where each was found) ended, with their records,
+    and out of the hot index."""
+    moved = entries_end_chunk(
+        event_id=event_id,
+        to=EntryStatus.EXPIRED,
+        expected=QUEUED,
+        now=now,
+        action=AuditAction.EXPIRED,
+        actor="system:expiry",
+        data=lambda previous: {"reason": "no_heartbeat", "from": previous},
+        limit=len(overdue),
+        ids=overdue,
+    )
     index_forget(event_id, moved)
     # Entries that had already left the line by other means: take them out of every list.
     gone = set(overdue) - {m.id for m in moved}
@@ -275,7 +308,7 @@ def queued_expire_unseen(*, event_id: int, now: datetime, away_seconds: int | No
             missing = [member for member in members if member in gone and member not in known]
             if missing:
                 index_forget_heartbeats(event_id, missing, lane=lane)
-    return expired + len(moved)
+    return len(moved)
 
 
 def _expire_passed_over(event_id: int, *, held_since: datetime, now: datetime) -> int:

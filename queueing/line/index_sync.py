@@ -2,7 +2,8 @@
 is lost. The one place where a write to the hot index that fails is answered for.
 
 - **After each commit.** Each change is committed to PostgreSQL with its audit record first;
-  the hot index is updated after the commit (``index_add``, ``index_forget``). When that
+  the hot index is updated after the commit (``index_add``, ``index_forget``; a line
+  revoked after a close leaves it whole, ``index_line_drop``). When that
   Redis write fails, the event is flagged (``mark_index_dirty``) so that the maintenance task
   rebuilds its index from PostgreSQL. Each tick heals the front of every tier
   (``index_heal_head``). Writes whose loss costs nothing (a heartbeat of an entry already
@@ -12,6 +13,9 @@ is lost. The one place where a write to the hot index that fails is answered for
   only if the epoch is still its own. ``hot_index_maintain`` finds the on-sales that need it
   (lost by Redis, flagged, or an orphaned build); a fan's poll asks for one at once
   (``request_rebuild``).
+
+Over 350 lines on purpose: the one seam of every write to the hot index after a commit and of
+the rebuild; split in two, a failed write would be answered for in two places.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from queueing.line.followups import rebuild_soon
 from queueing.line.lanes import placement_in_line
 from queueing.line.reads import event_layout
 from queueing.models import QueueEntry
+from queueing.records.bulk_ends import Ended
 from queueing.records.entry_reads import IN_ORDER
 from queueing.records.transitions import Moved
 from queueing.rules.eta import Throughput
@@ -56,7 +61,7 @@ def mark_index_dirty(event_id: int) -> None:
     Event.objects.filter(pk=event_id).update(hot_index_dirty=True)
 
 
-def index_forget(event_id: int, moved: Iterable[Moved | QueueEntry]) -> bool:
+def index_forget(event_id: int, moved: Iterable[Moved | Ended | QueueEntry]) -> bool:
     """Take entries that left the line (admitted, expired, revoked...) out of the hot index:
     one script per lane and tier, all in one round trip. False, with the event flagged for
     a rebuild, when Redis could not be written."""
@@ -70,6 +75,25 @@ def index_forget(event_id: int, moved: Iterable[Moved | QueueEntry]) -> bool:
         mark_index_dirty(event_id)
         return False
     return True
+
+
+def index_line_drop(event_id: int) -> bool:
+    """The whole line left it (revoked after a close): the hot index drops every lane's
+    sorted sets whole, in one round trip, however long the line was. False, with the event
+    flagged for a rebuild, when Redis could not be written. The one place a line leaves the
+    index at once."""
+    layout = event_layout(event_id)
+    if layout is None:
+        return True
+    done, _ = answered(
+        line_index.line_drop,
+        event_id,
+        tier_ids=[tier.id for tier in layout.tiers],
+        lanes=layout.lanes,
+    )
+    if not done:
+        _flag_stale(event_id)
+    return done
 
 
 def index_admitted_count(event_id: int, admitted: Iterable[Moved], *, lanes: int) -> None:

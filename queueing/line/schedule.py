@@ -5,15 +5,23 @@ closes."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from events.models import Event, EventState
-from queueing.line.index_sync import hot_index_rebuild, index_add, index_forget
+from queueing.line.index_sync import (
+    hot_index_rebuild,
+    index_add,
+    index_forget,
+    index_line_drop,
+)
 from queueing.line.reads import event_layout
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.audit import audit_append, audit_chains_lock
+from queueing.records.bulk_ends import entries_end_all
 from queueing.records.transitions import Moved, transition_audited
 from queueing.rules.shuffle import shuffled_order
 from queueing.rules.states import QUEUED, EntryStatus
@@ -135,24 +143,34 @@ def _index_move_to_tiers(event_id: int, moved: list[Moved], now: datetime) -> No
     )
 
 
-def line_revoke_closed(*, event_id: int, now: datetime, batch: int = 1000) -> int:
-    """After close or ``ends_at``, fans still in line end as revoked, in batches."""
-    ids = list(
-        QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED).values_list(
-            "id", flat=True
-        )[:batch]
-    )
-    if not ids:
-        return 0
-    moved = transition_audited(
+def _always() -> bool:
+    return True
+
+
+def line_revoke_closed(*, event_id: int, now: datetime, go_on: Callable[[], bool] = _always) -> int:
+    """After close or ``ends_at``, fans still in line end as revoked: in bulk, a chunk of
+    ``WR_LINE_END_CHUNK`` a transaction (each with its records), ``WR_LINE_END_PARALLEL``
+    chunks at a time, until nobody is left or ``go_on()`` says stop (the tick's time is up;
+    the next tick goes on). Once nobody is left the hot index drops the whole line. Pages
+    learn of the close from the tick (its ``state``), not one message per fan."""
+    ended, none_left = entries_end_all(
         event_id=event_id,
-        ids=ids,
         to=EntryStatus.REVOKED,
         expected=QUEUED,
         now=now,
         action=AuditAction.REVOKED,
         actor="system:schedule",
-        data=lambda m: {"reason": "closed", "from": m.previous},
+        data=lambda previous: {"reason": "closed", "from": previous},
+        limit=settings.WR_LINE_END_CHUNK,
+        parallel=settings.WR_LINE_END_PARALLEL,
+        go_on=go_on,
     )
-    index_forget(event_id, moved)
-    return len(moved)
+    if not none_left:
+        # Stopped after a full chunk: it may have been the last one, and an on-sale with
+        # nobody left in the room gets no further tick to find out.
+        none_left = not QueueEntry.objects.filter(event_id=event_id, status__in=QUEUED).exists()
+    if none_left:
+        # Also when this tick revoked nobody: a run killed after its last chunk committed
+        # left the index to drop. One call for an empty line.
+        index_line_drop(event_id)
+    return len(ended)

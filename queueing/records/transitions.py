@@ -34,6 +34,19 @@ class Moved:
 _EXTRA_COLUMNS = frozenset({"admitted_at", "pass_expires_at", "order_key"})
 
 
+def ending_assignments(to: EntryStatus, now: datetime) -> tuple[list[str], list[object]]:
+    """The ``SET`` clauses (and their parameters) of a move to ``to``: shared with the bulk
+    ends (records/bulk_ends.py), so that both clear what an ended ticket must not keep."""
+    assignments = ["status = %s", "status_changed_at = %s"]
+    params: list[object] = [to.value, now]
+    if to not in LIVE:
+        assignments.append("ended_at = %s")
+        params.append(now)
+        # The fan's e-mail address was left for this ticket only: it goes with it.
+        assignments.append("notify_email = ''")
+    return assignments, params
+
+
 def transition_many(
     *,
     ids: Sequence[int],
@@ -54,13 +67,7 @@ def transition_many(
     unknown = set(extra) - _EXTRA_COLUMNS
     if unknown:
         raise ValueError(f"cannot set {sorted(unknown)} in a transition")
-    assignments = ["status = %s", "status_changed_at = %s"]
-    params: list[object] = [to.value, now]
-    if to not in LIVE:
-        assignments.append("ended_at = %s")
-        params.append(now)
-        # The fan's e-mail address was left for this ticket only: it goes with it.
-        assignments.append("notify_email = ''")
+    assignments, params = ending_assignments(to, now)
     for column, value in extra.items():
         assignments.append(f"{column} = %s")
         params.append(value)

@@ -3,6 +3,7 @@ pace kept whatever the timing of the ticks."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -152,3 +153,49 @@ def test_a_late_tick_admits_what_the_time_it_missed_earned(make_event) -> None:
     # ...but a long silence earns only the burst cap (3 s of pace), never a flood.
     outcome = admission_run(event_id=event.id, now=start + timedelta(seconds=20))
     assert len(outcome.admitted) == 30
+
+
+def test_a_long_tick_keeps_its_own_claim_and_no_other(make_event, redis_client) -> None:
+    event = make_event()
+    claim = tick_claims.ticks_claim([event.id], ttl_seconds=1)[event.id]
+    assert tick_claims.tick_extend(event.id, claim, ttl_seconds=30)
+    assert redis_client.pttl(keys.tick_claim(event.id)) > 20_000
+    assert not tick_claims.tick_extend(event.id, "another", ttl_seconds=30)
+    redis_client.delete(keys.tick_claim(event.id))  # expired: a newer tick may be running
+    assert not tick_claims.tick_extend(event.id, claim, ttl_seconds=30)
+
+
+def test_a_closed_on_sale_is_broadcast_before_its_line_is_revoked(
+    make_event, redis_client, settings
+) -> None:
+    settings.WR_LINE_END_CHUNK = 2
+    settings.WR_LINE_END_SECONDS = 0
+    event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    tickets = fans_join(event.slug, 5)
+    event_close(event=event, actor="staff:x", now=timezone.now())
+    claim = tick_claims.ticks_claim([event.id], ttl_seconds=5)[event.id]
+    event_beat(event_id=event.id, now=timezone.now(), claim=claim)
+    told = json.loads(redis_client.get(keys.last_tick(event.id)))
+    # The pages were told of the close with the line as it stood, before this tick's chunk.
+    assert (told["state"], told["queue_length"]) == ("closed", 5)
+    assert statuses(tickets).count("revoked") == 2
+    assert tick_claims.ticks_claim([event.id], ttl_seconds=5) != {}  # released
+
+
+def test_a_closed_on_sale_s_tick_keeps_its_claim_before_its_first_chunk(
+    make_event, redis_client, monkeypatch
+) -> None:
+    event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    fans_join(event.slug, 2)
+    event_close(event=event, actor="staff:x", now=timezone.now())
+    claim = tick_claims.ticks_claim([event.id], ttl_seconds=1)[event.id]
+    left: list[int] = []
+
+    def revoking(**kwargs: Any) -> int:
+        # A first chunk of a long line takes longer than the claim's own second or two.
+        left.append(redis_client.pttl(keys.tick_claim(event.id)))
+        return 0
+
+    monkeypatch.setattr("queueing.beat.line_revoke_closed", revoking)
+    event_beat(event_id=event.id, now=timezone.now(), claim=claim)
+    assert left and left[0] > 5_000

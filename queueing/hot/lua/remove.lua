@@ -10,18 +10,22 @@
 -- Returns the number of entry ids given. While the epoch is "building:", the ids are also
 -- added to the tombstones so that the rebuild, which may have read them from PostgreSQL before
 -- they changed, does not load them again. Tombstones live until the rebuild finishes.
+-- One command per key for a slice of ids (a bulk expiry hands tens of thousands), not one
+-- per id; slices stay under Lua's limit on the arguments of one call.
 local building = false
 local epoch = redis.call('GET', KEYS[1])
 if epoch and string.sub(epoch, 1, 9) == 'building:' then
   building = true
 end
-for i = 1, #ARGV do
+local slice = 4000
+for first = 1, #ARGV, slice do
+  local last = math.min(first + slice - 1, #ARGV)
   if building then
-    redis.call('SADD', KEYS[2], ARGV[i])
+    redis.call('SADD', KEYS[2], unpack(ARGV, first, last))
   end
-  redis.call('ZREM', KEYS[3], ARGV[i])
-  redis.call('ZREM', KEYS[4], ARGV[i])
-  redis.call('ZREM', KEYS[5], ARGV[i])
-  redis.call('HDEL', KEYS[6], ARGV[i])
+  redis.call('ZREM', KEYS[3], unpack(ARGV, first, last))
+  redis.call('ZREM', KEYS[4], unpack(ARGV, first, last))
+  redis.call('ZREM', KEYS[5], unpack(ARGV, first, last))
+  redis.call('HDEL', KEYS[6], unpack(ARGV, first, last))
 end
 return #ARGV

@@ -1,4 +1,5 @@
 import hashlib
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -6,7 +7,14 @@ from django.test import Client
 from django.utils import timezone
 
 from queueing.beat import event_tick
+from queueing.hot import epoch, keys, line_index
+from queueing.hot.line_index import IndexState
+from queueing.line.expiry import queued_expire_unseen
+from queueing.line.index_sync import hot_index_rebuild
+from queueing.line.reads import event_layout
+from queueing.line.sessions import pass_verify
 from queueing.models import AuditRecord, QueueEntry
+from queueing.records.audit_verify import audit_chain_verify
 from queueing.rules.shuffle import shuffled_order
 from staff.services import event_close, event_pause, event_update
 from tests.helpers import entry_of, fans_join, poll, statuses
@@ -117,8 +125,6 @@ def test_after_ends_at_the_line_is_revoked(make_event) -> None:
 def test_a_pre_queue_join_committed_after_the_start_queues_behind_the_cohort(
     make_event, redis_client
 ) -> None:
-    from queueing.hot import keys, line_index
-    from queueing.line.reads import event_layout
     from queueing.line.schedule import line_admit_stragglers
 
     starts = timezone.now() + timedelta(minutes=5)
@@ -153,3 +159,163 @@ def test_a_pre_queue_join_committed_after_the_start_queues_behind_the_cohort(
     assert line_index.line_counts(layout).prequeue == 0
     assert line_index.line_counts(layout).waiting == 5  # indexed in their tier
     assert [poll(t)["position"] for t in cohort + late] == [1, 2, 3, 4, 5]
+
+
+def _one_record_each(event, action: str) -> int:
+    tickets = Counter(
+        AuditRecord.objects.filter(event=event, action=action).values_list("ticket_id", flat=True)
+    )
+    assert set(tickets.values()) <= {1}, "a fan with two records"
+    return len(tickets)
+
+
+def test_a_line_longer_than_a_chunk_is_revoked_whole_and_the_shop_keeps_its_fans(
+    make_event, redis_client, settings
+) -> None:
+    settings.WR_LINE_END_CHUNK = 4
+    event = make_event(capacity=2, rate_per_minute=0, heartbeat_seconds=3600)
+    tickets = fans_join(event.slug, 13)
+    event_tick(event_id=event.id, now=timezone.now())
+    inside = [t for t in tickets if poll(t)["status"] == "admitted"]
+    assert len(inside) == 2
+    passes = [poll(t)["pass"] for t in inside]
+    tier_id = entry_of(tickets[0]).tier_id
+    assert redis_client.zcard(keys.tier_queue(event.id, tier_id)) == 11
+
+    event_close(event=event, actor="staff:x", now=timezone.now())
+    event_tick(event_id=event.id, now=timezone.now())
+
+    assert Counter(statuses(tickets)) == {"admitted": 2, "revoked": 11}
+    assert _one_record_each(event, "revoked") == 11
+    revoked = set(
+        AuditRecord.objects.filter(event=event, action="revoked").values_list(
+            "ticket_id", flat=True
+        )
+    )
+    assert not revoked & {entry_of(t).public_id for t in inside}
+    assert audit_chain_verify(event_id=event.id).ok
+    # The shop keeps the fans it holds: their passes still let them in.
+    for token in passes:
+        assert pass_verify(token=token, now=timezone.now(), event_slug=event.slug).valid
+    # The line left the hot index whole; the index itself is still whole (an empty line).
+    for key in (keys.tier_queue(event.id, tier_id), keys.heartbeats(event.id)):
+        assert not redis_client.exists(key)
+    assert epoch.epoch_states([event.id]) == {event.id: IndexState.READY}
+    assert {poll(t)["status"] for t in tickets if t not in inside} == {"revoked"}
+
+
+def test_a_tick_whose_time_is_up_leaves_the_rest_to_the_next(
+    make_event, redis_client, settings
+) -> None:
+    settings.WR_LINE_END_CHUNK = 3
+    settings.WR_LINE_END_SECONDS = 0
+    event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    tickets = fans_join(event.slug, 8)
+    event_close(event=event, actor="staff:x", now=timezone.now())
+    queue = keys.tier_queue(event.id, entry_of(tickets[0]).tier_id)
+    left = []
+    for _ in range(3):
+        event_tick(event_id=event.id, now=timezone.now())
+        left.append(QueueEntry.objects.filter(event=event, status="waiting").count())
+        if left[-1]:
+            # Not dropped while anyone is left: the index still answers those in line.
+            assert redis_client.zcard(queue) == 8
+    assert left == [5, 2, 0]
+    assert not redis_client.exists(queue)
+    assert _one_record_each(event, "revoked") == 8
+    assert audit_chain_verify(event_id=event.id).ok
+
+
+def test_a_tick_that_revokes_the_last_full_chunk_drops_the_line(
+    make_event, redis_client, settings
+) -> None:
+    # Nobody is left in the room after it, so no tick would come to drop the line later.
+    settings.WR_LINE_END_CHUNK = 4
+    settings.WR_LINE_END_SECONDS = 0
+    event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    tickets = fans_join(event.slug, 8)
+    event_close(event=event, actor="staff:x", now=timezone.now())
+    queue = keys.tier_queue(event.id, entry_of(tickets[0]).tier_id)
+    event_tick(event_id=event.id, now=timezone.now())
+    assert redis_client.zcard(queue) == 8
+    event_tick(event_id=event.id, now=timezone.now())
+    assert set(statuses(tickets)) == {"revoked"}
+    assert not redis_client.exists(queue)
+
+
+def test_a_rebuild_under_way_when_the_line_is_dropped_is_not_promoted(make_event) -> None:
+    event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    fans_join(event.slug, 3)
+    layout = event_layout(event.id)
+    handle = epoch.rebuild_begin(event.id, tier_ids=[t.id for t in layout.tiers], lock_seconds=30)
+    assert handle is not None
+    event_close(event=event, actor="staff:x", now=timezone.now())
+    event_tick(event_id=event.id, now=timezone.now())
+    # It read the line before it ended: its load and promotion must fail.
+    assert not epoch.rebuild_finish(handle)
+    assert epoch.epoch_states([event.id]) == {event.id: IndexState.MISSING}
+    assert hot_index_rebuild(event_id=event.id)  # from PostgreSQL: an empty line
+    assert line_index.line_counts(event_layout(event.id)).queue_length == 0
+
+
+def test_the_unseen_expire_in_chunks_each_with_one_record(
+    make_event, redis_client, settings
+) -> None:
+    settings.WR_EXPIRY_CHUNK = 4
+    event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=30, away_seconds=0)
+    tickets = fans_join(event.slug, 10)
+    later = timezone.now() + timedelta(seconds=31)
+    assert queued_expire_unseen(event_id=event.id, now=later) == 10
+    assert set(statuses(tickets)) == {"expired"}
+    assert _one_record_each(event, "expired") == 10
+    assert redis_client.zcard(keys.heartbeats(event.id)) == 0
+    assert redis_client.zcard(keys.tier_queue(event.id, entry_of(tickets[0]).tier_id)) == 0
+    assert audit_chain_verify(event_id=event.id).ok
+
+
+def test_a_tick_expires_the_unseen_for_its_expiry_time_and_then_admits(
+    make_event, settings
+) -> None:
+    settings.WR_EXPIRY_CHUNK = 4
+    settings.WR_EXPIRY_SECONDS = 0
+    event = make_event(capacity=0, rate_per_minute=0, heartbeat_seconds=30, away_seconds=0)
+    tickets = fans_join(event.slug, 10)
+    event_pause(event=event, actor="staff:x", now=timezone.now())
+    later = timezone.now() + timedelta(seconds=31)
+    expired = []
+    for _ in range(3):
+        event_tick(event_id=event.id, now=later)
+        expired.append(statuses(tickets).count("expired"))
+    assert expired == [4, 8, 10]
+    assert _one_record_each(event, "expired") == 10
+
+
+def test_a_line_of_several_lanes_is_revoked_and_every_lane_dropped(
+    make_event, redis_client, settings
+) -> None:
+    settings.WR_LINE_END_CHUNK = 5
+    event = make_event(lanes=4, capacity=0, rate_per_minute=0, heartbeat_seconds=3600)
+    tickets = fans_join(event.slug, 24)
+    lanes = {entry_of(t).lane for t in tickets}
+    assert len(lanes) > 1
+    tier_id = entry_of(tickets[0]).tier_id
+    event_close(event=event, actor="staff:x", now=timezone.now())
+    event_tick(event_id=event.id, now=timezone.now())
+    assert set(statuses(tickets)) == {"revoked"}
+    assert _one_record_each(event, "revoked") == 24
+    assert audit_chain_verify(event_id=event.id).ok
+    for lane in range(4):
+        assert not redis_client.exists(keys.tier_queue(event.id, tier_id, lane))
+        assert not redis_client.exists(keys.heartbeats(event.id, lane))
+
+
+def test_the_unseen_of_several_lanes_expire_in_chunks(make_event, redis_client, settings) -> None:
+    settings.WR_EXPIRY_CHUNK = 3
+    event = make_event(lanes=4, capacity=0, rate_per_minute=0, heartbeat_seconds=30, away_seconds=0)
+    tickets = fans_join(event.slug, 16)
+    assert len({entry_of(t).lane for t in tickets}) > 1
+    later = timezone.now() + timedelta(seconds=31)
+    assert queued_expire_unseen(event_id=event.id, now=later) == 16
+    assert _one_record_each(event, "expired") == 16
+    for lane in range(4):
+        assert redis_client.zcard(keys.heartbeats(event.id, lane)) == 0
