@@ -24,6 +24,9 @@ times and kept as min / median / max, because the machine is shared:
 5. WebSockets: one web process's memory and CPU with N sockets (bench/ws_clients.py);
 6. the once-a-second dispatch over 300 on-sales with fans.
 
+Step 4 ends with joins of one on-sale with 1, 2, 4 and 8 lanes, a thread per lane
+(``--only lanes``: that alone, about a minute, written to ``--out``).
+
 Writes bench/unit_costs.json. ``--only in-process`` measures step 4 alone (about a minute),
 and ``--database NAME`` takes another database than `waitingroom_units` (dropped and made
 again), so two people on one machine do not measure in each other's.
@@ -98,6 +101,8 @@ def measure(
     on_sale, emptied = unit_stack.on_sale, unit_stack.line_emptied
     if only == "in-process":
         return in_process(hot, runs)
+    if only == "lanes":
+        return {"lane_joins": lane_joins()}
     out: dict[str, Any] = {}
     # First, on an empty database: its tables' bytes per row then count no deleted rows.
     joins = on_sale("joins")
@@ -146,7 +151,15 @@ def in_process(hot: PrivateRedis, runs: int) -> dict[str, Any]:
     out["admission"] = unit_inprocess.admissions(admit.pk, 500, runs)
     out["pass_handover"] = unit_inprocess.pass_handovers(admit.pk, 100)
     unit_stack.line_emptied(batches.pk, admit.pk)
+    out["lane_joins"] = lane_joins()
     return out
+
+
+def lane_joins() -> dict[str, Any]:
+    from bench import unit_inprocess, unit_stack
+
+    print("4b. joins of one on-sale with 1, 2, 4 and 8 lanes (in process)", flush=True)
+    return unit_inprocess.lane_joins(lambda slug, lanes: unit_stack.on_sale(slug, lanes=lanes))
 
 
 def _claims_cleared(hot: PrivateRedis) -> None:
@@ -160,7 +173,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "unit_costs.json")
-    parser.add_argument("--only", choices=["in-process"], default="")
+    parser.add_argument("--only", choices=["in-process", "lanes"], default="")
     parser.add_argument("--database", default=DB_NAME)
     options = parser.parse_args()
     ensure_tools()

@@ -27,7 +27,7 @@ from bench.meters import RedisReading, per, redis_spent, spread
 from events.models import Event
 from queueing.line.admission import ManualAdmission, admission_run
 from queueing.line.joining import JoinRequest, entry_join_many
-from queueing.models import AuditChainHead, QueueEntry
+from queueing.models import AuditChainHead, AuditLaneHead, QueueEntry
 from queueing.rules.ticket_codec import TicketRef, ticket_issue
 from queueing.tasks import room_tick
 
@@ -157,3 +157,100 @@ def dispatches(runs: int, clear_claims: Callable[[], None]) -> dict[str, Any]:
         sent.append(count)
         per_on_sale.append(seconds * 1000 / count)
     return {"on_sales": spread(sent, 0), "ms_per_on_sale": spread(per_on_sale)}
+
+
+class _LaneHeadHold:
+    """Like ``SqlCounter``'s hold, for whichever chain head a thread's join batch locks: its
+    lane's (``AuditLaneHead``) or, in a line of one lane, the on-sale's."""
+
+    def __init__(self) -> None:
+        self.held_s: list[float] = []
+        self._locked_at: float | None = None
+        self._tables = (AuditChainHead._meta.db_table, AuditLaneHead._meta.db_table)
+
+    def __call__(self, execute: Callable[..., Any], sql: str, *args: Any) -> Any:
+        if (
+            self._locked_at is None
+            and "FOR UPDATE" in sql
+            and any(table in sql for table in self._tables)
+        ):
+            self._locked_at = time.perf_counter()
+            transaction.on_commit(self._released)
+        return execute(sql, *args)
+
+    def _released(self) -> None:
+        assert self._locked_at is not None
+        self.held_s.append(time.perf_counter() - self._locked_at)
+        self._locked_at = None
+
+
+def lane_joins(
+    make_on_sale: Callable[[str, int], Event],
+    lane_counts: tuple[int, ...] = (1, 2, 4, 8),
+    *,
+    batch: int = 200,
+    seconds: float = 4.0,
+) -> dict[str, Any]:
+    """Joins of one on-sale with 1, 2, 4 and 8 lanes: one thread per lane (its own database
+    connection), each committing batches of ``batch`` fans of its own lane, as the web
+    processes' batches of that lane would, for ``seconds``. The measured joins/s is what
+    this machine's cores allow; the chain heads' holds give the ceiling the locks alone
+    allow, ``lanes x batch / hold``: what each lane adds once cores are not the bound."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connections
+
+    from queueing.rules.lanes import lane_of
+
+    out: dict[str, Any] = {}
+    for lanes in lane_counts:
+        event = make_on_sale(f"lanes-{lanes}", lanes)
+        # Identities sorted into lanes beforehand: drawing them is not the join's work.
+        pools: dict[int, list[str]] = {lane: [] for lane in range(lanes)}
+        wanted = batch * 400
+        while min(len(p) for p in pools.values()) < wanted // lanes:
+            identity = hashlib.sha256(uuid.uuid4().bytes).hexdigest()
+            pool = pools[lane_of(identity, lanes=lanes)]
+            if len(pool) < wanted // lanes:
+                pool.append(identity)
+        deadline = time.perf_counter() + seconds
+
+        def run(
+            lane: int,
+            event_id: int = event.pk,
+            pools: dict[int, list[str]] = pools,
+            deadline: float = deadline,
+        ) -> tuple[int, list[float]]:
+            hold, joined, identities = _LaneHeadHold(), 0, pools[lane]
+            try:
+                with connection.execute_wrapper(hold):
+                    while time.perf_counter() < deadline and identities:
+                        fresh = Event.objects.get(pk=event_id)
+                        now = timezone.now()
+                        chunk, identities[:batch] = identities[:batch], []
+                        outcomes = entry_join_many(
+                            [
+                                JoinRequest(event=fresh, identity=i, access_code=None, now=now)
+                                for i in chunk
+                            ]
+                        )
+                        assert all(not isinstance(o, Exception) for o in outcomes), outcomes[:3]
+                        joined += len(chunk)
+            finally:
+                connections.close_all()
+            return joined, hold.held_s
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=lanes) as pool:
+            results = list(pool.map(run, range(lanes)))
+        elapsed = time.perf_counter() - started
+        holds = [h * 1000 for _, held in results for h in held]
+        joined = sum(n for n, _ in results)
+        median_hold = spread(holds)["median"]
+        out[str(lanes)] = {
+            "joins_per_second": round(joined / elapsed),
+            "chain_head_held_ms": spread(holds),
+            "lock_ceiling_joins_per_second": round(lanes * batch * 1000 / median_hold),
+        }
+        print(f"   {lanes} lane(s): {out[str(lanes)]}", flush=True)
+    return out
