@@ -20,7 +20,8 @@ times and kept as min / median / max, because the machine is shared:
 3. ticks: one on-sale admitting 100 fans a second (beat + one worker process): Redis commands,
    PostgreSQL rows, worker CPU, per tick;
 4. in this process (bench/unit_inprocess.py): join batches by size (statements, the audit chain
-   head's hold), an admission of 500, pass hand-overs;
+   head's hold), join parts by size (PostgreSQL CPU per join), an admission of 500, pass
+   hand-overs;
 5. WebSockets: one web process's memory and CPU with N sockets (bench/ws_clients.py);
 6. the once-a-second dispatch over 300 on-sales with fans.
 
@@ -147,6 +148,7 @@ def in_process(hot: PrivateRedis, runs: int) -> dict[str, Any]:
     out["join_batches"] = unit_inprocess.join_batches(
         batches.pk, (1, 10, 50, 200, 500), runs, hot.reading
     )
+    out["join_parts"] = unit_inprocess.join_parts(batches.pk, (1, 5, 20, 200))
     admit = unit_stack.on_sale("admit", fans=500 * runs + 100)
     out["admission"] = unit_inprocess.admissions(admit.pk, 500, runs)
     out["pass_handover"] = unit_inprocess.pass_handovers(admit.pk, 100)
