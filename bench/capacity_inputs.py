@@ -20,7 +20,7 @@ class UnitCosts:
     web_us_per_poll: float
     slot_us_per_poll: float  # locate.lua: all on the on-sale's keys; on a line of `poll_line`
     poll_line: int
-    web_us_per_socket_second: float  # a waiting page's socket, one tick a second
+    web_us_per_socket_second: float  # a waiting page's socket (without `bands`)
     slot_us_per_socket_second: float  # its keep-alive (a ZADD per process); on `socket_line`
     socket_line: int
     keepalive_refresh_s: float
@@ -36,7 +36,6 @@ class UnitCosts:
     worker_ms_per_tick: float  # one on-sale's tick, at `tick_admitted` fans admitted
     tick_admitted: float
     slot_us_per_tick: float
-    postgresql_connections_per_tick: float  # Celery opens its pool anew for every task
     dispatch_ms_per_on_sale: float
     entry_bytes: float  # a queue entry row, indexes included
     audit_bytes: float  # an audit record row, indexes included
@@ -55,7 +54,12 @@ class UnitCosts:
         """``pick`` which run of each cost: "median", or "max" (the worst run) or "min". The
         chain head's holds are always the median: a run in which the shared machine stalled
         the lock's holder (one measured 272 ms for a batch of 200 against 33-37 ms) says what
-        a stall costs, not how many joins the lock lets through."""
+        a stall costs, not how many joins the lock lets through.
+
+        The holds, an admission's and the parts' costs come from ``in_process`` where the file
+        has one (measured after the chain heads' lock diet, when the rest was not run again);
+        the sockets from ``far_back`` where it has one (bench/far_back.py: pages spread over
+        a long line, ticks by distance, the keep-alive at the heartbeat's pace)."""
 
         def worse_setup(*spreads: dict[str, float]) -> float:
             # Measured with 1 and with 2 web processes: the costlier of the two.
@@ -125,7 +129,6 @@ class UnitCosts:
             worker_ms_per_tick=ticks["worker_cpu_ms_per_tick"],
             tick_admitted=ticks["rate_per_minute"] / 60,
             slot_us_per_tick=ticks["hot_redis_cpu_us_per_tick"],
-            postgresql_connections_per_tick=ticks["postgresql_connections_per_tick"],
             dispatch_ms_per_on_sale=data["dispatch"]["ms_per_on_sale"][pick],
             entry_bytes=data["storage"]["queue_entry_bytes"],
             audit_bytes=data["storage"]["audit_record_bytes"],

@@ -4,14 +4,16 @@ and the limit it meets first.
     python bench/capacity_plan.py bench/unit_costs.json bench/scenarios/*.json [--pick max]
 
 The measured costs (bench/unit_costs.py writes them) and a scenario (fans, their arrival curve,
-the admission pace, the share of pages on WebSockets, the machines' size: bench/scenarios/)
-go in. The line is simulated second by second: joins (never more per second than the
-on-sale's audit chain head lets through; the rest retry, as a refused join does), the
-pre-queue moving into the line at the start, admissions at the pace, and the polls and
-sockets of everyone in line. Each second's demand on each component follows from the unit
-costs; the peaks, divided by what one machine of each kind gives at the target utilisation,
-are the machines. Limits no number of machines lifts are checked apart: the chain head's
-lock, the on-sale's hot index on one Redis slot (one core), the batch per tick, the dispatch.
+the admission pace, the share of pages on WebSockets, the lanes, the web processes taking
+joins, the machines' size: bench/scenarios/) go in. The line is simulated second by second:
+joins (never more per second than the chain heads let through in full parts; the rest retry,
+as a refused join does), the pre-queue moving into the line at the start, admissions at the
+pace, and the polls and sockets of everyone in line, each lane with its share. Each second's
+demand on each component follows from the unit costs, a join's from the size of the parts its
+lane's head commits; the peaks, divided by what one machine of each kind gives at the target
+utilisation, are the machines. Limits no number of machines lifts are checked apart: each
+lane's chain head and the root's, each lane's hot index on one Redis slot (one core), a
+joining web process's core, the batch per tick, the dispatch, the one PostgreSQL primary.
 
 Pure: only ``main`` reads files and prints. The inputs are in bench/capacity_inputs.py, the
 line's second-by-second simulation in bench/capacity_line.py.

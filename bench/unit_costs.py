@@ -28,7 +28,8 @@ times and kept as min / median / max, because the machine is shared:
 Step 4 ends with joins of one on-sale with 1, 2, 4 and 8 lanes, a thread per lane
 (``--only lanes``: that alone, about a minute, written to ``--out``).
 
-Writes bench/unit_costs.json. ``--only in-process`` measures step 4 alone (about a minute),
+Writes bench/unit_costs.json, keeping its ``far_back`` (bench/far_back.py's figures, copied
+there for the capacity plan). ``--only in-process`` measures step 4 alone (about a minute),
 and ``--database NAME`` takes another database than `waitingroom_units` (dropped and made
 again), so two people on one machine do not measure in each other's.
 """
@@ -205,6 +206,12 @@ def main() -> None:
         hot.stop()
         aux.stop()
     result["seconds"] = round(time.monotonic() - started)
+    if options.out.exists() and not options.only:
+        # Far-back pages are measured by bench/far_back.py, not here (the capacity plan reads
+        # them from this file): kept from the file this run replaces.
+        kept = json.loads(options.out.read_text()).get("far_back")
+        if kept is not None:
+            result["far_back"] = kept
     options.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {options.out} in {result['seconds']} s", flush=True)
 

@@ -50,7 +50,6 @@ COSTS = UnitCosts(
     worker_ms_per_tick=60.0,
     tick_admitted=100.0,
     slot_us_per_tick=0.0,
-    postgresql_connections_per_tick=5.0,
     dispatch_ms_per_on_sale=1.0,
     entry_bytes=700.0,
     audit_bytes=500.0,
