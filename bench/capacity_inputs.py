@@ -20,7 +20,7 @@ class UnitCosts:
     web_us_per_poll: float
     slot_us_per_poll: float  # locate.lua: all on the on-sale's keys; on a line of `poll_line`
     poll_line: int
-    web_us_per_socket_second: float  # a waiting page's socket, one tick a second
+    web_us_per_socket_second: float  # a waiting page's socket (without `bands`)
     slot_us_per_socket_second: float  # its keep-alive (a ZADD per process); on `socket_line`
     socket_line: int
     keepalive_refresh_s: float
@@ -36,28 +36,67 @@ class UnitCosts:
     worker_ms_per_tick: float  # one on-sale's tick, at `tick_admitted` fans admitted
     tick_admitted: float
     slot_us_per_tick: float
-    postgresql_connections_per_tick: float  # Celery opens its pool anew for every task
     dispatch_ms_per_on_sale: float
     entry_bytes: float  # a queue entry row, indexes included
     audit_bytes: float  # an audit record row, indexes included
     redis_bytes_per_fan: float  # a waiting fan in the hot index
+    # One lane's part of a web process's batch, by its size: (fans, ms) for the part's wall
+    # time, its PostgreSQL backend's CPU and the batch thread's own CPU. Empty: every part
+    # is taken to be full, and a join to cost the HTTP runs' figures above.
+    part_wall_ms: tuple[tuple[int, float], ...] = ()
+    part_postgresql_ms: tuple[tuple[int, float], ...] = ()
+    part_thread_ms: tuple[tuple[int, float], ...] = ()
+    http_join_batch: float = 1.0  # the mean batch of the HTTP run whose web CPU was taken
+    bands: SocketBands | None = None  # None: every socket at web_us_per_socket_second
 
     @classmethod
     def from_measurements(cls, data: dict[str, Any], pick: str = "median") -> UnitCosts:
         """``pick`` which run of each cost: "median", or "max" (the worst run) or "min". The
         chain head's holds are always the median: a run in which the shared machine stalled
         the lock's holder (one measured 272 ms for a batch of 200 against 33-37 ms) says what
-        a stall costs, not how many joins the lock lets through."""
+        a stall costs, not how many joins the lock lets through.
+
+        The holds, an admission's and the parts' costs come from ``in_process`` where the file
+        has one (measured after the chain heads' lock diet, when the rest was not run again);
+        the sockets from ``far_back`` where it has one (bench/far_back.py: pages spread over
+        a long line, ticks by distance, the keep-alive at the heartbeat's pace)."""
 
         def worse_setup(*spreads: dict[str, float]) -> float:
             # Measured with 1 and with 2 web processes: the costlier of the two.
             return max(s[pick] for s in spreads)
 
         http = data["http"].values()
-        batches = data["join_batches"]
+        # The in-process run after the chain heads' lock diet, where there is one.
+        since = data.get("in_process", data)
+        batches = since["join_batches"]
         sockets = data["sockets"]
         largest = sockets[str(max(int(n) for n in sockets if n.isdigit()))]
-        admission, ticks = data["admission"], data["ticks"]
+        admission, ticks = since["admission"], data["ticks"]
+        web_setup = max(http, key=lambda h: h["joins"]["web_cpu_ms"][pick])
+        parts = since.get("join_parts", {})
+        far = data.get("far_back")
+
+        def by_part(name: str) -> tuple[tuple[int, float], ...]:
+            return tuple(sorted((int(n), p[name]) for n, p in parts.items()))
+
+        socket_figures = {
+            "web_us_per_socket_second": largest["web_cpu_us_per_socket_second"],
+            "slot_us_per_socket_second": largest["keepalive_us_per_socket_second"],
+            "socket_line": max(int(n) for n in sockets if n.isdigit()),
+            "keepalive_refresh_s": data["keepalive_refresh_seconds"],
+            "bands": None,
+        }
+        if far is not None:
+            # Ticks by distance and the keep-alive at the heartbeat's pace: measured on pages
+            # spread over a line of `fans`.
+            after = far["after"]
+            socket_figures = {
+                "web_us_per_socket_second": after["web_cpu_us_per_socket_second"],
+                "slot_us_per_socket_second": after["keepalive_us_per_socket_second"],
+                "socket_line": far["fans"],
+                "keepalive_refresh_s": far["keepalive_refresh_seconds"],
+                "bands": SocketBands.from_measurements(far),
+            }
         return cls(
             web_ms_per_join=worse_setup(*(h["joins"]["web_cpu_ms"] for h in http)),
             postgresql_ms_per_join=worse_setup(*(h["joins"]["postgresql_cpu_ms"] for h in http)),
@@ -68,10 +107,6 @@ class UnitCosts:
             web_us_per_poll=worse_setup(*(h["polls"]["web_cpu_us"] for h in http)),
             slot_us_per_poll=worse_setup(*(h["polls"]["redis_cpu_us"] for h in http)),
             poll_line=data["storage"]["redis_line"],
-            web_us_per_socket_second=largest["web_cpu_us_per_socket_second"],
-            slot_us_per_socket_second=largest["keepalive_us_per_socket_second"],
-            socket_line=max(int(n) for n in sockets if n.isdigit()),
-            keepalive_refresh_s=data["keepalive_refresh_seconds"],
             by_line=tuple(
                 sorted(
                     (
@@ -94,11 +129,57 @@ class UnitCosts:
             worker_ms_per_tick=ticks["worker_cpu_ms_per_tick"],
             tick_admitted=ticks["rate_per_minute"] / 60,
             slot_us_per_tick=ticks["hot_redis_cpu_us_per_tick"],
-            postgresql_connections_per_tick=ticks["postgresql_connections_per_tick"],
             dispatch_ms_per_on_sale=data["dispatch"]["ms_per_on_sale"][pick],
             entry_bytes=data["storage"]["queue_entry_bytes"],
             audit_bytes=data["storage"]["audit_record_bytes"],
             redis_bytes_per_fan=data["storage"]["redis_bytes_per_waiting_fan"],
+            part_wall_ms=by_part("wall_ms_per_part"),
+            part_postgresql_ms=by_part("postgresql_cpu_ms_per_part"),
+            part_thread_ms=tuple((n, ms * n) for n, ms in by_part("thread_cpu_ms_per_join")),
+            http_join_batch=web_setup.get("mean_join_batch", 1.0),
+            **socket_figures,
+        )
+
+
+@dataclass(frozen=True)
+class SocketBands:
+    """A waiting page's ticks by its distance from the front (queueing/rules/tick_bands.py):
+    every tick in the first `front_places`, fewer to the `near_places`, fewest behind. A
+    socket costs its web process `fixed_us` a second (pings, the keep-alive, the fan-out's
+    book-keeping) and `us_per_tick` for each tick sent: a straight line through the far-back
+    run's measured mix and the reference's measured cost per tick sent."""
+
+    front_places: int
+    near_places: int
+    ticks_per_second: tuple[float, float, float]  # front, near, far (and the pre-queue's)
+    fixed_us: float
+    us_per_tick: float
+
+    @classmethod
+    def from_measurements(cls, far: dict[str, Any]) -> SocketBands:
+        ticks = far["after"]["ticks"]
+        rates = tuple(ticks[band]["ticks_per_socket_second"] for band in ("front", "near", "far"))
+        counts = [ticks[band]["sockets"] for band in ("front", "near", "far")]
+        mean_rate = sum(r * n for r, n in zip(rates, counts, strict=True)) / sum(counts)
+        per_tick = far["web_cpu_us_per_tick_sent"]
+        return cls(
+            front_places=far["front_places"],
+            near_places=far["front_places"] * far["near_band_fronts"],
+            ticks_per_second=(rates[0], rates[1], rates[2]),
+            fixed_us=far["after"]["web_cpu_us_per_socket_second"] - mean_rate * per_tick,
+            us_per_tick=per_tick,
+        )
+
+    def web_us(self, waiting: float, prequeue: float) -> float:
+        """Web CPU a second, µs, of one socket per fan: ``waiting`` in line by position,
+        ``prequeue`` far back (their places are not drawn yet)."""
+        front = min(waiting, self.front_places)
+        near = min(waiting - front, self.near_places - self.front_places)
+        far = waiting - front - near + prequeue
+        counts = (front, near, far)
+        return sum(
+            n * (self.fixed_us + rate * self.us_per_tick)
+            for n, rate in zip(counts, self.ticks_per_second, strict=True)
         )
 
 
@@ -136,6 +217,11 @@ class Scenario:
     redis: Box  # one Redis Cluster master: it runs commands on one core
     target_utilisation: float
     on_sales: int = 1  # this many such on-sales at once, each with `fans` of its own
+    lanes: int = 1  # each lane a Redis slot and a chain head of its own (docs/api.md, "Lanes")
+    # The web processes the edge sends the on-sale's joins to: each commits its batches one
+    # lane's part after another, so their number sets how many fans a part holds. None: every
+    # part full (the lock's own queue fills them).
+    join_processes: int | None = None
     notes: tuple[str, ...] = field(default=())
 
     @classmethod

@@ -4,14 +4,16 @@ and the limit it meets first.
     python bench/capacity_plan.py bench/unit_costs.json bench/scenarios/*.json [--pick max]
 
 The measured costs (bench/unit_costs.py writes them) and a scenario (fans, their arrival curve,
-the admission pace, the share of pages on WebSockets, the machines' size: bench/scenarios/)
-go in. The line is simulated second by second: joins (never more per second than the
-on-sale's audit chain head lets through; the rest retry, as a refused join does), the
-pre-queue moving into the line at the start, admissions at the pace, and the polls and
-sockets of everyone in line. Each second's demand on each component follows from the unit
-costs; the peaks, divided by what one machine of each kind gives at the target utilisation,
-are the machines. Limits no number of machines lifts are checked apart: the chain head's
-lock, the on-sale's hot index on one Redis slot (one core), the batch per tick, the dispatch.
+the admission pace, the share of pages on WebSockets, the lanes, the web processes taking
+joins, the machines' size: bench/scenarios/) go in. The line is simulated second by second:
+joins (never more per second than the chain heads let through in full parts; the rest retry,
+as a refused join does), the pre-queue moving into the line at the start, admissions at the
+pace, and the polls and sockets of everyone in line, each lane with its share. Each second's
+demand on each component follows from the unit costs, a join's from the size of the parts its
+lane's head commits; the peaks, divided by what one machine of each kind gives at the target
+utilisation, are the machines. Limits no number of machines lifts are checked apart: each
+lane's chain head and the root's, each lane's hot index on one Redis slot (one core), a
+joining web process's core, the batch per tick, the dispatch, the one PostgreSQL primary.
 
 Pure: only ``main`` reads files and prints. The inputs are in bench/capacity_inputs.py, the
 line's second-by-second simulation in bench/capacity_line.py.
@@ -31,11 +33,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.capacity_inputs import Box, Scenario, UnitCosts
 from bench.capacity_line import (
     Second,
+    full_part,
     keepalive_slot_us,
     lock_ceiling,
     lock_held_ms,
+    part_as_formed,
+    part_committed,
     poll_slot_us,
+    postgresql_ms_per_join,
     simulate,
+    web_ms_per_join,
 )
 
 # ---------------------------------------------------------------------------- the plan
@@ -49,39 +56,74 @@ class Load:
     web_gib: float  # the sockets' memory
     postgresql_cores: float
     worker_cores: float
-    slot_cores: float  # the Redis core serving the on-sale's hot index
+    slot_cores: float  # the Redis core serving one lane's part of the hot index
     redis_cores: float  # the on-sale's Redis work on any slot (join limits spread over all)
-    lock_busy: float  # of each second, the chain head's lock is held this long
+    # A lane's chain head: its joins over what it lets through in full parts (group commit).
+    lane_lock_use: float
+    # Of each second, a lane's head would be held this long with parts as they form without
+    # waiting for it; over 1, joins queue for it and their parts grow (``part``).
+    lane_lock_held: float
+    root_lock_use: float  # the root's: admissions, and before the start every join's part
+    root_lock_held: float  # as ``lane_lock_held``, the root's
+    part: float  # fans in a lane's part of a joining process's batch, as committed
+    join_process_cores: float  # one joining web process's core
+    join_transactions: float  # per second, one per part
     rows_per_s: float
 
 
 def load(costs: UnitCosts, scenario: Scenario, s: Second) -> Load:
     """What one on-sale's second costs."""
-    # One tick a second; its cost taken to grow with the fans it admits, from the measured size.
+    lanes = scenario.lanes
+    # One tick a second; its cost taken to grow with the fans it admits, from the measured
+    # size. Every lane's slot is charged a whole tick's (its summary read, its admission
+    # counts and its fans' removals are not measured per lane): an upper bound.
     tick = max(1.0, s.admitted / costs.tick_admitted)
-    line = s.waiting + s.prequeue
+    lane_line = (s.waiting + s.prequeue) / lanes
+    # A lane holds its share of the fans, of their polls, sockets and joins.
     slot = (
-        s.joins * costs.slot_us_per_join
-        + s.polls * poll_slot_us(costs, line)
-        + s.sockets * keepalive_slot_us(costs, line)
+        s.joins / lanes * costs.slot_us_per_join
+        + s.polls / lanes * poll_slot_us(costs, lane_line)
+        + s.sockets / lanes * keepalive_slot_us(costs, lane_line)
         + tick * costs.slot_us_per_tick
     ) / 1e6
+    sockets_us = (
+        s.sockets * costs.web_us_per_socket_second
+        if costs.bands is None
+        else costs.bands.web_us(s.waiting, s.prequeue) * scenario.websocket_share
+    )
+    small, part = part_as_formed(costs, scenario, s.joins), part_committed(costs, scenario, s.joins)
+    full = full_part(scenario)
+    admitting = s.admitted * costs.lock_ms_per_admitted / 1e3
+    lane_use = s.joins / lanes / lock_ceiling(costs, full)
+    held = s.joins / lanes / small * lock_held_ms(costs, small) / 1e3
+    before = not s.started
+    root_use = (s.joins / lock_ceiling(costs, full) if before else 0.0) + admitting
+    root_held = (s.joins / small * lock_held_ms(costs, small) / 1e3 if before else 0.0) + admitting
+    if lanes == 1:  # the one lane is the root
+        lane_use = root_use = lane_use + admitting
+        held = root_held = held + admitting
+    per_process = s.joins / scenario.join_processes if scenario.join_processes else 0.0
     return Load(
-        web_cores=s.joins * costs.web_ms_per_join / 1e3
+        web_cores=s.joins * web_ms_per_join(costs, part) / 1e3
         + s.polls * costs.web_us_per_poll / 1e6
-        + s.sockets * costs.web_us_per_socket_second / 1e6
+        + sockets_us / 1e6
         + s.admitted * costs.handover_ms / 1e3,
         web_gib=s.sockets * costs.kib_per_socket / 2**20,
-        postgresql_cores=s.joins * costs.postgresql_ms_per_join / 1e3,
+        postgresql_cores=s.joins * postgresql_ms_per_join(costs, part) / 1e3,
         worker_cores=tick * costs.worker_ms_per_tick / 1e3,
         slot_cores=slot,
-        redis_cores=slot + s.joins * (costs.redis_us_per_join - costs.slot_us_per_join) / 1e6,
-        # Full batches at the peak: the lock's own queue fills them (group commit).
-        lock_busy=s.joins / scenario.join_batch * lock_held_ms(costs, scenario.join_batch) / 1e3
-        + s.admitted * costs.lock_ms_per_admitted / 1e3,
-        # A join: its entry and its record (and the head, once a batch); an admission: the
-        # entry's move and its record; the hand-over: the entry again.
-        rows_per_s=s.joins * (2 + 1 / scenario.join_batch) + s.admitted * 3,
+        redis_cores=lanes * slot
+        + s.joins * (costs.redis_us_per_join - costs.slot_us_per_join) / 1e6,
+        lane_lock_use=lane_use,
+        lane_lock_held=held,
+        root_lock_use=root_use,
+        root_lock_held=root_held,
+        part=part if s.joins >= 1 else 0.0,
+        join_process_cores=per_process * web_ms_per_join(costs, part) / 1e3,
+        join_transactions=s.joins / part,
+        # A join: its entry and its record (and its lane's head, once a part); an admission:
+        # the entry's move and its record; the hand-over: the entry again.
+        rows_per_s=s.joins * (2 + 1 / part) + s.admitted * 3,
     )
 
 
@@ -96,6 +138,7 @@ class Plan:
     scenario: Scenario
     seconds: int
     peaks: dict[str, Peak]
+    at_join_peak: Load  # the second the most joins committed
     machines: dict[str, int]
     ceilings: dict[str, tuple[float, float]]  # name -> (peak use, limit)
     storage: dict[str, float]
@@ -117,6 +160,8 @@ def plan(costs: UnitCosts, scenario: Scenario) -> Plan:
         if s.joins >= 1:
             last_join = s.t
         demand = load(costs, scenario, s)
+        if "joins" not in peaks or s.joins > peaks["joins"].value:
+            at_join_peak = demand
         for name, value in vars(demand).items():
             keep(name, value, s.t)
         for name in ("offered", "joins", "polls", "sockets", "waiting", "prequeue"):
@@ -129,7 +174,9 @@ def plan(costs: UnitCosts, scenario: Scenario) -> Plan:
     # core, each holding its idle memory besides its sockets'.
     web = scenario.web
     socket_gib_per_box = web.memory_gib * u - web.cores * costs.web_process_mib / 1024
-    slot_gb = peaks["in_line"].value * costs.redis_bytes_per_fan / 1e9
+    slot_gb = peaks["in_line"].value / scenario.lanes * costs.redis_bytes_per_fan / 1e9
+    # Lanes share a master while their slots together stay within the target.
+    lanes_per_master = max(1, math.floor(u / peaks["slot_cores"].value))
     machines = {
         "web": math.ceil(
             n
@@ -145,16 +192,27 @@ def plan(costs: UnitCosts, scenario: Scenario) -> Plan:
         "redis": math.ceil(
             max(
                 n * peaks["redis_cores"].value / (scenario.redis.cores * u),
-                n * slot_gb / (scenario.redis.memory_gib * u),
-                1,
+                n * scenario.lanes * slot_gb / (scenario.redis.memory_gib * u),
+                n * math.ceil(scenario.lanes / lanes_per_master),
             )
         ),
     }
     pace = scenario.admissions_per_minute / 60
-    # Hard limits, whatever the machines: used / limit. The first four are each on-sale's.
-    ceilings = {
-        "audit chain head: lock held, s per s": (peaks["lock_busy"].value, 1.0),
-        "hot index on one Redis slot: cores": (peaks["slot_cores"].value, 1.0),
+    # Hard limits, whatever the machines: used / limit. All but the last two are each
+    # on-sale's (each lane's, for a lane's).
+    lane = "audit chain head" if scenario.lanes == 1 else "a lane's audit chain head"
+    # What a lock lets through, in full parts. How long it is held with parts as they form
+    # is a peak, not a ceiling: over 1 s a second, joins wait for it and parts grow.
+    ceilings = {f"{lane}: joins / its ceiling in full parts": (peaks["lane_lock_use"].value, 1.0)}
+    if scenario.lanes > 1:
+        ceilings["the root chain head: admissions and pre-queue joins / its ceiling"] = (
+            peaks["root_lock_use"].value,
+            1.0,
+        )
+    if scenario.join_processes:
+        ceilings["a joining web process: cores"] = (peaks["join_process_cores"].value, 1.0)
+    ceilings |= {
+        "hot index, one lane's Redis slot: cores": (peaks["slot_cores"].value, 1.0),
         "admissions per tick": (pace, float(scenario.admission_batch)),
         "admission of 500 fans, s (within its 1 s tick)": (costs.admission_ms_per_500 / 1e3, 1.0),
         "dispatch of all on-sales' ticks, s (within its 1 s beat)": (
@@ -174,14 +232,15 @@ def plan(costs: UnitCosts, scenario: Scenario) -> Plan:
         "entries": entries,
         "audit_records": records,
         "postgresql_gb": (entries * costs.entry_bytes + records * costs.audit_bytes) / 1e9,
-        "redis_gb_one_slot": slot_gb,
-        "revoke_hours_after_sell_out": left_waiting / scenario.revoke_per_second / 3600,
+        "redis_gb_one_slot": slot_gb,  # one lane's
+        "revoke_minutes_after_sell_out": left_waiting / scenario.revoke_per_second / 60,
     }
     use = {name: used / limit for name, (used, limit) in ceilings.items()}
     return Plan(
         scenario=scenario,
         seconds=seconds,
         peaks=peaks,
+        at_join_peak=at_join_peak,
         machines=machines,
         ceilings=ceilings,
         storage=storage,
@@ -218,12 +277,24 @@ def render(p: Plan, costs: UnitCosts) -> str:
         ("PostgreSQL cores (backends)", "postgresql_cores", "{:,.2f}"),
         ("PostgreSQL rows written /s", "rows_per_s", "{:,.0f}"),
         ("worker cores", "worker_cores", "{:,.2f}"),
-        ("Redis cores, the on-sale's slot", "slot_cores", "{:,.2f}"),
+        ("Redis cores, one lane's slot", "slot_cores", "{:,.2f}"),
         ("Redis cores, all slots", "redis_cores", "{:,.2f}"),
-        ("chain head lock held, s per s", "lock_busy", "{:,.2f}"),
+        ("a lane's chain head: joins / its ceiling", "lane_lock_use", "{:,.2f}"),
+        ("a lane's chain head held, s per s (parts not waiting)", "lane_lock_held", "{:,.2f}"),
+        ("the root chain head: use of its ceiling", "root_lock_use", "{:,.2f}"),
+        ("the root chain head held, s per s (parts not waiting)", "root_lock_held", "{:,.2f}"),
     ]
     for label, key, fmt in rows:
         out.append(f"| {label} | {fmt.format(pk[key].value)} | {pk[key].at_minute:,.0f} |")
+    top = p.at_join_peak
+    out += [
+        "",
+        f"At the joins' peak a lane's part of a joining process's batch holds {top.part:,.1f} "
+        f"fans (full: {full_part(s):,.0f}); the joins take {top.join_transactions:,.0f} "
+        "PostgreSQL transactions a second, "
+        f"{top.postgresql_cores * 1e3 / max(pk['joins'].value, 1):,.3f} ms of backend CPU each"
+        f" join; a joining web process is {top.join_process_cores:.0%} busy.",
+    ]
     out += ["", "| machines, all on-sales | count | each |", "|---|---|---|"]
     for kind, count in p.machines.items():
         box: Box = getattr(s, kind)
@@ -243,13 +314,13 @@ def render(p: Plan, costs: UnitCosts) -> str:
     out += [
         "",
         f"Storage: {st['entries']:,.0f} queue entries and {st['audit_records']:,.0f} audit "
-        f"records, {st['postgresql_gb']:,.1f} GB in PostgreSQL; each on-sale's hot index at its "
+        f"records, {st['postgresql_gb']:,.1f} GB in PostgreSQL; each lane's hot index at its "
         f"peak {st['redis_gb_one_slot']:,.2f} GB on one Redis slot. Revoking the line left at "
-        f"the sell-out takes {st['revoke_hours_after_sell_out']:,.1f} h ({s.revoke_per_second:,} a "
-        f"second). Join ceiling at batches of {s.join_batch}: "
-        f"{lock_ceiling(costs, s.join_batch):,.0f}/s per on-sale. Celery opens "
-        f"{n * costs.postgresql_connections_per_tick:,.0f} PostgreSQL connections a second "
-        f"for the ticks.",
+        f"the sell-out takes {st['revoke_minutes_after_sell_out']:,.0f} min "
+        f"({s.revoke_per_second:,} a second). Join ceiling in full parts of {full_part(s):,.0f}: "
+        f"{lock_ceiling(costs, full_part(s)):,.0f}/s per lane, "
+        f"{s.lanes * lock_ceiling(costs, full_part(s)):,.0f}/s per on-sale once it has "
+        "started.",
     ]
     return "\n".join(out) + "\n"
 

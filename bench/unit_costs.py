@@ -20,14 +20,16 @@ times and kept as min / median / max, because the machine is shared:
 3. ticks: one on-sale admitting 100 fans a second (beat + one worker process): Redis commands,
    PostgreSQL rows, worker CPU, per tick;
 4. in this process (bench/unit_inprocess.py): join batches by size (statements, the audit chain
-   head's hold), an admission of 500, pass hand-overs;
+   head's hold), join parts by size (PostgreSQL CPU per join), an admission of 500, pass
+   hand-overs;
 5. WebSockets: one web process's memory and CPU with N sockets (bench/ws_clients.py);
 6. the once-a-second dispatch over 300 on-sales with fans.
 
 Step 4 ends with joins of one on-sale with 1, 2, 4 and 8 lanes, a thread per lane
 (``--only lanes``: that alone, about a minute, written to ``--out``).
 
-Writes bench/unit_costs.json. ``--only in-process`` measures step 4 alone (about a minute),
+Writes bench/unit_costs.json, keeping its ``far_back`` (bench/far_back.py's figures, copied
+there for the capacity plan). ``--only in-process`` measures step 4 alone (about a minute),
 and ``--database NAME`` takes another database than `waitingroom_units` (dropped and made
 again), so two people on one machine do not measure in each other's.
 """
@@ -147,6 +149,7 @@ def in_process(hot: PrivateRedis, runs: int) -> dict[str, Any]:
     out["join_batches"] = unit_inprocess.join_batches(
         batches.pk, (1, 10, 50, 200, 500), runs, hot.reading
     )
+    out["join_parts"] = unit_inprocess.join_parts(batches.pk, (1, 5, 20, 200))
     admit = unit_stack.on_sale("admit", fans=500 * runs + 100)
     out["admission"] = unit_inprocess.admissions(admit.pk, 500, runs)
     out["pass_handover"] = unit_inprocess.pass_handovers(admit.pk, 100)
@@ -203,6 +206,12 @@ def main() -> None:
         hot.stop()
         aux.stop()
     result["seconds"] = round(time.monotonic() - started)
+    if options.out.exists() and not options.only:
+        # Far-back pages are measured by bench/far_back.py, not here (the capacity plan reads
+        # them from this file): kept from the file this run replaces.
+        kept = json.loads(options.out.read_text()).get("far_back")
+        if kept is not None:
+            result["far_back"] = kept
     options.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {options.out} in {result['seconds']} s", flush=True)
 

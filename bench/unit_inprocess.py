@@ -4,6 +4,9 @@ HTTP, no load generator), so that one call's statements and time can be counted 
 - join batches of several sizes: statements, wall time, and how long the on-sale's audit chain
   head is held (from its `SELECT ... FOR UPDATE` to the commit): that lock serialises every
   join of one on-sale, so its hold time per batch is the structural ceiling of joins/s;
+- join parts: batches of one connection, one after another, for a few seconds at each size:
+  the PostgreSQL backend's CPU per join (a web process's batch splits into one part per
+  lane, and with many lanes and many web processes the parts are small);
 - an admission of 500 (the tick's batch limit, `WR_ADMISSION_BATCH`): time, statements, hold;
 - pass hand-overs through Django (the admitted fan's page asking for its ticket);
 - the once-a-second dispatch (`tasks.room_tick`): time per on-sale sent a tick.
@@ -23,6 +26,7 @@ from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
 
+from bench.box_office import pids_cpu_seconds
 from bench.meters import RedisReading, per, redis_spent, spread
 from events.models import Event
 from queueing.line.admission import ManualAdmission, admission_run
@@ -104,6 +108,50 @@ def join_batches(
             "redis_cpu_us_per_join": spread(redis_us),
             "redis_commands_per_join": per(calls, size),
         }
+    return out
+
+
+def join_parts(event_id: int, sizes: tuple[int, ...], *, seconds: float = 3.0) -> dict[str, Any]:
+    """Batches of each size committed one after another on this process's connection for
+    ``seconds``, as a web process commits its batches' parts: the wall time per part, the
+    CPU of this connection's PostgreSQL backend per join (from /proc, so the server must run
+    on this machine) and this thread's own (what a web process's batch thread spends on a
+    part: Django, the records' hashes, the Redis client). Per batch the backend's CPU is too
+    short for /proc's clock ticks, hence seconds of them."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (backend,) = cursor.fetchone()
+    out: dict[str, Any] = {}
+    for size in sizes:
+        parts = joined = 0
+        cpu_before, started = pids_cpu_seconds([backend]), time.perf_counter()
+        thread_before = time.thread_time()
+        while time.perf_counter() - started < seconds:
+            event, now = Event.objects.get(pk=event_id), timezone.now()
+            outcomes = entry_join_many(
+                [
+                    JoinRequest(
+                        event=event,
+                        identity=hashlib.sha256(uuid.uuid4().bytes).hexdigest(),
+                        access_code=None,
+                        now=now,
+                    )
+                    for _ in range(size)
+                ]
+            )
+            assert all(not isinstance(o, Exception) for o in outcomes), outcomes[:3]
+            parts, joined = parts + 1, joined + size
+        elapsed = time.perf_counter() - started
+        thread = time.thread_time() - thread_before
+        cpu = pids_cpu_seconds([backend]) - cpu_before
+        out[str(size)] = {
+            "parts": parts,
+            "wall_ms_per_part": round(elapsed * 1000 / parts, 3),
+            "postgresql_cpu_ms_per_join": round(cpu * 1000 / joined, 4),
+            "postgresql_cpu_ms_per_part": round(cpu * 1000 / parts, 3),
+            "thread_cpu_ms_per_join": round(thread * 1000 / joined, 4),
+        }
+        print(f"   parts of {size}: {out[str(size)]}", flush=True)
     return out
 
 
