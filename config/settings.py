@@ -432,6 +432,12 @@ WR_ADDRESS_LIMIT_RETRY_AFTER = env_int("WR_ADDRESS_LIMIT_RETRY_AFTER", 60, minim
 # WebSockets. At most this many sockets stay open per ticket, across all web processes: the
 # newest wins, the oldest page is told it was opened elsewhere (close code 4409).
 WR_SOCKETS_PER_TICKET = env_int("WR_SOCKETS_PER_TICKET", 3, minimum=1)
+# The tick reaches a page by its distance from the front (queueing/rules/tick_bands.py): the
+# first WR_TICKS_FRONT_PLACES places get every tick, pages behind them one every few seconds
+# (at most 10 s apart, 30 s while the process is overloaded). WR_TICKS_BY_DISTANCE=0 sends
+# every tick to every page, as the room did before (a small room, or to compare the cost).
+WR_TICKS_FRONT_PLACES = env_int("WR_TICKS_FRONT_PLACES", 10_000, minimum=1)
+WR_TICKS_BY_DISTANCE = env_bool("WR_TICKS_BY_DISTANCE", True)
 # How long a "Continue on your phone" link moves a place (queueing/line/place_links.py).
 WR_PLACE_LINK_SECONDS = env_int("WR_PLACE_LINK_SECONDS", 600, minimum=30)
 # How many such links one place may ask for within WR_PLACE_LINK_SECONDS (0 = no limit); a

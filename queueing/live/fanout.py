@@ -6,19 +6,38 @@ At 10,000 pages a second that bookkeeping cost about as much as writing to the s
 (profiled in docs/benchmarks.md). Here each process subscribes once per event (a channel of
 its own in the event's group) and hands the tick's text to each page's relay, which sends the
 newest tick when its socket can take it: a slow page skips ticks rather than holding others up.
+
+Not every page gets every tick: each is sent one as often as its distance from the front
+asks (queueing/rules/tick_bands.py), placed from the tick itself, parsed once per process: the
+front at every tick, far-back pages every few seconds. A tick that changes what the line is
+doing goes to every page.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import math
+from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 from queueing.hot.channels import event_group
 from queueing.in_process import PerEventLoop
+from queueing.rules.layout import EventLayout, position_in_line, rank_from_checkpoints
+from queueing.rules.tick_bands import (
+    OVERLOAD_HOLD_SECONDS,
+    backlogged,
+    prequeue_tick_spacing,
+    tick_due,
+    tick_spacing,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -28,21 +47,112 @@ RESUBSCRIBE_SECONDS = 1.0
 SUBSCRIBE_TIMEOUT_SECONDS = 5.0
 
 
+# A page in the front band is placed again this often, not at every tick: its place only
+# changes band when a tier served before its own grows.
+FRONT_RECHECK_SECONDS = 5.0
+# The expected time to the next tick: the longest of the last few gaps between ticks.
+TICK_GAPS_KEPT = 5
+
+
+@dataclass(frozen=True)
+class TickTier:
+    count: int
+    checkpoints: list[tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class TickView:
+    """What the fan-out reads of a tick, parsed once per process: what the line is doing (a
+    change goes to every page), each tier's count and checkpoints, and how fast it moves."""
+
+    doing: tuple[Any, ...]
+    tiers: dict[int, TickTier]
+    fans_per_second: float | None
+
+    @classmethod
+    def parse(cls, text: str) -> TickView | None:
+        """None for a text that is not a tick the room sends (it goes to every page)."""
+        try:
+            tick = json.loads(text)
+            throughput = tick.get("throughput") or {}
+            lam = throughput.get("lam")
+            return cls(
+                doing=(
+                    tick.get("state"),
+                    tick.get("mode"),
+                    tick.get("message"),
+                    json.dumps(tick.get("limits"), sort_keys=True),
+                ),
+                tiers={
+                    int(tier["id"]): TickTier(
+                        count=int(tier["count"]),
+                        checkpoints=[(int(r), int(k)) for r, k in tier["checkpoints"]],
+                    )
+                    for tier in tick["tiers"]
+                },
+                fans_per_second=float(lam) if lam and not throughput.get("ranged") else None,
+            )
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+
+    def position(self, layout: EventLayout, *, tier_id: int, order_key: int) -> int | None:
+        """The page's position as the rules compute it from this tick; None where the tick
+        cannot place it (the page asks the server then)."""
+        tier = self.tiers.get(tier_id)
+        rank = None if tier is None else rank_from_checkpoints(tier.checkpoints, order_key)
+        if rank is None:
+            return None
+        counts = [self.tiers[t.id].count if t.id in self.tiers else 0 for t in layout.tiers]
+        return position_in_line(layout, tier_id=tier_id, rank_in_tier=rank, tier_counts=counts)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a waiting page stands: its order key in its tier, and the on-sale's tiers."""
+
+    layout: EventLayout
+    tier_id: int
+    order_key: int
+
+
 class TickRelay:
     """One page's latest tick and the task that sends it."""
 
-    def __init__(self, send: Send) -> None:
+    def __init__(self, send: Send, fanout: EventFanout) -> None:
         self._send = send
+        self._fanout = fanout
         self._latest: str | None = None  # to send
-        self.newest: str | None = None  # the newest tick offered, sent or not
+        self._sending = False
         self._ready = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._run())
         # Set while the page shows the pre-queue: called at each tick that says the line has
         # started, until the page has its shuffled place (queueing/web/consumers.py).
         self.on_started: Callable[[], None] | None = None
+        # How often it is sent a tick (rules/tick_bands.py): its place (None: unknown, every
+        # tick), whether it shows the pre-queue, when it was last sent one and placed.
+        self.place: Place | None = None
+        self.prequeue = False
+        self.sent_at = -math.inf
+        self.placed_at = -math.inf
+        self.spacing = 0.0
+
+    @property
+    def newest(self) -> str | None:
+        """The newest tick of the on-sale in this process, sent to this page or not."""
+        return self._fanout.newest
+
+    @property
+    def behind(self) -> bool:
+        """Still sending an earlier tick (its socket slow, or the process busy)."""
+        return self._latest is not None or self._sending
+
+    def placed(self, place: Place | None, *, prequeue: bool = False) -> None:
+        """The page was told where it stands (a snapshot): placed again at the next tick."""
+        self.place, self.prequeue = place, prequeue
+        self.spacing, self.placed_at = 0.0, -math.inf
 
     def offer(self, text: str) -> None:
-        self._latest = self.newest = text
+        self._latest = text
         self._ready.set()
 
     def close(self) -> None:
@@ -54,10 +164,13 @@ class TickRelay:
             self._ready.clear()
             text, self._latest = self._latest, None
             if text is not None:
+                self._sending = True
                 try:
                     await self._send(text)
                 except Exception:  # noqa: BLE001  a closed socket: its consumer is leaving
                     return
+                finally:
+                    self._sending = False
 
 
 class EventFanout:
@@ -67,7 +180,12 @@ class EventFanout:
         self.event_id = event_id
         self.relays: set[TickRelay] = set()
         self.subscribed = asyncio.Event()  # set once subscribed, or once that failed
-        self._task = asyncio.get_running_loop().create_task(self._receive())
+        self.newest: str | None = None
+        self._doing: tuple[Any, ...] | None = None  # what the line was doing at the last tick
+        self._arrivals: deque[float] = deque(maxlen=TICK_GAPS_KEPT + 1)
+        self._overloaded_until = -math.inf
+        self._loop = asyncio.get_running_loop()
+        self._task = self._loop.create_task(self._receive())
 
     @property
     def ended(self) -> bool:
@@ -106,20 +224,75 @@ class EventFanout:
                     continue
                 text = message.get("text")
                 if message.get("type") == "line.tick" and isinstance(text, str):
-                    started = message.get("started") is True
-                    for relay in list(self.relays):
-                        relay.offer(text)
-                        if started and relay.on_started is not None:
-                            try:
-                                relay.on_started()
-                            except Exception:
-                                # One page's trouble must not stop the ticks of the others.
-                                logger.warning("a page's start hook failed", exc_info=True)
+                    self.deliver(text, started=message.get("started") is True)
         finally:
             try:
                 await layer.group_discard(group, channel)
             except Exception:  # noqa: BLE001  leaving anyway; Redis drops it with the socket
                 logger.info("could not unsubscribe from the ticks of event %s", self.event_id)
+
+    @property
+    def overloaded(self) -> bool:
+        return self._loop.time() < self._overloaded_until
+
+    def deliver(self, text: str, *, started: bool) -> None:
+        """Offer a tick to the pages it is due to (``rules/tick_bands.py``); call the start
+        hooks of pre-queue pages when it says the line has started."""
+        now = self._loop.time()
+        self.newest = text
+        self._arrivals.append(now)
+        tick = TickView.parse(text) if settings.WR_TICKS_BY_DISTANCE else None
+        # Unparsed, or what the line is doing changed: every page is sent this one.
+        everyone = tick is None or tick.doing != self._doing
+        self._doing = tick.doing if tick is not None else None
+        gap = max((b - a for a, b in pairwise(self._arrivals)), default=0.0)
+        overloaded, behind = self.overloaded, 0
+        for relay in list(self.relays):
+            if relay.behind:
+                behind += 1
+            if everyone or tick_due(
+                since_last=now - relay.sent_at, spacing=relay.spacing, tick_gap=gap
+            ):
+                relay.offer(text)
+                relay.sent_at = now
+                if tick is not None:
+                    self._spaced(relay, tick, now=now, overloaded=overloaded)
+            if started and relay.on_started is not None:
+                try:
+                    relay.on_started()
+                except Exception:
+                    # One page's trouble must not stop the ticks of the others.
+                    logger.warning("a page's start hook failed", exc_info=True)
+        if backlogged(behind=behind, pages=len(self.relays)):
+            if not overloaded:
+                logger.warning(
+                    "ticks of event %s: %d of %d pages still sending the last one; far-back "
+                    "pages get fewer for %g s",
+                    self.event_id,
+                    behind,
+                    len(self.relays),
+                    OVERLOAD_HOLD_SECONDS,
+                )
+            self._overloaded_until = now + OVERLOAD_HOLD_SECONDS
+
+    @staticmethod
+    def _spaced(relay: TickRelay, tick: TickView, *, now: float, overloaded: bool) -> None:
+        """How long the page may now go without a tick, from where this tick places it."""
+        if relay.spacing == 0.0 and now - relay.placed_at < FRONT_RECHECK_SECONDS:
+            return
+        relay.placed_at = now
+        place = relay.place
+        if relay.prequeue:
+            relay.spacing = prequeue_tick_spacing(overloaded=overloaded)
+        elif place is None:
+            relay.spacing = 0.0
+        else:
+            relay.spacing = tick_spacing(
+                tick.position(place.layout, tier_id=place.tier_id, order_key=place.order_key),
+                front=settings.WR_TICKS_FRONT_PLACES,
+                fans_per_second=tick.fans_per_second,
+                overloaded=overloaded,
+            )
 
 
 _fanouts: PerEventLoop[dict[int, EventFanout]] = PerEventLoop(dict)
@@ -133,7 +306,7 @@ async def tick_relay_open(event_id: int, send: Send) -> TickRelay:
     fanout = by_event.get(event_id)
     if fanout is None or fanout.ended:
         fanout = by_event[event_id] = EventFanout(event_id)
-    relay = TickRelay(send)
+    relay = TickRelay(send, fanout)
     fanout.relays.add(relay)
     try:
         await asyncio.wait_for(fanout.subscribed.wait(), SUBSCRIBE_TIMEOUT_SECONDS)
