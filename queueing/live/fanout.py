@@ -224,21 +224,21 @@ class EventFanout:
                     continue
                 text = message.get("text")
                 if message.get("type") == "line.tick" and isinstance(text, str):
-                    self.deliver(text, started=message.get("started") is True)
+                    started = message.get("started") is True
+                    self.deliver(text, started=started, now=self._loop.time())
         finally:
             try:
                 await layer.group_discard(group, channel)
             except Exception:  # noqa: BLE001  leaving anyway; Redis drops it with the socket
                 logger.info("could not unsubscribe from the ticks of event %s", self.event_id)
 
-    @property
-    def overloaded(self) -> bool:
-        return self._loop.time() < self._overloaded_until
+    def overloaded(self, now: float) -> bool:
+        return now < self._overloaded_until
 
-    def deliver(self, text: str, *, started: bool) -> None:
+    def deliver(self, text: str, *, started: bool, now: float) -> None:
         """Offer a tick to the pages it is due to (``rules/tick_bands.py``); call the start
-        hooks of pre-queue pages when it says the line has started."""
-        now = self._loop.time()
+        hooks of pre-queue pages when it says the line has started. ``now``: the event loop's
+        clock."""
         self.newest = text
         self._arrivals.append(now)
         tick = TickView.parse(text) if settings.WR_TICKS_BY_DISTANCE else None
@@ -246,7 +246,7 @@ class EventFanout:
         everyone = tick is None or tick.doing != self._doing
         self._doing = tick.doing if tick is not None else None
         gap = max((b - a for a, b in pairwise(self._arrivals)), default=0.0)
-        overloaded, behind = self.overloaded, 0
+        overloaded, behind = self.overloaded(now), 0
         for relay in list(self.relays):
             if relay.behind:
                 behind += 1

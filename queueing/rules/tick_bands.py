@@ -62,12 +62,17 @@ def prequeue_tick_spacing(*, overloaded: bool = False) -> float:
     return FAR_SECONDS * (OVERLOAD_FACTOR if overloaded else 1.0)
 
 
+# How much later than the longest recent gap the next tick may come, and the page's gap
+# still stay within its spacing.
+TICK_SLACK_SECONDS = 0.5
+
+
 def tick_due(*, since_last: float, spacing: float, tick_gap: float) -> bool:
     """Whether a page gets this tick: it does unless the next tick, expected ``tick_gap``
-    seconds from now, would still reach it within its ``spacing`` (seconds since its last,
-    ``since_last``). So the gaps a page sees stay within its spacing as long as ticks come
-    as often as they have."""
-    return since_last + tick_gap >= spacing
+    seconds from now (the longest recent gap), would still reach it within its ``spacing``
+    (``since_last``: seconds since its last). So the gaps a page sees stay within its spacing
+    as long as ticks come about as often as they have (``TICK_SLACK_SECONDS``)."""
+    return since_last + tick_gap + TICK_SLACK_SECONDS >= spacing
 
 
 def backlogged(*, behind: int, pages: int) -> bool:
