@@ -35,7 +35,7 @@ from queueing.rules.tick_bands import (
     OVERLOAD_HOLD_SECONDS,
     backlogged,
     prequeue_tick_spacing,
-    tick_due,
+    tick_horizon,
     tick_spacing,
 )
 
@@ -129,12 +129,13 @@ class TickRelay:
         # started, until the page has its shuffled place (queueing/web/consumers.py).
         self.on_started: Callable[[], None] | None = None
         # How often it is sent a tick (rules/tick_bands.py): its place (None: unknown, every
-        # tick), whether it shows the pre-queue, when it was last sent one and placed.
+        # tick), whether it shows the pre-queue, how long it may go without one, when it was
+        # last placed, and when it is due the next (last sent + spacing).
         self.place: Place | None = None
         self.prequeue = False
-        self.sent_at = -math.inf
-        self.placed_at = -math.inf
         self.spacing = 0.0
+        self.placed_at = -math.inf
+        self.due_at = -math.inf
 
     @property
     def newest(self) -> str | None:
@@ -149,7 +150,7 @@ class TickRelay:
     def placed(self, place: Place | None, *, prequeue: bool = False) -> None:
         """The page was told where it stands (a snapshot): placed again at the next tick."""
         self.place, self.prequeue = place, prequeue
-        self.spacing, self.placed_at = 0.0, -math.inf
+        self.spacing, self.placed_at, self.due_at = 0.0, -math.inf, -math.inf
 
     def offer(self, text: str) -> None:
         self._latest = text
@@ -246,15 +247,16 @@ class EventFanout:
         everyone = tick is None or tick.doing != self._doing
         self._doing = tick.doing if tick is not None else None
         gap = max((b - a for a, b in pairwise(self._arrivals)), default=0.0)
-        overloaded, behind = self.overloaded(now), 0
+        horizon = tick_horizon(now=now, tick_gap=gap)
+        overloaded, due, behind = self.overloaded(now), 0, 0
+        # Only the pages due cost more than a comparison: far-back ones are most of them.
         for relay in list(self.relays):
-            if relay.behind:
-                behind += 1
-            if everyone or tick_due(
-                since_last=now - relay.sent_at, spacing=relay.spacing, tick_gap=gap
-            ):
+            if everyone or relay.due_at <= horizon:
+                due += 1
+                if relay.behind:
+                    behind += 1
                 relay.offer(text)
-                relay.sent_at = now
+                relay.due_at = now
                 if tick is not None:
                     self._spaced(relay, tick, now=now, overloaded=overloaded)
             if started and relay.on_started is not None:
@@ -263,21 +265,22 @@ class EventFanout:
                 except Exception:
                     # One page's trouble must not stop the ticks of the others.
                     logger.warning("a page's start hook failed", exc_info=True)
-        if backlogged(behind=behind, pages=len(self.relays)):
+        if backlogged(behind=behind, pages=due):
             if not overloaded:
                 logger.warning(
                     "ticks of event %s: %d of %d pages still sending the last one; far-back "
                     "pages get fewer for %g s",
                     self.event_id,
                     behind,
-                    len(self.relays),
+                    due,
                     OVERLOAD_HOLD_SECONDS,
                 )
             self._overloaded_until = now + OVERLOAD_HOLD_SECONDS
 
     @staticmethod
     def _spaced(relay: TickRelay, tick: TickView, *, now: float, overloaded: bool) -> None:
-        """How long the page may now go without a tick, from where this tick places it."""
+        """When the page, just sent a tick, is due the next one, from where this tick places
+        it (a page in the front band stays there until placed again)."""
         if relay.spacing == 0.0 and now - relay.placed_at < FRONT_RECHECK_SECONDS:
             return
         relay.placed_at = now
@@ -293,6 +296,7 @@ class EventFanout:
                 fans_per_second=tick.fans_per_second,
                 overloaded=overloaded,
             )
+        relay.due_at = now + relay.spacing
 
 
 _fanouts: PerEventLoop[dict[int, EventFanout]] = PerEventLoop(dict)

@@ -72,7 +72,13 @@ def tick_due(*, since_last: float, spacing: float, tick_gap: float) -> bool:
     seconds from now (the longest recent gap), would still reach it within its ``spacing``
     (``since_last``: seconds since its last). So the gaps a page sees stay within its spacing
     as long as ticks come about as often as they have (``TICK_SLACK_SECONDS``)."""
-    return since_last + tick_gap + TICK_SLACK_SECONDS >= spacing
+    return spacing <= tick_horizon(now=since_last, tick_gap=tick_gap)
+
+
+def tick_horizon(*, now: float, tick_gap: float) -> float:
+    """``tick_due`` for many pages at once: a page last sent a tick at ``sent_at`` is due the
+    tick arriving at ``now`` when ``sent_at + spacing`` is at most this."""
+    return now + tick_gap + TICK_SLACK_SECONDS
 
 
 def backlogged(*, behind: int, pages: int) -> bool:
