@@ -1,7 +1,8 @@
 """Far-back pages on a long line (issue 30): what an open waiting page costs its web process
-and the on-sale's Redis slot per second, with ticks sent by distance from the front and the
-keep-alive at a third of the heartbeat, against the same pages sent every tick and kept alive
-every 5 s (what the room did before), measured in the same run.
+and the on-sale's Redis slot per second, with ticks sent by distance from the front, the
+keep-alive at a third of the heartbeat and pings every 60 s, against the room as it was before
+(`REFERENCE_COMMIT`: every tick to every page, a keep-alive every 5 s with one deadline for
+all of a process's tickets, pings every 20 s), measured in the same run.
 
     python bench/far_back.py [--fans 1000000] [--sockets 4000] [--seconds 60] [--out FILE]
 
@@ -17,10 +18,11 @@ broker on the other.
    spread evenly over the line: on a line of 1,000,000, 1% of them in the front band (10,000
    places), 9% in the next, 90% far back. Real sockets, not simulated ones: a few thousand
    stand for the million, since what is measured is per socket.
-3. Two runs, each on a fresh stack (web, worker, beat):
-   - *before*: `WR_TICKS_BY_DISTANCE=0` (every page every tick) and a heartbeat of 15 s, so
-     that the keep-alive comes every 5 s, as it did at any heartbeat before;
-   - *after*: the room's defaults and the default heartbeat (60 s: a keep-alive every 20 s).
+3. Two runs, each on a fresh stack (web, worker, beat), the on-sale's heartbeat the default
+   60 s in both:
+   - *before*: the stack run from `REFERENCE_COMMIT`'s tree (`git archive`), the room's code
+     before this change;
+   - *after*: the stack run from this tree, with the room's defaults.
    The window runs from one keep-alive write of the web process to the last one within
    `--seconds` (so it holds whole keep-alive periods): the web process group's CPU from
    /proc, the hot index's `ZADD` time (the keep-alive is the only ZADD of the window) and its
@@ -38,6 +40,7 @@ import datetime as dt
 import json
 import os
 import resource
+import subprocess
 import sys
 import time
 from itertools import pairwise
@@ -63,7 +66,21 @@ REDIS_DB = 12
 PREFIX = "farback"
 LOGDIR = ROOT / ".run" / "far_back"
 CLIENTS = 2
-BEFORE_HEARTBEAT, AFTER_HEARTBEAT = 15, 60
+HEARTBEAT = 60
+# The last commit before far-back pages cost less (issue 30): the reference's code.
+REFERENCE_COMMIT = "7972eb29168c02871b98542034bde075c98c085f"
+REFERENCE_KEEPALIVE_SECONDS = 5.0  # what its queueing/live/watchers.py wrote at any heartbeat
+
+
+def reference_tree() -> Path:
+    """``REFERENCE_COMMIT``'s files, unpacked beside the run's logs."""
+    tree = LOGDIR / "reference"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", REFERENCE_COMMIT], cwd=ROOT, capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return tree
 
 
 def far_back_env(hot: PrivateRedis, aux: PrivateRedis) -> dict[str, str]:
@@ -118,13 +135,14 @@ def measured_run(
     sockets: int,
     seconds: int,
     pace: float,
+    root: Path = ROOT,
 ) -> dict[str, Any]:
     from bench.load import ws_clients_start
     from queueing.hot import keys
     from tests.processes import Stack, wait_until
 
     (LOGDIR / name).mkdir()
-    stack = Stack(env, LOGDIR / name)
+    stack = Stack(env, LOGDIR / name, root=root)
     periods = max(1, round(seconds / pace))
     try:
         base = stack.web(workers=1)
@@ -139,12 +157,14 @@ def measured_run(
         db = redis.Redis(port=hot.port, db=REDIS_DB)
         counted = keys.ticket_sockets(event.pk, 0).removesuffix("0") + "*"
         wait_until(lambda: established(port) >= sockets, timeout=180, what="sockets")
-        wait_until(
-            lambda: sum(1 for _ in db.scan_iter(match=counted, count=1000)) >= sockets,
-            timeout=180,
-            interval=0.5,
-            what="sockets counted",
-        )
+        # Open once counted on its ticket (after its snapshot), not at TCP connect.
+        opened, last_change = 0, time.monotonic()
+        while opened < sockets and time.monotonic() - last_change < 30:
+            time.sleep(1)
+            now_open = sum(1 for _ in db.scan_iter(match=counted, count=1000))
+            if now_open != opened:
+                opened, last_change = now_open, time.monotonic()
+        print(f"  {opened:,} of {sockets:,} sockets open", flush=True)
         # From one keep-alive write to the last one of the window: whole periods.
         calls = next_round(hot, keepalive_rounds(hot), timeout=2 * pace + 5)
         hot_before = hot.reading()
@@ -158,8 +178,9 @@ def measured_run(
         stack.stop()
     _, redis_cpu = redis_spent(hot_before, hot_after)
     keepalive = command_seconds(hot_before, hot_after, "zadd")
-    per_socket_second = sockets * cpu.seconds
+    per_socket_second = opened * cpu.seconds
     return {
+        "sockets_open": opened,
         "window_s": round(cpu.seconds, 1),
         "keepalive_writes": periods,
         "web_cpu_us_per_socket_second": round(cpu.spent["web"] * 1e6 / per_socket_second, 2),
@@ -250,7 +271,6 @@ def measure(hot: PrivateRedis, env: dict[str, str], options: argparse.Namespace)
     import shutil
 
     from bench.lines import bulk_line, new_on_sale
-    from events.models import Event
     from queueing.hot import keys
     from queueing.line.index_sync import hot_index_rebuild
     from queueing.models import QueueEntry
@@ -260,7 +280,7 @@ def measure(hot: PrivateRedis, env: dict[str, str], options: argparse.Namespace)
     shutil.rmtree(LOGDIR, ignore_errors=True)
     LOGDIR.mkdir(parents=True)
     event = new_on_sale(
-        "far", actor="bench", capacity=0, rate_per_minute=0, heartbeat_seconds=AFTER_HEARTBEAT
+        "far", actor="bench", capacity=0, rate_per_minute=0, heartbeat_seconds=HEARTBEAT
     )
     print(f"far back: {options.fans:,} fans loaded and indexed", flush=True)
     bulk_line(event, options.fans)
@@ -284,22 +304,22 @@ def measure(hot: PrivateRedis, env: dict[str, str], options: argparse.Namespace)
         )
     )
     tickets.with_suffix(".positions.json").write_text(json.dumps([i + 1 for i in chosen]))
-    out: dict[str, Any] = {}
-    for name, heartbeat, extra in (
-        ("before", BEFORE_HEARTBEAT, {"WR_TICKS_BY_DISTANCE": "0"}),
-        ("after", AFTER_HEARTBEAT, {}),
+    out: dict[str, Any] = {"reference_commit": REFERENCE_COMMIT}
+    for name, root, pace in (
+        ("before", reference_tree(), REFERENCE_KEEPALIVE_SECONDS),
+        ("after", ROOT, keepalive_seconds(HEARTBEAT)),
     ):
-        print(f"far back, {name}: {options.sockets:,} sockets, heartbeat {heartbeat} s", flush=True)
-        Event.objects.filter(pk=event.pk).update(heartbeat_seconds=heartbeat)
+        print(f"far back, {name}: {options.sockets:,} sockets", flush=True)
         out[name] = measured_run(
             name,
             event=event,
-            env={**env, **extra},
+            env=env,
             hot=hot,
             tickets=tickets,
             sockets=options.sockets,
             seconds=options.seconds,
-            pace=keepalive_seconds(heartbeat),
+            pace=pace,
+            root=root,
         )
         # The sockets' fans seen again a day ahead: none expires during the next run.
         deadlines_ahead(client, keys.heartbeats(event.pk), by=86_400)

@@ -456,6 +456,11 @@ WR_SOCKETS_PER_ADDRESS = env_int("WR_SOCKETS_PER_ADDRESS", 200, minimum=0)
 # The biggest WebSocket message a client may send (bytes); the page sends none. The server
 # closes the socket with 1009 on a bigger one.
 WR_WS_MAX_MESSAGE_BYTES = env_int("WR_WS_MAX_MESSAGE_BYTES", 64 * 1024, minimum=1024)
+# How often the server pings each WebSocket (uvicorn's own default is 20 s); a socket whose
+# pong does not come within 20 s is closed. A ping cost a web process about as much as five
+# ticks (docs/benchmarks-notes.md): with ticks at most 10 s apart (30 s overloaded) keeping
+# proxies and NATs awake, pings only find dead sockets, within 80 s rather than 40 s.
+WR_WS_PING_SECONDS = env_float("WR_WS_PING_SECONDS", 60.0, minimum=1.0)
 
 # Staff password logins (/admin/login/, which /dashboard/ sends staff to): failed logins per
 # account (username) and per client address (IPv6 per /64) within the window; reaching either
