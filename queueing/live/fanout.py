@@ -16,13 +16,12 @@ doing goes to every page.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from itertools import pairwise
+from heapq import heapify, heappop, heappush
+from itertools import count, pairwise
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -30,13 +29,12 @@ from django.conf import settings
 
 from queueing.hot.channels import event_group
 from queueing.in_process import PerEventLoop
-from queueing.rules.layout import EventLayout, position_in_line, rank_from_checkpoints
+from queueing.live.tick_view import Place, TickView
 from queueing.rules.tick_bands import (
     OVERLOAD_HOLD_SECONDS,
     backlogged,
     prequeue_tick_spacing,
     tick_horizon,
-    tick_spacing,
 )
 
 logger = logging.getLogger(__name__)
@@ -54,69 +52,24 @@ FRONT_RECHECK_SECONDS = 5.0
 TICK_GAPS_KEPT = 5
 
 
-@dataclass(frozen=True)
-class TickTier:
-    count: int
-    checkpoints: list[tuple[int, int]]
-
-
-@dataclass(frozen=True)
-class TickView:
-    """What the fan-out reads of a tick, parsed once per process: what the line is doing (a
-    change goes to every page), each tier's count and checkpoints, and how fast it moves."""
-
-    doing: tuple[Any, ...]
-    tiers: dict[int, TickTier]
-    fans_per_second: float | None
-
-    @classmethod
-    def parse(cls, text: str) -> TickView | None:
-        """None for a text that is not a tick the room sends (it goes to every page)."""
-        try:
-            tick = json.loads(text)
-            throughput = tick.get("throughput") or {}
-            lam = throughput.get("lam")
-            return cls(
-                doing=(
-                    tick.get("state"),
-                    tick.get("mode"),
-                    tick.get("message"),
-                    json.dumps(tick.get("limits"), sort_keys=True),
-                ),
-                tiers={
-                    int(tier["id"]): TickTier(
-                        count=int(tier["count"]),
-                        checkpoints=[(int(r), int(k)) for r, k in tier["checkpoints"]],
-                    )
-                    for tier in tick["tiers"]
-                },
-                fans_per_second=float(lam) if lam and not throughput.get("ranged") else None,
-            )
-        except (ValueError, TypeError, KeyError, AttributeError):
-            return None
-
-    def position(self, layout: EventLayout, *, tier_id: int, order_key: int) -> int | None:
-        """The page's position as the rules compute it from this tick; None where the tick
-        cannot place it (the page asks the server then)."""
-        tier = self.tiers.get(tier_id)
-        rank = None if tier is None else rank_from_checkpoints(tier.checkpoints, order_key)
-        if rank is None:
-            return None
-        counts = [self.tiers[t.id].count if t.id in self.tiers else 0 for t in layout.tiers]
-        return position_in_line(layout, tier_id=tier_id, rank_in_tier=rank, tier_counts=counts)
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where a waiting page stands: its order key in its tier, and the on-sale's tiers."""
-
-    layout: EventLayout
-    tier_id: int
-    order_key: int
-
-
 class TickRelay:
     """One page's latest tick and the task that sends it."""
+
+    # Thousands per process, each looked at when due: small and quick to read.
+    __slots__ = (
+        "_fanout",
+        "_latest",
+        "_ready",
+        "_send",
+        "_sending",
+        "_task",
+        "on_started",
+        "place",
+        "placed_at",
+        "prequeue",
+        "queued",
+        "spacing",
+    )
 
     def __init__(self, send: Send, fanout: EventFanout) -> None:
         self._send = send
@@ -130,12 +83,12 @@ class TickRelay:
         self.on_started: Callable[[], None] | None = None
         # How often it is sent a tick (rules/tick_bands.py): its place (None: unknown, every
         # tick), whether it shows the pre-queue, how long it may go without one, when it was
-        # last placed, and when it is due the next (last sent + spacing).
+        # last placed, and its entry in the fan-out's queue of pages by when they are due.
         self.place: Place | None = None
         self.prequeue = False
         self.spacing = 0.0
         self.placed_at = -math.inf
-        self.due_at = -math.inf
+        self.queued = 0
 
     @property
     def newest(self) -> str | None:
@@ -150,7 +103,8 @@ class TickRelay:
     def placed(self, place: Place | None, *, prequeue: bool = False) -> None:
         """The page was told where it stands (a snapshot): placed again at the next tick."""
         self.place, self.prequeue = place, prequeue
-        self.spacing, self.placed_at, self.due_at = 0.0, -math.inf, -math.inf
+        self.spacing, self.placed_at = 0.0, -math.inf
+        self._fanout.due(self, -math.inf)
 
     def offer(self, text: str) -> None:
         self._latest = text
@@ -185,8 +139,17 @@ class EventFanout:
         self._doing: tuple[Any, ...] | None = None  # what the line was doing at the last tick
         self._arrivals: deque[float] = deque(maxlen=TICK_GAPS_KEPT + 1)
         self._overloaded_until = -math.inf
+        # The pages by when they are due a tick (a heap; a page's earlier entries are left in
+        # it and skipped): a tick looks at the pages due, not at every page.
+        self._queue: list[tuple[float, int, TickRelay]] = []
+        self._entries = count(1)
         self._loop = asyncio.get_running_loop()
         self._task = self._loop.create_task(self._receive())
+
+    def due(self, relay: TickRelay, at: float) -> None:
+        """The page is due its next tick at ``at`` (the loop's clock)."""
+        relay.queued = next(self._entries)
+        heappush(self._queue, (at, relay.queued, relay))
 
     @property
     def ended(self) -> bool:
@@ -247,24 +210,37 @@ class EventFanout:
         everyone = tick is None or tick.doing != self._doing
         self._doing = tick.doing if tick is not None else None
         gap = max((b - a for a, b in pairwise(self._arrivals)), default=0.0)
-        horizon = tick_horizon(now=now, tick_gap=gap)
-        overloaded, due, behind = self.overloaded(now), 0, 0
-        # Only the pages due cost more than a comparison: far-back ones are most of them.
-        for relay in list(self.relays):
-            if everyone or relay.due_at <= horizon:
-                due += 1
-                if relay.behind:
-                    behind += 1
-                relay.offer(text)
-                relay.due_at = now
-                if tick is not None:
-                    self._spaced(relay, tick, now=now, overloaded=overloaded)
-            if started and relay.on_started is not None:
+        if everyone:
+            pages, self._queue = list(self.relays), []
+        else:
+            pages, horizon = [], tick_horizon(now=now, tick_gap=gap)
+            while self._queue and self._queue[0][0] <= horizon:
+                _, entry, relay = heappop(self._queue)
+                if entry == relay.queued and relay in self.relays:
+                    pages.append(relay)
+        overloaded, behind = self.overloaded(now), 0
+        for relay in pages:
+            if relay.behind:
+                behind += 1
+            relay.offer(text)
+            if tick is not None:
+                self._spaced(relay, tick, now=now, overloaded=overloaded)
+                relay.queued = next(self._entries)
+                entry = (now + relay.spacing, relay.queued, relay)
+                if everyone:  # every page at once: heaped once below, not page by page
+                    self._queue.append(entry)
+                else:
+                    heappush(self._queue, entry)
+        if everyone:
+            heapify(self._queue)
+        for relay in list(self.relays) if started else ():
+            if relay.on_started is not None:
                 try:
                     relay.on_started()
                 except Exception:
                     # One page's trouble must not stop the ticks of the others.
                     logger.warning("a page's start hook failed", exc_info=True)
+        due = len(pages)
         if backlogged(behind=behind, pages=due):
             if not overloaded:
                 logger.warning(
@@ -290,13 +266,9 @@ class EventFanout:
         elif place is None:
             relay.spacing = 0.0
         else:
-            relay.spacing = tick_spacing(
-                tick.position(place.layout, tier_id=place.tier_id, order_key=place.order_key),
-                front=settings.WR_TICKS_FRONT_PLACES,
-                fans_per_second=tick.fans_per_second,
-                overloaded=overloaded,
+            relay.spacing = tick.spacing(
+                place, front=settings.WR_TICKS_FRONT_PLACES, overloaded=overloaded
             )
-        relay.due_at = now + relay.spacing
 
 
 _fanouts: PerEventLoop[dict[int, EventFanout]] = PerEventLoop(dict)
@@ -312,6 +284,7 @@ async def tick_relay_open(event_id: int, send: Send) -> TickRelay:
         fanout = by_event[event_id] = EventFanout(event_id)
     relay = TickRelay(send, fanout)
     fanout.relays.add(relay)
+    fanout.due(relay, -math.inf)
     try:
         await asyncio.wait_for(fanout.subscribed.wait(), SUBSCRIBE_TIMEOUT_SECONDS)
         if fanout.ended:

@@ -30,6 +30,8 @@ process asks Redis nothing per page. The bands, with ``front`` = ``WR_TICKS_FRON
 
 from __future__ import annotations
 
+import math
+
 NEAR_SECONDS = 5.0
 FAR_SECONDS = 10.0
 NEAR_BAND_FRONTS = 10  # the near band ends this many front bands from the front
@@ -55,6 +57,14 @@ def tick_spacing(
     if fans_per_second is not None and fans_per_second > 0:
         spacing = min(spacing, (position - front) / fans_per_second)
     return spacing
+
+
+def far_back_from(*, front: int, fans_per_second: float | None, overloaded: bool = False) -> int:
+    """The position past which ``tick_spacing`` is the far band's whatever the position: a
+    web process places most pages with one comparison (queueing/live/tick_view.py)."""
+    far = FAR_SECONDS * (OVERLOAD_FACTOR if overloaded else 1.0)
+    paced = front + math.ceil((fans_per_second or 0.0) * far)
+    return max(NEAR_BAND_FRONTS * front, paced)
 
 
 def prequeue_tick_spacing(*, overloaded: bool = False) -> float:

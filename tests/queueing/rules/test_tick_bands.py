@@ -13,6 +13,7 @@ from queueing.rules.tick_bands import (
     FAR_SECONDS,
     NEAR_SECONDS,
     backlogged,
+    far_back_from,
     prequeue_tick_spacing,
     tick_due,
     tick_spacing,
@@ -90,3 +91,17 @@ def test_the_keepalive_comes_a_third_of_the_heartbeat_apart_within_1_to_30_s() -
     for heartbeat in range(10, 3601, 7):
         # Two refreshes in a row may fail and the fan is still not away.
         assert 3 * keepalive_seconds(heartbeat) <= heartbeat
+
+
+@pytest.mark.parametrize("fans_per_second", [None, 0.5, 100.0, 500.0, 20_000.0])
+@pytest.mark.parametrize("overloaded", [False, True])
+def test_past_the_far_back_position_the_spacing_no_longer_depends_on_it(
+    fans_per_second: float | None, overloaded: bool
+) -> None:
+    """What lets a web process place most pages with one comparison."""
+    far = far_back_from(front=FRONT, fans_per_second=fans_per_second, overloaded=overloaded)
+    spacings = {
+        tick_spacing(position, front=FRONT, fans_per_second=fans_per_second, overloaded=overloaded)
+        for position in (far + 1, far + 2, 2 * far, 10**9)
+    }
+    assert spacings == {FAR_SECONDS * (3 if overloaded else 1)}
