@@ -1,10 +1,11 @@
 // The waiting page, live. The server publishes one tick per event per second (the same bytes
 // for every fan) and sends it to a page as often as its distance from the front asks
 // (queueing/rules/tick_bands.py): every second near the front, every few seconds further back,
-// at most 10 s apart (30 s while the server is overloaded). Nothing here counts on a tick a
-// second. This script works out the fan's own place from a tick: its order key and tier
-// (from the personal snapshot) against the tick's per-tier (rank, order key) checkpoints.
-// Without a WebSocket it polls the ticket API as X-Poll-After-Seconds says.
+// at most 10 s apart (30 s while the server is overloaded), and none while the line's index
+// is rebuilt. Nothing here is timed by ticks: the countdown runs on its own clock, and each
+// tick only updates what it says. This script works out the fan's own place from a tick: its
+// order key and tier (from the personal snapshot) against the tick's per-tier (rank, order
+// key) checkpoints. Without a WebSocket it polls the ticket API as X-Poll-After-Seconds says.
 (function () {
   "use strict";
   // Under Node (tests/queueing/web/test_position_rule_js.py) only the pure rules are wanted; the
@@ -358,21 +359,6 @@
 
   function socketOpen() { return socket !== null && socket.readyState === 1; }
 
-  // A socket that says nothing for longer than the longest a far-back page waits for a tick
-  // (30 s under overload) may be dead without knowing it (a half-open connection): the page
-  // asks where it stands once, which also keeps its place alive, and opens a new socket.
-  var STALE_SECONDS = 45;
-  var lastHeard = Date.now();
-  function staleCheck() {
-    if (leaving || stopped) return;
-    if (socketOpen() && Date.now() - lastHeard > STALE_SECONDS * 1000) {
-      lastHeard = Date.now();
-      check(false);
-      socket.close();  // onclose: polls meanwhile, reconnects in 5-10 s
-    }
-    setTimeout(staleCheck, 5000);
-  }
-
   // What the page does when a poll of its ticket is refused (docs/api.md). Pure.
   //   reload:   the place moved to another device (410 place_moved): this ticket is spent,
   //             and the server's page says so
@@ -412,13 +398,11 @@
     var replacedDetail = null;
     socket = new WebSocket(scheme + window.location.host + cfg.wsPath + "?ticket=" + encodeURIComponent(cfg.ticket));
     socket.onopen = function () {
-      lastHeard = Date.now();
       clearTimeout(pollTimer);
       pollTimer = null;
       $("offline").hidden = true;
     };
     socket.onmessage = function (event) {
-      lastHeard = Date.now();
       var message = JSON.parse(event.data);
       if (message.type === "snapshot") {
         me.tierId = message.tier_id; me.orderKey = message.order_key; me.tiers = message.tiers;
@@ -478,5 +462,4 @@
 
   countdown();
   connect();
-  staleCheck();
 })();
