@@ -223,14 +223,16 @@ class EventFanout:
             if relay.behind:
                 behind += 1
             relay.offer(text)
-            if tick is not None:
+            if tick is None:
+                relay.spacing = 0.0  # unread: due at the next tick, as every page
+            else:
                 self._spaced(relay, tick, now=now, overloaded=overloaded)
-                relay.queued = next(self._entries)
-                entry = (now + relay.spacing, relay.queued, relay)
-                if everyone:  # every page at once: heaped once below, not page by page
-                    self._queue.append(entry)
-                else:
-                    heappush(self._queue, entry)
+            relay.queued = next(self._entries)
+            entry = (now + relay.spacing, relay.queued, relay)
+            if everyone:  # every page at once: heaped once below, not page by page
+                self._queue.append(entry)
+            else:
+                heappush(self._queue, entry)
         if everyone:
             heapify(self._queue)
         for relay in list(self.relays) if started else ():

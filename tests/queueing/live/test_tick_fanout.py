@@ -258,3 +258,27 @@ def test_a_backlog_of_pages_still_sending_stretches_the_far_bands(settings) -> N
             tick_relay_close(987_658, relay)
 
     async_to_sync(scenario)()
+
+
+def test_a_text_that_is_not_a_tick_goes_to_every_page_and_the_ticks_after_it_still_do(
+    settings,
+) -> None:
+    settings.WR_TICKS_FRONT_PLACES = 10
+
+    async def scenario() -> None:
+        got: list[str] = []
+
+        async def send(text: str) -> None:
+            got.append(text)
+
+        relay = await tick_relay_open(987_659, send)
+        relay.placed(Place(layout=LAYOUT, tier_id=TIER, order_key=3 + KEY_OF_RANK))
+        fanout = relay._fanout
+        texts = ["not a tick", _line_tick(fans=100, at=2), _line_tick(fans=100, at=3)]
+        for second, text in enumerate(texts, start=1):
+            fanout.deliver(text, started=False, now=float(second))
+            await asyncio.sleep(0)
+        assert got == texts  # the front page: each of them
+        tick_relay_close(987_659, relay)
+
+    async_to_sync(scenario)()
