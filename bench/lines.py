@@ -65,11 +65,15 @@ def _tickets_written(path: Path, event_id: int, entries: Iterable[tuple[int, int
 
 
 def write_tickets(event_id: int, path: Path, limit: int = 2000) -> None:
+    """The tickets of the first ``limit`` fans in line: at the front, where pages are sent
+    every tick (queueing/rules/tick_bands.py)."""
     from queueing.models import QueueEntry
 
-    rows = QueueEntry.objects.filter(event_id=event_id, status="waiting").values_list(
-        "id", "tier_id"
-    )[:limit]
+    rows = (
+        QueueEntry.objects.filter(event_id=event_id, status="waiting", passed_over_at__isnull=True)
+        .order_by("tier_id", "order_key")
+        .values_list("id", "tier_id")[:limit]
+    )
     _tickets_written(path, event_id, rows)
 
 

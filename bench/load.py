@@ -159,11 +159,12 @@ def ws_clients_start(
 
 
 def websocket_fanout(
-    base: str, slug: str, tickets: Path, sockets: int, web_pgid: int
+    base: str, slug: str, tickets: Path, sockets: int, web_pgid: int, *, hold: int = 20
 ) -> dict[str, Any]:
-    """`sockets` waiting-page sockets over four client processes; ticks come from beat."""
+    """`sockets` waiting-page sockets over four client processes, held `hold` seconds once all
+    are open; ticks come from beat."""
     clients = 4
-    procs = ws_clients_start(base, slug, tickets, sockets, clients=clients, hold=20)
+    procs = ws_clients_start(base, slug, tickets, sockets, clients=clients, hold=hold)
     peak = 0.0
     while any(p.poll() is None for p in procs):
         peak = max(peak, server_rss_mib(web_pgid))

@@ -59,6 +59,11 @@ def parse_options() -> argparse.Namespace:
         "the gate's check)",
     )
     parser.add_argument(
+        "--far-back-only",
+        action="store_true",
+        help="only the far-back row (pages spread over a long line, before and after)",
+    )
+    parser.add_argument(
         "--outage-only",
         action="store_true",
         help="only the Redis outage row (a line of a million, Redis up, stopped, back)",
@@ -119,6 +124,8 @@ def one_row_alone(
         print(json.dumps(rows.box_office_rows(logdir, sizes), indent=2))
     elif options.line_end_only:
         print(json.dumps(rows.line_end_row(logdir, sizes), indent=2))
+    elif options.far_back_only:
+        print(json.dumps(rows.far_back(logdir, sizes), indent=2))
     elif options.outage_only:
         print(json.dumps(rows.redis_outage(logdir, sizes, options.web_workers), indent=2))
     elif options.websockets_only or options.gate_only or options.status_only:
@@ -186,6 +193,7 @@ def main() -> None:
     results["line_end"] = rows.line_end_row(logdir, sizes)
     rows.database_emptied()
     results["box_office"] = rows.box_office_rows(logdir, sizes)
+    results["far_back"] = rows.far_back(logdir, sizes)
     publish(results, quick=options.quick)
 
 
@@ -263,6 +271,8 @@ def render(r: dict[str, Any]) -> str:
     if "line_end" in r:
         line_end_render(r["line_end"], row)
     box_office_render(r["box_office"], row)
+    if "far_back" in r:
+        far_back_render(r["far_back"], row)
     out.write(
         "\n"
         f"Loading {b['fans']:,} fans took {b['copy_s']} s (COPY) and rebuilding their index "
@@ -299,6 +309,27 @@ def line_end_render(e: dict[str, Any], row: Any) -> None:
         e["revoke_s"] <= 60 * e["fans"] / 1_000_000
         and e["revoked_records"] == e["revoked_tickets"] == e["fans"]
         and e["trail_ok"],
+    )
+
+
+def far_back_render(f: dict[str, Any], row: Any) -> None:
+    before, after = f["before"], f["after"]
+    front, far = after["ticks"]["front"], after["ticks"]["far"]
+    row(
+        f"far-back pages: {after['sockets_open']:,} sockets spread over a line of "
+        f"{f['fans']:,} (1 web process), against the room before (`{f['reference_commit'][:7]}`)",
+        f"web CPU per socket-second {before['web_cpu_us_per_socket_second']} → "
+        f"{after['web_cpu_us_per_socket_second']} µs ({f['web_ratio']}×); the slot's keep-alive "
+        f"{before['keepalive_us_per_socket_second']} → {after['keepalive_us_per_socket_second']}"
+        f" µs ({f['slot_ratio']}×); front band {front['ticks_per_socket_second']} ticks/s, p99 "
+        f"{front['delay_p99_ms']} ms after broadcast; far back {far['ticks_per_socket_second']} "
+        f"ticks/s, longest gap {far['longest_gap_s']} s",
+        "≥ 4× less each; the front every tick within 1 s; far-back gaps ≤ 10 s",
+        f["web_ratio"] >= 4
+        and f["slot_ratio"] >= 4
+        and front["ticks_per_socket_second"] >= 0.95
+        and (front["delay_p99_ms"] or 10**6) <= 1000
+        and far["longest_gap_s"] <= 10,
     )
 
 

@@ -360,6 +360,22 @@ def box_office_rows(logdir: Path, sizes: Sizes) -> dict[str, Any]:
     )
 
 
+def far_back(logdir: Path, sizes: Sizes) -> dict[str, Any]:
+    """The far-back row (bench/far_back.py, on a database and Redis servers of its own): pages
+    spread over a line of ``sizes.big_line_fans``, before and after, in the same run."""
+    sockets, seconds = sizes.sockets * 6 // 10, 2 * sizes.poll_seconds
+    print(f"7. far-back pages: {sockets:,} sockets over {sizes.big_line_fans:,} fans", flush=True)
+    out = logdir / "far_back.json"
+    sh(
+        str(BIN / "python"),
+        str(ROOT / "bench" / "far_back.py"),
+        *("--fans", str(sizes.big_line_fans), "--sockets", str(sockets)),
+        *("--seconds", str(seconds), "--out", str(out)),
+        cwd=ROOT,
+    )
+    return json.loads(out.read_text())
+
+
 # ------------------------------------------------- one row alone, to compare a change (--*-only)
 
 

@@ -94,7 +94,7 @@ def measure(
 ) -> dict[str, Any]:
     # Django's models can be imported only now that it is set up.
     from bench import box_office, unit_inprocess, unit_stack
-    from queueing.live.watchers import REFRESH_SECONDS
+    from queueing.rules.layout import keepalive_seconds
     from tests.events.bulk import bulk_events
 
     shutil.rmtree(LOGDIR, ignore_errors=True)
@@ -116,7 +116,8 @@ def measure(
     out["redis_locate"] = unit_stack.locate_ceiling(rig, joins.pk)
     print("2b. locate.lua and the keep-alive on lines of 3,000 to 5,000,000", flush=True)
     out["redis_by_line"] = unit_stack.line_size_costs(rig, LINE_SIZES)
-    out["keepalive_refresh_seconds"] = REFRESH_SECONDS
+    # The sockets' on-sale has the default heartbeat (60 s): a keep-alive every 20 s.
+    out["keepalive_refresh_seconds"] = keepalive_seconds(unit_stack.SOCKETS_HEARTBEAT)
     out["storage"] = unit_stack.storage_per_row(joins.pk)
     # Then no on-sale but the next one has fans: the beat ticks every on-sale with fans.
     emptied(joins.pk)
@@ -127,7 +128,9 @@ def measure(
 
     sizes = ", ".join(f"{n:,}" for n in unit_stack.SOCKET_SIZES)
     print(f"5. WebSockets: {sizes} on one web process", flush=True)
-    sockets = on_sale("sockets", fans=max(unit_stack.SOCKET_SIZES))
+    sockets = on_sale(
+        "sockets", fans=max(unit_stack.SOCKET_SIZES), heartbeat_seconds=unit_stack.SOCKETS_HEARTBEAT
+    )
     out["sockets"] = unit_stack.socket_costs(rig, sockets)
 
     print(f"6. the dispatch over {DISPATCHED_ON_SALES} on-sales with fans", flush=True)

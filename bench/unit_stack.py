@@ -20,6 +20,7 @@ import redis
 from django.db import connection
 
 from bench import box_office
+from bench.far_back import deadlines_ahead, keepalive_rounds, next_round
 from bench.lines import bulk_line, index_bytes_per_entry, new_on_sale, write_tickets
 from bench.load import websocket_fanout, wrk
 from bench.meters import (
@@ -43,12 +44,14 @@ from queueing.hot.client import LUA_DIR
 from queueing.line.index_sync import hot_index_rebuild
 from queueing.line.reads import event_layout
 from queueing.models import AuditRecord, QueueEntry
+from queueing.rules.layout import keepalive_seconds
 from tests.processes import Stack, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 JOIN_SECONDS, POLL_SECONDS, TICK_SECONDS, SOCKET_SECONDS = 8, 6, 10, 10
 JOIN_CONNECTIONS, POLL_CONNECTIONS = 200, 64
 SOCKET_SIZES = (1_000, 3_000)
+SOCKETS_HEARTBEAT = 60  # the default: the keep-alive comes every 20 s
 TICK_RATE_PER_MINUTE = 6_000  # 100 fans a tick
 JOIN_LUA, STATUS_LUA = str(ROOT / "bench" / "join.lua"), str(ROOT / "bench" / "status.lua")
 
@@ -373,14 +376,17 @@ def _socket_window(
         interval=0.5,
         what=f"{sockets} sockets counted",
     )
-    time.sleep(1)
+    # From one keep-alive write to the first one at least SOCKET_SECONDS later: whole periods
+    # of the keep-alive (one ZADD of a process's tickets every third of the heartbeat,
+    # queueing/live/watchers.py; nothing else in the window runs ZADD).
+    pace = keepalive_seconds(SOCKETS_HEARTBEAT)
+    zadds = next_round(rig.hot, keepalive_rounds(rig.hot), timeout=2 * pace + 5)
     hot_before = rig.hot.reading()
     with CpuWindow({"web": web_pgid}) as cpu:
-        time.sleep(SOCKET_SECONDS)
+        for _ in range(max(1, round(SOCKET_SECONDS / pace))):
+            zadds = next_round(rig.hot, zadds, timeout=2 * pace + 5)
     hot_after = rig.hot.reading()
     calls, redis_cpu = redis_spent(hot_before, hot_after)
-    # Open sockets keep their tickets alive with one ZADD of all of a process's tickets every
-    # 5 s (queueing/live/watchers.py): nothing else in the window runs ZADD.
     keepalive = command_seconds(hot_before, hot_after, "zadd")
     (worker,) = children(web_pgid)
     into |= {
@@ -397,6 +403,10 @@ def socket_costs(rig: Rig, event: Event) -> dict[str, Any]:
     """One web process (with beat and a worker ticking the on-sale) holding N sockets."""
     tickets = rig.logdir / "socket-tickets.txt"
     write_tickets(event.pk, tickets, limit=max(SOCKET_SIZES))
+    # The fans without a socket seen a day ahead, as if they polled: none is away meanwhile.
+    deadlines_ahead(
+        redis.Redis(port=rig.hot.port, db=rig.redis_db), keys.heartbeats(event.pk), by=86_400
+    )
     out: dict[str, Any] = {}
     for sockets in SOCKET_SIZES:
         stack = rig.stack(f"sockets-{sockets}")
@@ -414,7 +424,8 @@ def socket_costs(rig: Rig, event: Event) -> dict[str, Any]:
                 target=_socket_window, args=(rig, event.pk, port, sockets, web, window)
             )
             sampler.start()
-            fanout = websocket_fanout(base, event.slug, tickets, sockets, web)
+            # Held through a whole keep-alive period after the first write (up to ~45 s).
+            fanout = websocket_fanout(base, event.slug, tickets, sockets, web, hold=60)
             sampler.join()
         finally:
             stack.stop()

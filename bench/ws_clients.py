@@ -6,9 +6,11 @@ pong for ping. The load generator shares the machine with the server, so it must
 little per message, as wrk and hey do for HTTP (a full client library spent about as much CPU
 receiving the ticks as the server spent sending them).
 
-Writes one JSON object to OUT_FILE: {"opened", "failed", "measured_from", "delays": {at: [s]}}
-(a file, not stdout: the report outgrows a pipe's buffer). Only ticks broadcast after
-`measured_from` (when this client's last socket opened) are recorded.
+Writes one JSON object to OUT_FILE: {"opened", "failed", "measured_from", "delays": {at: [s]},
+"per_socket": {index: [[at, delay], ...]}} (a file, not stdout: the report outgrows a pipe's
+buffer). Only ticks broadcast after `measured_from` (when this client's last socket opened) are
+recorded; `per_socket` lists the ticks each socket was sent, by its ticket's index in
+TICKETS_FILE (pages are sent ticks by their distance from the front).
 
 Run: python bench/ws_clients.py WS_URL ORIGIN TICKETS_FILE FIRST COUNT SECONDS OUT_FILE
 """
@@ -40,6 +42,7 @@ class Run:
         self.all_open = asyncio.Event()
         self.measured_from = 0.0
         self.delays: dict[float, list[float]] = defaultdict(list)
+        self.per_socket: dict[int, list[tuple[float, float]]] = {}
 
     def settled(self) -> None:
         if self.opened + self.failed == self.total and not self.all_open.is_set():
@@ -48,8 +51,15 @@ class Run:
 
 
 class PageSocket(asyncio.Protocol):
-    def __init__(self, run: Run, request: bytes, opened: asyncio.Future[None]) -> None:
+    def __init__(
+        self,
+        run: Run,
+        request: bytes,
+        opened: asyncio.Future[None],
+        ats: list[tuple[float, float]],
+    ) -> None:
         self.run = run
+        self.ats = ats  # the ticks this socket was sent: their "at", and how late they came
         self.request = request
         self.opened = opened
         self.buffer = b""
@@ -102,6 +112,7 @@ class PageSocket(asyncio.Protocol):
                 at = float(_AT.search(payload).group(1))
                 if at >= self.run.measured_from:
                     self.run.delays[at].append(received - at)
+                    self.ats.append((at, received - at))
             elif opcode == 0x9:  # ping: answer, or the server closes the socket
                 self._send(0xA, payload)
         self.buffer = buffer
@@ -137,9 +148,10 @@ async def watch(url: str, origin: str, run: Run, seconds: float, index: int) -> 
     opened: asyncio.Future[None] = loop.create_future()
     transport = None
     source = f"127.0.0.{1 + index // SOCKETS_PER_SOURCE_ADDRESS}"
+    ats = run.per_socket[index] = []
     try:
         transport, _ = await loop.create_connection(
-            lambda: PageSocket(run, request, opened), host, port, local_addr=(source, 0)
+            lambda: PageSocket(run, request, opened, ats), host, port, local_addr=(source, 0)
         )
         await asyncio.wait_for(opened, timeout=120)
         run.opened += 1
@@ -170,6 +182,7 @@ async def main(
         "failed": run.failed,
         "measured_from": run.measured_from,
         "delays": {str(at): d for at, d in run.delays.items()},
+        "per_socket": {str(index): ats for index, ats in run.per_socket.items()},
     }
     with open(out, "w") as handle:
         json.dump(report, handle)

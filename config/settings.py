@@ -460,6 +460,12 @@ WR_ADDRESS_LIMIT_RETRY_AFTER = env_int("WR_ADDRESS_LIMIT_RETRY_AFTER", 60, minim
 # WebSockets. At most this many sockets stay open per ticket, across all web processes: the
 # newest wins, the oldest page is told it was opened elsewhere (close code 4409).
 WR_SOCKETS_PER_TICKET = env_int("WR_SOCKETS_PER_TICKET", 3, minimum=1)
+# The tick reaches a page by its distance from the front (queueing/rules/tick_bands.py): the
+# first WR_TICKS_FRONT_PLACES places get every tick, pages behind them one every few seconds
+# (at most 10 s apart, 30 s while the process is overloaded). WR_TICKS_BY_DISTANCE=0 sends
+# every tick to every page, as the room did before (a small room, or to compare the cost).
+WR_TICKS_FRONT_PLACES = env_int("WR_TICKS_FRONT_PLACES", 10_000, minimum=1)
+WR_TICKS_BY_DISTANCE = env_bool("WR_TICKS_BY_DISTANCE", True)
 # How long a "Continue on your phone" link moves a place (queueing/line/place_links.py).
 WR_PLACE_LINK_SECONDS = env_int("WR_PLACE_LINK_SECONDS", 600, minimum=30)
 # How many such links one place may ask for within WR_PLACE_LINK_SECONDS (0 = no limit); a
@@ -478,6 +484,11 @@ WR_SOCKETS_PER_ADDRESS = env_int("WR_SOCKETS_PER_ADDRESS", 200, minimum=0)
 # The biggest WebSocket message a client may send (bytes); the page sends none. The server
 # closes the socket with 1009 on a bigger one.
 WR_WS_MAX_MESSAGE_BYTES = env_int("WR_WS_MAX_MESSAGE_BYTES", 64 * 1024, minimum=1024)
+# How often the server pings each WebSocket (uvicorn's own default is 20 s); a socket whose
+# pong does not come within 20 s is closed. A ping cost a web process about as much as five
+# ticks (docs/benchmarks-notes.md): with ticks at most 10 s apart (30 s overloaded) keeping
+# proxies and NATs awake, pings only find dead sockets, within 80 s rather than 40 s.
+WR_WS_PING_SECONDS = env_float("WR_WS_PING_SECONDS", 60.0, minimum=1.0)
 
 # Staff password logins (/admin/login/, which /dashboard/ sends staff to): failed logins per
 # account (username) and per client address (IPv6 per /64) within the window; reaching either

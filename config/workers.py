@@ -26,6 +26,7 @@ def uvicorn_config() -> dict[str, Any]:
         # DJANGO_BEHIND_TLS_PROXY). uvicorn's own would believe X-Forwarded-For and -Proto
         # from any peer on loopback (gunicorn's --forwarded-allow-ips), whatever those say.
         "proxy_headers": False,
+        "ws_ping_interval": settings.WR_WS_PING_SECONDS,
     }
 
 

@@ -89,9 +89,11 @@ def beat_command(*, schedule: str) -> list[str]:
 
 
 class Stack:
-    def __init__(self, env: dict[str, str], logdir: Path) -> None:
+    def __init__(self, env: dict[str, str], logdir: Path, *, root: Path = ROOT) -> None:
         self.env = env
         self.logdir = logdir
+        # The source tree the processes run (bench/far_back.py runs an earlier one's).
+        self.root = root
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.base_url = ""
 
@@ -100,7 +102,7 @@ class Stack:
         log = open(self.logdir / f"{name}.log", "ab")
         proc = subprocess.Popen(
             argv,
-            cwd=ROOT,
+            cwd=self.root,
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,

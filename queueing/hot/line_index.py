@@ -394,9 +394,15 @@ def refresh_heartbeats(
     event_id: int, members: Sequence[int], *, deadline: float, lane: int = 0
 ) -> None:
     """Push the deadline of fans (of one lane) watching over a WebSocket; XX: never revive an
-    expired one."""
+    expired one.
+
+    Each gets a deadline of its own, a microsecond after the one before (a hundred thousand
+    tickets: a tenth of a second later): a sorted set compares the names of members whose
+    scores tie, and one deadline for all of a process's tickets cost Redis about three times
+    as much per ticket on a line of 1,000,000 (docs/benchmarks-notes.md, far-back pages)."""
     if members:
-        client().zadd(keys.heartbeats(event_id, lane), dict.fromkeys(members, deadline), xx=True)
+        spread = {member: deadline + i * 1e-6 for i, member in enumerate(members)}
+        client().zadd(keys.heartbeats(event_id, lane), spread, xx=True)
 
 
 @unavailable_on_redis_error

@@ -167,13 +167,20 @@ DEGRADED_FACTOR = 3.0
 DEGRADED_MAX_POLL_SECONDS = 60.0
 
 
+def keepalive_seconds(heartbeat_seconds: int) -> float:
+    """How often a page is seen, so that a missed sighting does not leave its fan away: a
+    third of the heartbeat, within 1-30 s. A far-back poll asks again this often, and a web
+    process refreshes its open sockets' tickets this often (queueing/live/watchers.py)."""
+    return max(MIN_POLL_SECONDS, min(MAX_POLL_SECONDS, heartbeat_seconds / 3))
+
+
 def poll_after_seconds(
     *, heartbeat_seconds: int, position: int | None, degraded: bool = False
 ) -> float:
-    """Early enough that a missed poll does not expire the ticket (a third of the heartbeat),
+    """Early enough that a missed poll does not expire the ticket (``keepalive_seconds``),
     and sooner the nearer the fan is to the front, so that admission is noticed quickly;
     ``degraded`` (answered without the hot index): later, to shed load."""
-    keep_alive = max(MIN_POLL_SECONDS, min(MAX_POLL_SECONDS, heartbeat_seconds / 3))
+    keep_alive = keepalive_seconds(heartbeat_seconds)
     after = (
         keep_alive if position is None else min(keep_alive, max(MIN_POLL_SECONDS, position / 20))
     )

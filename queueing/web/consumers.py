@@ -5,8 +5,8 @@ process, join the ticket's group, accept, find the ticket's answer (a ticket its
 before it moved to another browser is closed with 4410 here), count the socket on its ticket
 (the oldest beyond the cap are told to go: queueing/live/sockets.py), then send one personal
 snapshot. Afterwards the socket only relays the event's tick (serialized once for everyone,
-handed over by this process's fan-out: queueing/live/fanout.py) and, for an admitted fan,
-where to go. A page
+handed over by this process's fan-out: queueing/live/fanout.py, as often as the page's distance
+from the front asks: queueing/rules/tick_bands.py) and, for an admitted fan, where to go. A page
 that was shown the pre-queue gets a new snapshot once a tick says the line has started:
 its shuffled place, with which it turns into a waiting page where it is, rather than every
 pre-queue page reloading at once (``START_SPREAD_SECONDS``). The page sends nothing; a frame
@@ -31,7 +31,7 @@ from django.utils import timezone
 from queueing.hot.channels import ticket_group
 from queueing.line.answers import TicketAnswer, ticket_poll, ticket_poll_async
 from queueing.line.reads import event_layout_async, line_reads
-from queueing.live.fanout import TickRelay, tick_relay_close, tick_relay_open
+from queueing.live.fanout import Place, TickRelay, tick_relay_close, tick_relay_open
 from queueing.live.sockets import address_slots, ticket_socket_closed, ticket_socket_open
 from queueing.live.watchers import watchers
 from queueing.rules.errors import PlaceMoved, TicketNotFound
@@ -85,6 +85,7 @@ class LineConsumer(AsyncWebsocketConsumer):
     replaced: bool = False
     left: bool = False
     in_prequeue: bool = False  # the page was last shown the pre-queue
+    place: Place | None = None  # where its last snapshot placed it, if waiting
     placing: asyncio.Task[None] | None = None  # the pre-queue page's new snapshot, on its way
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -128,6 +129,7 @@ class LineConsumer(AsyncWebsocketConsumer):
                 # Ticks only after the snapshot: a page places itself from its order key.
                 self.ticks = await tick_relay_open(ref.event_id, self._send_text)
                 self._watch_for_start()
+                self._place_relay()
         except BaseException:
             # The page went away mid-connect, or Redis did: no disconnect will tidy up.
             self._leave()
@@ -169,7 +171,15 @@ class LineConsumer(AsyncWebsocketConsumer):
             last = last_tick or await line_reads.last_tick_async(self.ref.event_id)
             await self.send(text_data=json.dumps(snapshot_message(view, self.layout, last)))
             self.in_prequeue = view.status == EntryStatus.PREQUEUE
+            self.place = (
+                Place(layout=self.layout, tier_id=view.tier_id, order_key=view.order_key)
+                if view.status == EntryStatus.WAITING
+                and view.tier_id is not None
+                and view.order_key is not None
+                else None
+            )
             self._watch_for_start()
+            self._place_relay()
         elif view.status == EntryStatus.ADMITTED and view.issued_pass is not None:
             await self.send(
                 text_data=json.dumps(
@@ -208,6 +218,12 @@ class LineConsumer(AsyncWebsocketConsumer):
     def _watch_for_start(self) -> None:
         if self.ticks is not None:
             self.ticks.on_started = self._line_started if self.in_prequeue else None
+
+    def _place_relay(self) -> None:
+        """How often the page is sent the tick follows where its snapshot placed it
+        (queueing/rules/tick_bands.py)."""
+        if self.ticks is not None:
+            self.ticks.placed(self.place, prequeue=self.in_prequeue)
 
     def _line_started(self) -> None:
         """A tick says the line has started and this page still shows the pre-queue: send

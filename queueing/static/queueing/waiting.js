@@ -1,7 +1,11 @@
-// The waiting page, live. The server broadcasts one tick per event per second (the same bytes
-// for every fan); this script works out the fan's own place from it: its order key and tier
-// (from the personal snapshot) against the tick's per-tier (rank, order key) checkpoints.
-// Without a WebSocket it polls the ticket API as X-Poll-After-Seconds says.
+// The waiting page, live. The server publishes one tick per event per second (the same bytes
+// for every fan) and sends it to a page as often as its distance from the front asks
+// (queueing/rules/tick_bands.py): every second near the front, every few seconds further back,
+// at most 10 s apart (30 s while the server is overloaded), and none while the line's index
+// is rebuilt. Nothing here is timed by ticks: the countdown runs on its own clock, and each
+// tick only updates what it says. This script works out the fan's own place from a tick: its
+// order key and tier (from the personal snapshot) against the tick's per-tier (rank, order
+// key) checkpoints. Without a WebSocket it polls the ticket API as X-Poll-After-Seconds says.
 (function () {
   "use strict";
   // Under Node (tests/queueing/web/test_position_rule_js.py) only the pure rules are wanted; the

@@ -1,16 +1,20 @@
-"""One subscription per event and process; every page gets each tick once; a slow page
-skips ticks instead of holding the others up."""
+"""One subscription per event and process; every page due a tick gets it once; a slow page
+skips ticks instead of holding the others up; far-back pages are due fewer."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+from itertools import pairwise
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from queueing.hot.channels import event_group
-from queueing.live.fanout import tick_relay_close, tick_relay_open
-from queueing.live.ticks import LINE_STARTED
+from queueing.live.fanout import Place, tick_relay_close, tick_relay_open
+from queueing.live.ticks import CHECKPOINT_RANKS, LINE_STARTED
+from queueing.rules.layout import EventLayout, TierLayout
+from queueing.rules.tick_bands import BACKLOG_MIN_PAGES
 
 
 def _tick(text: str) -> dict[str, str]:
@@ -145,5 +149,136 @@ def test_pages_waiting_for_the_start_hear_of_it_and_one_failing_hook_stops_no_ti
         assert len(received) == 6  # every page got every tick, the failing hook's too
         for relay in (waiting, failing):
             tick_relay_close(987_656, relay)
+
+    async_to_sync(scenario)()
+
+
+# ----------------------------------------------------------- ticks by distance from the front
+
+TIER = 5
+LAYOUT = EventLayout(
+    event_id=987_657,
+    slug="far",
+    heartbeat_seconds=60,
+    pace=None,
+    tiers=(TierLayout(id=TIER, priority=0, share=0),),
+)
+KEY_OF_RANK = 1_000  # the fan of rank r holds order key r + 1,000
+
+
+def _line_tick(*, fans: int, at: float, mode: str = "queue") -> str:
+    """A tick as queueing/live/ticks.py builds it, of a line of ``fans`` in one tier."""
+    ranks = [r for r in CHECKPOINT_RANKS if r < fans] + [fans - 1]
+    return json.dumps(
+        {
+            "type": "tick",
+            "at": at,
+            "state": "open",
+            "mode": mode,
+            "message": None,
+            "prequeue": 0,
+            "queue_length": fans,
+            "tiers": [
+                {"id": TIER, "count": fans, "checkpoints": [[r, r + KEY_OF_RANK] for r in ranks]}
+            ],
+            "limits": {"rate": 60, "capacity": 0, "session": 900},
+            "throughput": None,
+        }
+    )
+
+
+def test_pages_get_ticks_by_distance_from_the_front_and_a_change_reaches_every_page(
+    settings,
+) -> None:
+    settings.WR_TICKS_FRONT_PLACES = 10  # front: 1-10; near: 11-100 (5 s); far: 101- (10 s)
+
+    async def scenario() -> None:
+        got: dict[str, list[float]] = {}
+        relays = {}
+        clock = {"now": 0.0}
+        for name in ("front", "near", "far", "unplaced", "prequeue"):
+            got[name] = []
+
+            async def send(text: str, name: str = name) -> None:
+                got[name].append(clock["now"])
+
+            relays[name] = await tick_relay_open(987_657, send)
+        fanout = relays["front"]._fanout
+        for name, rank in (("front", 3), ("near", 50), ("far", 50_000)):
+            relays[name].placed(Place(layout=LAYOUT, tier_id=TIER, order_key=rank + KEY_OF_RANK))
+        relays["prequeue"].placed(None, prequeue=True)
+        for second in range(1, 61):
+            clock["now"] = float(second)
+            fanout.deliver(_line_tick(fans=100_000, at=second), started=False, now=clock["now"])
+            await asyncio.sleep(0)  # the relays send
+        gaps = {name: [b - a for a, b in pairwise(times)] for name, times in got.items()}
+        assert len(got["front"]) == len(got["unplaced"]) == 60
+        assert max(gaps["near"]) <= 5 and len(got["near"]) <= 60 / 3
+        assert max(gaps["far"]) <= 10 and len(got["far"]) <= 60 / 8
+        assert max(gaps["prequeue"]) <= 10 and len(got["prequeue"]) <= 60 / 8
+        # Maintenance: what the line is doing changed, every page hears it at once.
+        before = {name: len(times) for name, times in got.items()}
+        clock["now"] = 61.0
+        fanout.deliver(_line_tick(fans=100_000, at=61, mode="maintenance"), started=False, now=61)
+        await asyncio.sleep(0)
+        assert all(len(got[name]) == before[name] + 1 for name in got)
+        for relay in relays.values():
+            tick_relay_close(987_657, relay)
+
+    async_to_sync(scenario)()
+
+
+def test_a_backlog_of_pages_still_sending_stretches_the_far_bands(settings) -> None:
+    settings.WR_TICKS_FRONT_PLACES = 10
+
+    async def scenario() -> None:
+        stuck = asyncio.Event()
+        far_times: list[float] = []
+        clock = {"now": 0.0}
+
+        async def stuck_send(text: str) -> None:
+            await stuck.wait()  # sockets whose buffers are full
+
+        async def far_send(text: str) -> None:
+            far_times.append(clock["now"])
+
+        slow = [await tick_relay_open(987_658, stuck_send) for _ in range(BACKLOG_MIN_PAGES + 1)]
+        far = await tick_relay_open(987_658, far_send)
+        far.placed(Place(layout=LAYOUT, tier_id=TIER, order_key=50_000 + KEY_OF_RANK))
+        fanout = far._fanout
+        for second in range(1, 91):
+            clock["now"] = float(second)
+            fanout.deliver(_line_tick(fans=100_000, at=second), started=False, now=clock["now"])
+            await asyncio.sleep(0)
+        assert fanout.overloaded(clock["now"])
+        gaps = [b - a for a, b in pairwise(far_times)]
+        assert max(gaps) <= 30 and max(gaps) > 10  # stretched, never past 30 s
+        stuck.set()
+        for relay in [*slow, far]:
+            tick_relay_close(987_658, relay)
+
+    async_to_sync(scenario)()
+
+
+def test_a_text_that_is_not_a_tick_goes_to_every_page_and_the_ticks_after_it_still_do(
+    settings,
+) -> None:
+    settings.WR_TICKS_FRONT_PLACES = 10
+
+    async def scenario() -> None:
+        got: list[str] = []
+
+        async def send(text: str) -> None:
+            got.append(text)
+
+        relay = await tick_relay_open(987_659, send)
+        relay.placed(Place(layout=LAYOUT, tier_id=TIER, order_key=3 + KEY_OF_RANK))
+        fanout = relay._fanout
+        texts = ["not a tick", _line_tick(fans=100, at=2), _line_tick(fans=100, at=3)]
+        for second, text in enumerate(texts, start=1):
+            fanout.deliver(text, started=False, now=float(second))
+            await asyncio.sleep(0)
+        assert got == texts  # the front page: each of them
+        tick_relay_close(987_659, relay)
 
     async_to_sync(scenario)()
