@@ -131,6 +131,11 @@ def test_eight_lanes_admit_in_order_across_masters_and_survive_a_lane_master(
                 timeout=60,
                 what="admission to get going",
             )
+            # The bound holds for fans the lanes' summary knows: a fan who joined in the last
+            # second of a burst is also behind that second's joins of the other lanes, which
+            # no summary holds yet (docs/api.md, "Lanes of a line"). A tick publishes a new
+            # summary each second; each web process keeps it a second.
+            time.sleep(3)
             sample = random.Random(7).sample(acknowledged, 60)
             assert _positions_within_bound(base, sample) >= 20
 
