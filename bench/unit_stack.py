@@ -254,9 +254,10 @@ def http_costs(rig: Rig, workers: int, event: Event) -> dict[str, Any]:
 def _locate_command(sha: str, event_id: int, tier: str, member: str) -> list[str]:
     """A status poll's script call, as redis-benchmark arguments."""
     return [
-        *("EVALSHA", sha, "6", keys.epoch(event_id), keys.heartbeats(event_id)),
-        *(keys.prequeue(event_id), tier, keys.holders(event_id), tier),
-        *(member, str(int(time.time()) + 3600), "", "", ""),
+        *("EVALSHA", sha, "7", keys.epoch(event_id), keys.heartbeats(event_id)),
+        *(keys.prequeue(event_id), tier, keys.holders(event_id)),
+        *(keys.admitted_counts(event_id), tier),
+        *(member, str(int(time.time()) + 3600), "", "", "", ""),
     ]
 
 

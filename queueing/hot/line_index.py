@@ -113,7 +113,7 @@ def _locate_keys(layout: EventLayout, tier_id: int, lane: int) -> list[str]:
     ]
 
 
-def _locate_args(request: LocateRequest) -> list[object]:
+def _locate_args(request: LocateRequest, *, lanes: int) -> list[object]:
     deadline = request.heartbeat_deadline
     return [
         request.member,
@@ -121,7 +121,9 @@ def _locate_args(request: LocateRequest) -> list[object]:
         request.add or "",
         "" if request.order_key is None else request.order_key,
         request.holder,
-        request.tier_id,
+        # The admission counts matter only beside other lanes (the hottest script: a line of
+        # one lane reads nothing more than it always did).
+        request.tier_id if lanes > 1 else "",
     ]
 
 
@@ -178,12 +180,15 @@ def locate_many(layout: EventLayout, requests: Sequence[LocateRequest]) -> list[
         raw = run_script(
             "locate",
             keys=_locate_keys(layout, request.tier_id, request.lane),
-            args=_locate_args(request),
+            args=_locate_args(request, lanes=layout.lanes),
         )
         return [_placement(raw)]
     results = run_script_many(
         "locate",
-        [(_locate_keys(layout, r.tier_id, r.lane), _locate_args(r)) for r in requests],
+        [
+            (_locate_keys(layout, r.tier_id, r.lane), _locate_args(r, lanes=layout.lanes))
+            for r in requests
+        ],
     )
     return [_placement(raw) for raw in results]
 
@@ -193,7 +198,7 @@ async def locate_async(layout: EventLayout, request: LocateRequest) -> Placement
     raw = await run_script_async(
         "locate",
         keys=_locate_keys(layout, request.tier_id, request.lane),
-        args=_locate_args(request),
+        args=_locate_args(request, lanes=layout.lanes),
     )
     return _placement(raw)
 

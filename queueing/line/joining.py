@@ -163,7 +163,8 @@ def _join_group(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
     try:
         return _join_sorted(requests, batch)
     except Exception as failure:  # noqa: BLE001  answered below
-        # Raised before this on-sale's joins committed (after it, nothing raises).
+        # Raised before any of this on-sale's joins committed (once a lane's part committed,
+        # a later part's failure is that part's answer: ``_join_sorted``).
         return _each_alone_after(failure, requests, wrong_codes_audited=True)
 
 
@@ -377,18 +378,36 @@ def _join_sorted(requests: Sequence[JoinRequest], batch: _Sorted) -> list[JoinOu
     answered |= refused
     admitted, refused = _quoted(event, layout, status, capped)
     answered |= refused
+    some_committed = False
     for lane, part in _by_lane(event, admitted):
         try:
             committed = _commit(event, status, part, lane=lane)
         except IntegrityError as exc:
             if not is_live_identity_conflict(exc):
-                raise
+                if not some_committed:
+                    raise
+                answered |= _told_failure(part, exc)
+                continue
             answered |= _after_identity_conflict(part)
+        except Exception as failure:  # this lane's part alone (see below)
+            if not some_committed:
+                raise  # nothing committed yet: the group's own answer (``_join_group``)
+            # Another lane's part committed already and its fans have their answers: the
+            # fans of this part alone hear of the failure (and join again on their retry).
+            answered |= _told_failure(part, failure)
         else:
+            some_committed = True
             answered |= committed.refused
             if committed.placed:
                 answered |= _answer_newcomers(layout, committed)
     return _in_order(answered, len(requests))
+
+
+def _told_failure(part: Sequence[_Newcomer], failure: Exception) -> Answered:
+    told: Answered = {}
+    for newcomer in part:
+        told |= newcomer.all_told(failure)
+    return told
 
 
 def _started_if_due(event: Event, *, now: datetime) -> Event:

@@ -13,7 +13,7 @@
 -- ARGV[3]  "" to only look, "tier" or "pre" to add the entry there first (NX)
 -- ARGV[4]  order key (score) when adding
 -- ARGV[5]  the holder key the caller's ticket names ("" for none)
--- ARGV[6]  the entry's tier id
+-- ARGV[6]  the entry's tier id, to read KEYS[6]; "" in a line of one lane (nothing to read)
 --
 -- Returns {epoch_state, where, rank, order_key, elsewhere, let_in, prequeue_count, tier_count_1, ...}
 --   epoch_state: 0 missing (then nothing is read or written), 1 building, 2 ready
@@ -60,7 +60,10 @@ local holder = redis.call('HGET', KEYS[5], member)
 if holder and holder ~= ARGV[5] then
   elsewhere = 1
 end
-local let_in = redis.call('HMGET', KEYS[6], 'total:' .. ARGV[6], 'here:' .. ARGV[6])
+local let_in = {false, false}
+if ARGV[6] and ARGV[6] ~= '' then
+  let_in = redis.call('HMGET', KEYS[6], 'total:' .. ARGV[6], 'here:' .. ARGV[6])
+end
 local out = {state, where, rank, score, elsewhere, let_in, redis.call('ZCARD', KEYS[3])}
 for i = 7, #KEYS do
   out[#out + 1] = redis.call('ZCARD', KEYS[i])

@@ -184,6 +184,37 @@ def test_a_failure_before_one_sales_commit_leaves_the_other_sales_joins_standing
     assert list(QueueEntry.objects.values_list("identity", flat=True)) == ["a"]
 
 
+def test_a_lanes_part_failing_after_another_committed_fails_its_own_fans_only(
+    make_event, monkeypatch
+) -> None:
+    from django.db import OperationalError
+
+    from queueing.rules.lanes import lane_of
+
+    event = make_event(slug="laned", capacity=0, lanes=4)
+    identities = [f"fan-{i}" for i in range(40)]
+    failing_lane = max(lane_of(i, lanes=4) for i in identities)  # its part commits last
+    real_commit = joining._commit
+
+    def failing_for_one_lane(event: Any, *args: Any, lane: int, **kwargs: Any) -> Any:
+        if lane == failing_lane:
+            raise OperationalError("connection lost")
+        return real_commit(event, *args, lane=lane, **kwargs)
+
+    monkeypatch.setattr(joining, "_commit", failing_for_one_lane)
+    now = timezone.now()
+    outcomes = entry_join_many(
+        [JoinRequest(event=event, identity=i, access_code=None, now=now) for i in identities]
+    )
+    for identity, outcome in zip(identities, outcomes, strict=True):
+        if lane_of(identity, lanes=4) == failing_lane:
+            assert isinstance(outcome, OperationalError)
+        else:  # committed, and told so: not the failure of a part that came after theirs
+            assert isinstance(outcome, JoinResult) and outcome.created
+    joined = set(QueueEntry.objects.values_list("identity", flat=True))
+    assert joined == {i for i in identities if lane_of(i, lanes=4) != failing_lane}
+
+
 def _failing_for(monkeypatch: Any, identity: str, failure: Exception) -> list[int]:
     """Make every insert of ``identity`` fail with ``failure``; the sizes of the inserts."""
     real_insert = joining.entries_insert
