@@ -140,6 +140,11 @@ WR_REDIS_PREFIX = env_str(
 _REDIS_TIMEOUT = env_float("REDIS_SOCKET_TIMEOUT", 1.0, minimum=0.05)
 # Joins committed together by the lean join path (group commit), at most.
 WR_JOIN_BATCH_MAX = env_int("WR_JOIN_BATCH_MAX", 200, minimum=1)
+# How long the lean join path lets a batch gather from its first join before committing it
+# (unless it is full first): 0 commits at once. Where an on-sale's joins reach many web
+# processes, each process's batches are small and its parts hold a lane's chain head for a
+# join or two each; lingering makes the parts whole (docs/scaling.md).
+WR_JOIN_LINGER_MS = env_int("WR_JOIN_LINGER_MS", 0, minimum=0)
 # The lean ASGI status path's own Redis connections, per web process.
 WR_ASYNC_REDIS_MAX_CONNECTIONS = env_int("WR_ASYNC_REDIS_MAX_CONNECTIONS", 500, minimum=1)
 # Joins waiting for a batch on the lean join path, per web process, at most: one more is

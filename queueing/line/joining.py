@@ -573,6 +573,15 @@ def _nothing_to_decide(event: Event) -> bool:
     )
 
 
+def _decided_on_sale_wide(event: Event) -> bool:
+    """Whether a part of a laned on-sale's join decides something for the whole on-sale, and
+    so takes the root chain's head after its lane's: the mode (read again; safety net and
+    passthrough admit on the root chain) or the address cap (counted over every lane). Not
+    the pre-queue: the start takes every lane's head before the root's, so a lane's head
+    alone orders its joins against the shuffle."""
+    return event.mode != EventMode.QUEUE or bool(event.max_live_per_address)
+
+
 def _by_lane(event: Event, newcomers: Sequence[_Newcomer]) -> list[tuple[int, list[_Newcomer]]]:
     """The batch split by the newcomers' lanes (queueing/rules/lanes.py), in lane order: each
     part commits on its own under its lane's chain head, so that joins to different lanes
@@ -598,7 +607,8 @@ def _commit(
     In a line of several lanes, what is decided for the on-sale as a whole (the mode read
     again, the address cap counted over every lane, the admissions of safety net and
     passthrough, which belong to the root chain) is decided under the root chain's head too,
-    taken after the lane's, as the start takes them (lanes first, then the root)."""
+    taken after the lane's, as the start takes them (lanes first, then the root); the
+    pre-queue's joins need only their lane's (``_decided_on_sale_wide``)."""
     laned = event.lanes > 1
     built = [_entry(event, status, newcomer, lane) for newcomer in newcomers]
     frames = audit_frames(
@@ -639,7 +649,7 @@ def _commit(
         refused: Answered = {}
         root_head = head
         if not early:
-            if laned:
+            if laned and _decided_on_sale_wide(event):
                 root_head = audit_chain_lock(event_id=event.id)
             if event.mode != EventMode.QUEUE:
                 # The mode as of this lock, which staff's changes take too (their audit

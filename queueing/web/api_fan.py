@@ -24,7 +24,13 @@ from queueing.rules.gate import return_url_clean
 from queueing.rules.ticket_codec import TicketRef, ticket_read
 from queueing.web.abuse import join_rate_check, pow_challenge, pow_check, wrong_code_gate
 from queueing.web.api_errors import api_exception_response, json_api, json_body, optional_str
-from queueing.web.callers import Identity, address_digest, identity_from_request, identity_remember
+from queueing.web.callers import (
+    Identity,
+    address_digest,
+    identity_from_request,
+    identity_remember,
+    newcomers_batch,
+)
 from queueing.web.latency import JOIN_SECONDS, STATUS_SECONDS, observed
 
 
@@ -63,7 +69,7 @@ def join_prepare(request: HttpRequest, event: Event) -> PreparedJoin:
     """Everything about a join that is read from the request, checked before it queues."""
     body = json_body(request)
     access_code = optional_str(body, "access_code", max_length=64)
-    identity = identity_from_request(request)
+    identity = identity_from_request(request, lanes=event.lanes)
     join_rate_check(request=request, identity=identity.digest)
     pow_check(event=event, proof=body.get("pow"))
     return PreparedJoin(
@@ -110,19 +116,9 @@ def join_batch(requests: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse
     from its batch thread; each request is checked exactly as ``join`` checks it."""
     events: dict[str, Event | QueueError] = {}
     answers: list[HttpResponse | PreparedJoin] = []
-    for request, slug in requests:
-        try:
-            if slug not in events:
-                try:
-                    events[slug] = event_by_slug(slug)
-                except QueueError as missing:
-                    events[slug] = missing
-            event = events[slug]
-            if isinstance(event, QueueError):
-                raise event
-            answers.append(join_prepare(request, event))
-        except Exception as failure:  # noqa: BLE001  this fan's answer, not the batch's
-            answers.append(api_exception_response(request, failure))
+    with newcomers_batch():  # the batch's new fans in one lane: one part, one commit
+        for request, slug in requests:
+            answers.append(_prepared_or_refused(request, slug, events))
     _wrong_code_refusals(requests, answers)
     waiting = [
         (request, answer)
@@ -232,3 +228,20 @@ def event_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
+
+
+def _prepared_or_refused(
+    request: HttpRequest, slug: str, events: dict[str, Event | QueueError]
+) -> HttpResponse | PreparedJoin:
+    try:
+        if slug not in events:
+            try:
+                events[slug] = event_by_slug(slug)
+            except QueueError as missing:
+                events[slug] = missing
+        event = events[slug]
+        if isinstance(event, QueueError):
+            raise event
+        return join_prepare(request, event)
+    except Exception as failure:  # noqa: BLE001  this fan's answer, not the batch's
+        return api_exception_response(request, failure)

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import itertools
 import logging
 import re
 import secrets
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +32,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils.crypto import salted_hmac
 
+from queueing.rules.lanes import first_in_lane
 from queueing.web.api_errors import ApiError
 
 logger = logging.getLogger(__name__)
@@ -50,7 +53,12 @@ def _digest(kind: str, value: str) -> str:
     return hashlib.sha256(f"{kind}:{value}".encode()).hexdigest()
 
 
-def identity_from_request(request: HttpRequest) -> Identity:
+def identity_from_request(request: HttpRequest, *, lanes: int = 1) -> Identity:
+    """Who is asking. A browser without any identity gets a new cookie; joining a line of
+    several lanes, one whose lane is that of the newcomers of this moment (``newcomers_lane``),
+    so that one web process's new fans of a batch commit together under one lane's chain head
+    rather than one or two per lane (docs/scaling.md). The lane is still the keyed hash of the
+    identity (rules/lanes.py); the room, not the fan, picks among new identities."""
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
         return Identity(digest=_digest("user", str(user.pk)), new_cookie_token=None)
@@ -64,8 +72,45 @@ def identity_from_request(request: HttpRequest) -> Identity:
                 400, "bad_request", "Idempotency-Key must be 1-255 printable ASCII characters."
             )
         return Identity(digest=_digest("idempotency", key), new_cookie_token=None)
-    token = secrets.token_urlsafe(24)
-    return Identity(digest=_digest("cookie", token), new_cookie_token=token)
+    if lanes <= 1:
+        token = secrets.token_urlsafe(24)
+        return Identity(digest=_digest("cookie", token), new_cookie_token=token)
+    stem = secrets.token_urlsafe(24)  # as unguessable as a lone token; the suffix only sorts
+    tokens: dict[str, str] = {}
+
+    def candidates() -> Iterator[str]:
+        for n in range(8 * lanes):
+            token = f"{stem}.{n:x}"
+            tokens[digest := _digest("cookie", token)] = token
+            yield digest
+
+    try:
+        digest = first_in_lane(candidates(), lanes=lanes, lane=newcomers_lane(lanes))
+    except ValueError:  # all 8 x lanes missed (about e^-8): the first, in a lane of its own
+        digest = next(iter(tokens))
+    return Identity(digest=digest, new_cookie_token=tokens[digest])
+
+
+# The newcomers' lane turns with every call, from a place of its own in each process: a
+# batch's new fans share one lane, and the processes' batches spread over every lane.
+_newcomers_turn = itertools.count(secrets.randbelow(1 << 30))
+_newcomers_batch = threading.local()
+
+
+def newcomers_lane(lanes: int) -> int:
+    """The lane new identities are drawn in: the batch's (``newcomers_batch``), else the next."""
+    held = getattr(_newcomers_batch, "turn", None)
+    return (held if held is not None else next(_newcomers_turn)) % lanes
+
+
+@contextmanager
+def newcomers_batch() -> Iterator[None]:
+    """Within it, every new identity this thread draws is in one lane."""
+    _newcomers_batch.turn = next(_newcomers_turn)
+    try:
+        yield
+    finally:
+        _newcomers_batch.turn = None
 
 
 def identity_remember(response: HttpResponse, identity: Identity) -> None:

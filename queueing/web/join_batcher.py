@@ -32,12 +32,15 @@ class _Waiting:
     slug: str
     future: asyncio.Future[HttpResponse]
     deadline: float  # in the loop's time: past it, the join is refused rather than committed
+    arrived: float  # in the loop's time
 
 
 class JoinBatcher:
     """Group commit: one batch of joins commits in a thread of its own while the next one
     gathers. A lone join goes at once; under load, batches grow by themselves to what
-    arrived during the last commit (at most ``WR_JOIN_BATCH_MAX``).
+    arrived during the last commit (at most ``WR_JOIN_BATCH_MAX``). With
+    ``WR_JOIN_LINGER_MS``, a batch also waits until its first join is that old (or it is
+    full), for processes whose share of an on-sale's joins is too thin to fill a lane's part.
 
     The joins waiting for a batch are bounded (``WR_JOIN_QUEUE_MAX``; one more is refused at
     once) and each has a deadline (``WR_JOIN_QUEUE_DEADLINE_SECONDS``): a join still waiting
@@ -51,6 +54,7 @@ class JoinBatcher:
         self._draining = False
         self._drainer: asyncio.Task[None] | None = None
         self._expiry: asyncio.TimerHandle | None = None
+        self._full: asyncio.Future[None] | None = None  # set when a lingering batch fills
         # One thread: batches of a process commit one after another, each under one lock
         # of the chain head, rather than contending for it (two in flight measured slower
         # on the benchmark's two cores: more lock waits and context switches).
@@ -60,13 +64,18 @@ class JoinBatcher:
         if len(self._pending) >= settings.WR_JOIN_QUEUE_MAX:
             return unavailable_response()  # at once: it could only wait to be refused
         loop = asyncio.get_running_loop()
+        now = loop.time()
         waiting = _Waiting(
             request,
             slug,
             loop.create_future(),
-            loop.time() + settings.WR_JOIN_QUEUE_DEADLINE_SECONDS,
+            now + settings.WR_JOIN_QUEUE_DEADLINE_SECONDS,
+            now,
         )
         self._pending.append(waiting)
+        if len(self._pending) >= settings.WR_JOIN_BATCH_MAX and self._full is not None:
+            if not self._full.done():
+                self._full.set_result(None)
         self._arm_expiry(loop)
         if not self._draining:
             self._draining = True
@@ -94,6 +103,7 @@ class JoinBatcher:
         loop = asyncio.get_running_loop()
         try:
             while self._pending:
+                await self._linger(loop)
                 # What waited past its deadline was (or is now) told no: never commit it.
                 self._refuse_expired(loop.time())
                 size = min(settings.WR_JOIN_BATCH_MAX, len(self._pending))
@@ -105,6 +115,20 @@ class JoinBatcher:
                     await self._commit(loop, batch)
         finally:
             self._draining = False
+
+    async def _linger(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Let the batch gather until its first join is ``WR_JOIN_LINGER_MS`` old, or until
+        it is full: bigger parts per lane, each holding its lane's chain head once."""
+        linger = settings.WR_JOIN_LINGER_MS / 1000
+        if not linger or not self._pending:
+            return
+        left = self._pending[0].arrived + linger - loop.time()
+        if left > 0 and len(self._pending) < settings.WR_JOIN_BATCH_MAX:
+            self._full = loop.create_future()
+            try:
+                await asyncio.wait({self._full}, timeout=left)
+            finally:
+                self._full = None
 
     async def _commit(self, loop: asyncio.AbstractEventLoop, batch: list[_Waiting]) -> None:
         """Commit one batch and answer each of its joins, whatever happens: a join left

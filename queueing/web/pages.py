@@ -154,7 +154,7 @@ def _join(
     now: datetime,
     return_url: str,
 ) -> HttpResponse:
-    identity = identity_from_request(request)
+    identity = identity_from_request(request, lanes=event.lanes)
     try:
         join_rate_check(request=request, identity=identity.digest)
         if request.method == "POST":

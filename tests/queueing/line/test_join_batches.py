@@ -313,3 +313,52 @@ def test_a_batch_is_indexed_even_after_redis_forgot_its_scripts(make_event, redi
     assert [o.answer.position for o in outcomes] == [1, 2, 3]
     tier = event.tiers.get()
     assert redis_client.zcard(keys.tier_queue(event.id, tier.id)) == 3
+
+
+def _joined_while_the_root_head_is_held(event: Any, identities: list[str]) -> list[Any]:
+    """``identities`` join in another connection (failing at once on a lock wait, rather than
+    hanging) while this one holds the on-sale's root chain head."""
+    import threading
+
+    from django.db import connection, transaction
+
+    from queueing.records.audit import audit_chain_lock
+
+    outcomes: list[Any] = []
+
+    def join_elsewhere() -> None:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SET lock_timeout = '2s'")
+            outcomes.extend(entry_join_many(_requests(event, identities)))
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        audit_chain_lock(event_id=event.id)
+        worker = threading.Thread(target=join_elsewhere)
+        worker.start()
+        worker.join(timeout=30)
+    return outcomes
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_laned_prequeue_join_needs_only_its_lanes_head(make_event) -> None:
+    event = make_event(
+        slug="laned-pre",
+        lanes=4,
+        prequeue_opens_at=timezone.now() - timezone.timedelta(minutes=1),
+        starts_at=timezone.now() + timezone.timedelta(hours=1),
+    )
+    outcomes = _joined_while_the_root_head_is_held(event, [f"fan-{i}" for i in range(12)])
+    assert all(isinstance(o, JoinResult) for o in outcomes), outcomes
+    assert {o.answer.status for o in outcomes} == {"prequeue"}
+    assert QueueEntry.objects.values("lane").distinct().count() > 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_laned_join_under_an_address_cap_waits_for_the_root_head(make_event) -> None:
+    event = make_event(slug="laned-cap", lanes=4, capacity=0, max_live_per_address=3)
+    outcomes = _joined_while_the_root_head_is_held(event, ["fan-1"])
+    assert len(outcomes) == 1 and not isinstance(outcomes[0], JoinResult)
+    assert not QueueEntry.objects.exists()

@@ -401,10 +401,10 @@ def test_one_fans_unexpected_failure_is_theirs_alone(make_event, monkeypatch) ->
     event = make_event(capacity=0)
     real = api_fan.identity_from_request
 
-    def fragile(request: Any) -> Any:
+    def fragile(request: Any, **how: Any) -> Any:
         if request.headers.get("X-Break") == "yes":
             raise RuntimeError("a bug for this request only")
-        return real(request)
+        return real(request, **how)
 
     monkeypatch.setattr(api_fan, "identity_from_request", fragile)
     hot = HotPaths(django_asgi_app)

@@ -1,0 +1,82 @@
+"""New identities in a laned line: the room draws them in the lane of the batch's newcomers
+(queueing/web/callers.py), and the lane is still the keyed hash of the identity."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from django.conf import settings
+from django.http import HttpResponse
+from django.test import RequestFactory
+
+from queueing.rules.lanes import first_in_lane, lane_of
+from queueing.web.callers import (
+    identity_from_request,
+    identity_remember,
+    newcomers_batch,
+    newcomers_lane,
+)
+
+
+def _cookie_identity(token: str) -> str:
+    return hashlib.sha256(f"cookie:{token}".encode()).hexdigest()
+
+
+def test_a_batchs_new_identities_share_one_lane_and_are_theirs_by_the_keyed_hash() -> None:
+    factory = RequestFactory()
+    with newcomers_batch():
+        lane = newcomers_lane(8)
+        identities = [identity_from_request(factory.post("/"), lanes=8) for _ in range(30)]
+    assert len({i.digest for i in identities}) == 30  # all new, all different
+    for identity in identities:
+        assert identity.new_cookie_token is not None
+        assert identity.digest == _cookie_identity(identity.new_cookie_token)
+        assert lane_of(identity.digest, lanes=8) == lane
+
+
+def test_the_newcomers_lane_turns_over_every_lane_batch_by_batch() -> None:
+    seen = set()
+    for _ in range(8):
+        with newcomers_batch():
+            seen.add(newcomers_lane(8))
+    assert seen == set(range(8))
+
+
+def test_a_new_identity_comes_back_as_itself_from_its_cookie() -> None:
+    factory = RequestFactory()
+    new = identity_from_request(factory.post("/"), lanes=16)
+    response = HttpResponse()
+    identity_remember(response, new)
+    again = factory.post("/")
+    again.COOKIES[settings.WR_IDENTITY_COOKIE] = response.cookies[settings.WR_IDENTITY_COOKIE].value
+    known = identity_from_request(again, lanes=16)
+    assert (known.digest, known.new_cookie_token) == (new.digest, None)
+
+
+def test_identities_that_are_not_new_keep_the_lane_their_hash_gives() -> None:
+    factory = RequestFactory()
+    keys = [f"key-{n}" for n in range(40)]
+    with newcomers_batch():
+        lanes = {
+            lane_of(
+                identity_from_request(factory.post("/", HTTP_IDEMPOTENCY_KEY=key), lanes=8).digest,
+                lanes=8,
+            )
+            for key in keys
+        }
+    assert len(lanes) > 1  # by their hash, not the batch's lane
+
+
+def test_one_lane_draws_a_plain_token() -> None:
+    new = identity_from_request(RequestFactory().post("/"), lanes=1)
+    assert new.new_cookie_token is not None and "." not in new.new_cookie_token
+
+
+@pytest.mark.parametrize("lanes", [2, 8, 64])
+def test_first_in_lane_agrees_with_lane_of(lanes: int) -> None:
+    identities = [f"fan-{n}" for n in range(400)]
+    for lane in (0, lanes - 1):
+        found = first_in_lane(identities, lanes=lanes, lane=lane)
+        assert lane_of(found, lanes=lanes) == lane
+        assert all(lane_of(i, lanes=lanes) != lane for i in identities[: identities.index(found)])
