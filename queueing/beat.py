@@ -109,8 +109,9 @@ def event_beat(*, event_id: int, now: datetime, claim: str = "") -> None:
         else:
             _event_tick(event, now=now, claim=claim)
             event_broadcast(event, now=now)
-            # After the broadcast: the pages are told first, the proof follows.
-            audit_root_write(event_id=event_id, now=now)
+            if event.lanes > 1:
+                # After the broadcast: the pages are told first, the proof follows.
+                audit_root_write(event_id=event_id, now=now)
     except Exception:
         logger.exception("tick of event %s failed", event_id)
     finally:

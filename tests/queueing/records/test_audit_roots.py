@@ -43,7 +43,7 @@ def roots(event) -> list[AuditRecord]:
 
 
 def laned(make_event, lanes: int = 3, slug: str = "laned"):
-    event = make_event(slug=slug)
+    event = make_event(slug=slug, lanes=lanes)
     audit_lane_heads_ensure(event_id=event.id, lanes=lanes)
     return event
 
@@ -206,3 +206,14 @@ def test_a_check_goes_on_from_where_each_chain_stopped(make_event) -> None:
     rest = audit_event_verify(event_id=event.id, after=after)
     assert rest.ok and rest.complete
     assert first.records + rest.records == audit_event_verify(event_id=event.id).records
+
+
+def test_the_tick_of_an_on_sale_without_lanes_asks_nothing_of_roots(make_event, monkeypatch):
+    from queueing import beat
+
+    asked: list[int] = []
+    monkeypatch.setattr(beat, "audit_root_write", lambda **how: asked.append(how["event_id"]))
+    one, several = make_event(slug="one", lanes=1), make_event(slug="several", lanes=3)
+    for event in (one, several):
+        event_beat(event_id=event.id, now=timezone.now())
+    assert asked == [several.id]
