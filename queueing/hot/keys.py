@@ -62,6 +62,13 @@ def admitted_counts(event_id: int, lane: int = 0) -> str:
     return f"{_event(event_id, lane)}:admitted"
 
 
+def join_view(event_id: int, member: int, lane: int = 0) -> str:
+    """What a fan who just joined a line of several lanes was counted behind in the other
+    lanes (JSON, then the lane's admission counts as they were), for a few seconds: until
+    every process's summary of the lanes is newer than the join (queueing/line/lanes.py)."""
+    return f"{_event(event_id, lane)}:view:{member}"
+
+
 def lanes_summary(event_id: int) -> str:
     """The lanes' per-tier counts and checkpoints as the last tick read them (JSON), from
     which a fan is told how many wait ahead in the other lanes (queueing/line/lanes.py)."""

@@ -71,6 +71,9 @@ class Placement:
     # Fans let in from the entry's tier so far: (from the whole line, from the entry's lane),
     # as admission counted them in the entry's lane (lines of several lanes: ``admitted_count``).
     let_in: tuple[int, int] = (0, 0)
+    # What the fan was counted behind in the other lanes when they joined, while it is kept
+    # (``keys.join_view``; read and used by queueing/line/lanes.py).
+    view: str | None = None
 
 
 def tier_keys(layout: EventLayout, lane: int = 0) -> list[str]:
@@ -100,15 +103,16 @@ class LocateRequest:
     lane: int = 0  # the entry's lane: where its keys are
 
 
-def _locate_keys(layout: EventLayout, tier_id: int, lane: int) -> list[str]:
-    event_id = layout.event_id
+def _locate_keys(layout: EventLayout, request: LocateRequest) -> list[str]:
+    event_id, lane = layout.event_id, request.lane
     return [
         keys.epoch(event_id, lane),
         keys.heartbeats(event_id, lane),
         keys.prequeue(event_id, lane),
-        keys.tier_queue(event_id, tier_id, lane),
+        keys.tier_queue(event_id, request.tier_id, lane),
         keys.holders(event_id, lane),
         keys.admitted_counts(event_id, lane),
+        *([keys.join_view(event_id, request.member, lane)] if layout.lanes > 1 else []),
         *tier_keys(layout, lane),
     ]
 
@@ -130,7 +134,7 @@ def _locate_args(request: LocateRequest, *, lanes: int) -> list[object]:
 def _placement(raw: Sequence[Any]) -> Placement:
     state, where, rank, score, elsewhere, *rest = raw
     # A missing epoch answers before reading the counts.
-    total, here = (rest[0] if rest else None) or (None, None)
+    total, here, view, *_ = [*((rest[0] if rest else None) or ()), None, None, None]
     return Placement(
         counts=_line_counts(state, rest[1:]),
         where=Where(where),
@@ -138,6 +142,7 @@ def _placement(raw: Sequence[Any]) -> Placement:
         order_key=int(float(score)) if score else None,
         held_elsewhere=bool(elsewhere),
         let_in=(int(total or 0), int(here or 0)),
+        view=(view.decode() if isinstance(view, bytes) else view) or None,
     )
 
 
@@ -179,16 +184,13 @@ def locate_many(layout: EventLayout, requests: Sequence[LocateRequest]) -> list[
         request = requests[0]
         raw = run_script(
             "locate",
-            keys=_locate_keys(layout, request.tier_id, request.lane),
+            keys=_locate_keys(layout, request),
             args=_locate_args(request, lanes=layout.lanes),
         )
         return [_placement(raw)]
     results = run_script_many(
         "locate",
-        [
-            (_locate_keys(layout, r.tier_id, r.lane), _locate_args(r, lanes=layout.lanes))
-            for r in requests
-        ],
+        [(_locate_keys(layout, r), _locate_args(r, lanes=layout.lanes)) for r in requests],
     )
     return [_placement(raw) for raw in results]
 
@@ -197,7 +199,7 @@ async def locate_async(layout: EventLayout, request: LocateRequest) -> Placement
     """``locate`` for the event loop (the lean status path in queueing/web/hot_paths.py)."""
     raw = await run_script_async(
         "locate",
-        keys=_locate_keys(layout, request.tier_id, request.lane),
+        keys=_locate_keys(layout, request),
         args=_locate_args(request, lanes=layout.lanes),
     )
     return _placement(raw)
@@ -319,6 +321,66 @@ def admitted_counts_read(event_id: int, *, lanes: int) -> list[dict[str, int]]:
         {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in found.items()}
         for found in pipe.execute()
     ]
+
+
+@dataclass(frozen=True)
+class LaneCounts:
+    """One lane's counts, and how many of its fans are below each of the keys asked."""
+
+    state: IndexState
+    prequeue: int
+    tiers: tuple[int, ...]  # in layout order
+    below: tuple[int, ...]  # one per key asked, in the order asked
+
+
+@unavailable_on_redis_error
+def lanes_counts_below(
+    layout: EventLayout, asks: Mapping[int, Sequence[tuple[int, int]]]
+) -> dict[int, LaneCounts]:
+    """For each lane of ``asks`` (lane -> (tier position in the layout, order key) pairs):
+    its counts, and its fans below each key, in one round trip (on a cluster, one per
+    node)."""
+    lanes = sorted(asks)
+    calls = [
+        (
+            [
+                keys.epoch(layout.event_id, lane),
+                keys.prequeue(layout.event_id, lane),
+                *tier_keys(layout, lane),
+            ],
+            [v for position, key in asks[lane] for v in (position + 1, key)],
+        )
+        for lane in lanes
+    ]
+    found: dict[int, LaneCounts] = {}
+    for lane, raw in zip(lanes, run_script_many("lane_counts", calls), strict=True):
+        state, *rest = raw
+        tiers = len(layout.tiers)
+        found[lane] = LaneCounts(
+            state=IndexState(state),
+            prequeue=int(rest[0]) if rest else 0,
+            tiers=tuple(int(c) for c in rest[1 : 1 + tiers]),
+            below=tuple(int(c) for c in rest[1 + tiers :]),
+        )
+    return found
+
+
+@unavailable_on_redis_error
+def join_views_write(
+    event_id: int, lane: int, views: Mapping[int, tuple[int, str]], *, ttl_seconds: int
+) -> dict[int, tuple[int, int]]:
+    """Keep each fan's join view (member -> (tier id, JSON)) in their lane, with their
+    tier's admission counts as the lane holds them now; those counts, per member."""
+    members = list(views)
+    raw = run_script(
+        "view_write",
+        keys=[
+            keys.admitted_counts(event_id, lane),
+            *(keys.join_view(event_id, member, lane) for member in members),
+        ],
+        args=[ttl_seconds, *(v for member in members for v in views[member])],
+    )
+    return {member: (int(t), int(h)) for member, (t, h) in zip(members, raw, strict=True)}
 
 
 @unavailable_on_redis_error

@@ -24,6 +24,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime
 from typing import Literal, Protocol
 
@@ -36,9 +37,10 @@ from events.models import Event, EventControl
 from queueing.hot import epoch, line_index, stats
 from queueing.hot.client import HotIndexUnavailable, answered
 from queueing.hot.epoch import RebuildSuperseded
-from queueing.hot.line_index import IndexState, LocateRequest, Placement
+from queueing.hot.line_index import IndexState, LocateRequest, Placement, Where
 from queueing.line.activity import events_with_fans
 from queueing.line.followups import rebuild_soon
+from queueing.line.join_views import join_views
 from queueing.line.lanes import placement_in_line
 from queueing.line.reads import event_layout
 from queueing.models import QueueEntry
@@ -150,11 +152,25 @@ def index_add(
         if not done or placed is None:
             _flag_stale(layout.event_id)
             return [None] * len(entries)
+        chunk = entries[start : start + settings.WR_INDEX_ADD_CHUNK]
+        # Beside other lanes, the fans now in line are counted in every other lane at once:
+        # the summary does not hold who joined them in the last second (line/lanes.py).
+        views = join_views(
+            layout,
+            [
+                (entry.id, entry.lane, entry.tier_id, entry.order_key)
+                for entry, placement in zip(chunk, placed, strict=True)
+                if placement.where is Where.TIER
+            ],
+        )
         placements += [
-            placement_in_line(layout, placement, lane=entry.lane, tier_id=entry.tier_id)
-            for entry, placement in zip(
-                entries[start : start + settings.WR_INDEX_ADD_CHUNK], placed, strict=True
+            placement_in_line(
+                layout,
+                replace(placement, view=views.get(entry.id, placement.view)),
+                lane=entry.lane,
+                tier_id=entry.tier_id,
             )
+            for entry, placement in zip(chunk, placed, strict=True)
         ]
     try:
         gone = list(

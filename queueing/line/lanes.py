@@ -26,8 +26,16 @@ from django.conf import settings
 
 from queueing.hot import line_index
 from queueing.hot.client import answered
-from queueing.hot.line_index import IndexState, LineCounts, LineSketch, Placement, TierSketch, Where
+from queueing.hot.line_index import (
+    IndexState,
+    LineCounts,
+    LineSketch,
+    Placement,
+    TierSketch,
+    Where,
+)
 from queueing.in_process import ProcessCache
+from queueing.line.join_views import view_summaries
 from queueing.rules.lanes import (
     LaneSummary,
     LaneTier,
@@ -123,9 +131,15 @@ def lanes_summary(layout: EventLayout) -> tuple[LaneSummary, ...] | None:
     """Every lane's summary: the tick's, kept ``WR_LANES_SUMMARY_SECONDS`` per process; read
     from the lanes when the tick's is missing or stale; None while Redis cannot give a whole
     one."""
+    found = _lanes_summary_read(layout)
+    return found[1] if found is not None else None
+
+
+def _lanes_summary_read(layout: EventLayout) -> tuple[float, tuple[LaneSummary, ...]] | None:
+    """``lanes_summary`` with the time it was read from the lanes."""
     hit, kept = _summaries.fresh(layout.event_id)
     if hit:
-        return kept[1] if kept is not None else None
+        return kept
     now = time.time()
     _, raw = answered(line_index.lanes_summary_read, layout.event_id)
     found: tuple[float, tuple[LaneSummary, ...]] | None = None
@@ -138,7 +152,7 @@ def lanes_summary(layout: EventLayout) -> tuple[LaneSummary, ...] | None:
         read = _read_lanes(layout)
         found = (now, read) if read is not None else None
     _summaries.put(layout.event_id, found)
-    return found[1] if found is not None else None
+    return found
 
 
 def lanes_summary_publish(layout: EventLayout, *, ttl_seconds: int) -> LineSketch | None:
@@ -191,12 +205,28 @@ def placement_in_line(
     """A placement found in the fan's own lane, made the whole line's: the other lanes'
     counts added, and their fans ahead of this one in its tier. A line of one lane is as
     found. Without a whole summary, the placement says the index cannot answer
-    (``BUILDING``), and the answer comes from PostgreSQL's snapshot of the whole line."""
+    (``BUILDING``), and the answer comes from PostgreSQL's snapshot of the whole line.
+
+    A fan who joined after the summary was read is counted from their join view instead
+    (line/join_views.py): the summary holds none of the other lanes' fans who joined just before
+    them, and during a burst of joins those are many."""
     if layout.lanes <= 1 or placement.counts.state is not IndexState.READY:
         return placement
-    summaries = lanes_summary(layout)
-    if summaries is None:
+    found = _lanes_summary_read(layout)
+    view = None
+    if placement.view is not None:
+        view = view_summaries(
+            placement.view,
+            layout,
+            lane=lane,
+            tier_id=tier_id,
+            order_key=placement.order_key if placement.where is Where.TIER else None,
+        )
+    if view is not None and (found is None or view[0] > found[0]):
+        found = view
+    if found is None:
         return replace(placement, counts=replace(placement.counts, state=IndexState.BUILDING))
+    summaries = found[1]
     tier_ids = [tier.id for tier in layout.tiers]
     in_tier = placement.where is Where.TIER
     whole = across_lanes(

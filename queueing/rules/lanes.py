@@ -83,6 +83,14 @@ class LaneSummary:
     let_in_here: Mapping[int, int] = field(default_factory=dict)
 
 
+def checkpoints_counting(below: int, order_key: int) -> tuple[tuple[int, int], ...]:
+    """Checkpoints from which ``count_below`` tells exactly ``below`` for ``order_key`` (and
+    nothing exact for any other key): a lane's tier as one fan's join view holds it."""
+    if below <= 0:
+        return ((0, order_key),)
+    return ((below - 1, order_key - 1), (below, order_key))
+
+
 def count_below(tier: LaneTier, order_key: int) -> tuple[int, bool]:
     """How many of a lane's tier hold an order key below ``order_key``, and whether that
     was counted (True) or read between two checkpoints (False: off by less than their gap)."""

@@ -7,13 +7,16 @@
 -- KEYS[5]  holders      hash    entry id -> holder key, of places moved to another browser
 -- KEYS[6]  admitted     hash    "total:<tier>", "here:<tier>": fans let in so far, from the
 --                               whole line and from this lane (lines of several lanes)
--- KEYS[7..] tiers       zset    every tier queue of the event, in layout order (counted)
+-- KEYS[7]  view         string  (lines of several lanes only) what the fan was counted behind
+--                               in the other lanes when they joined (keys.join_view), if kept
+-- KEYS[7 or 8..] tiers  zset    every tier queue of the event, in layout order (counted)
 -- ARGV[1]  entry id
 -- ARGV[2]  new heartbeat deadline (unix seconds), or "" to leave it alone
 -- ARGV[3]  "" to only look, "tier" or "pre" to add the entry there first (NX)
 -- ARGV[4]  order key (score) when adding
 -- ARGV[5]  the holder key the caller's ticket names ("" for none)
--- ARGV[6]  the entry's tier id, to read KEYS[6]; "" in a line of one lane (nothing to read)
+-- ARGV[6]  the entry's tier id, to read KEYS[6] and KEYS[7]; "" in a line of one lane
+--          (nothing more to read, and the tiers start at KEYS[7])
 --
 -- Returns {epoch_state, where, rank, order_key, elsewhere, let_in, prequeue_count, tier_count_1, ...}
 --   epoch_state: 0 missing (then nothing is read or written), 1 building, 2 ready
@@ -22,7 +25,8 @@
 --   order_key: the entry's score (as a string) where found, "" otherwise
 --   elsewhere: 1 when the place was moved to a holder other than ARGV[5] (the caller must
 --     not answer from here: the entry's row decides), else 0
---   let_in: {total, here} of the entry's tier from KEYS[6] (false where never counted)
+--   let_in: {total, here, view} of the entry's tier from KEYS[6] (false where never
+--     counted), and KEYS[7] (false where none is kept)
 -- No key gets a TTL: the index lives as long as the event has fans in line.
 local epoch = redis.call('GET', KEYS[1])
 if not epoch then
@@ -60,12 +64,15 @@ local holder = redis.call('HGET', KEYS[5], member)
 if holder and holder ~= ARGV[5] then
   elsewhere = 1
 end
-local let_in = {false, false}
+local let_in = {false, false, false}
+local tiers = 7
 if ARGV[6] and ARGV[6] ~= '' then
   let_in = redis.call('HMGET', KEYS[6], 'total:' .. ARGV[6], 'here:' .. ARGV[6])
+  let_in[3] = redis.call('GET', KEYS[7])
+  tiers = 8
 end
 local out = {state, where, rank, score, elsewhere, let_in, redis.call('ZCARD', KEYS[3])}
-for i = 7, #KEYS do
+for i = tiers, #KEYS do
   out[#out + 1] = redis.call('ZCARD', KEYS[i])
 end
 return out

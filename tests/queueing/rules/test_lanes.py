@@ -4,12 +4,15 @@ other lanes' summaries: within 1 % of the position."""
 import random
 
 from django.test import override_settings
+from hypothesis import given
+from hypothesis import strategies as st
 
 from queueing.rules.lanes import (
     SUMMARY_FRONT,
     LaneSummary,
     LaneTier,
     across_lanes,
+    checkpoints_counting,
     count_below,
     lane_of,
     merged_checkpoints,
@@ -113,3 +116,9 @@ def test_fans_let_in_since_the_summary_are_not_counted_ahead() -> None:
         exact = 1 + sum(1 for k in keys[1000:] if k < probe)
         assert whole.rank_in_tier is not None
         assert abs(whole.rank_in_tier - exact) <= max(10, exact // 100), (probe, exact)
+
+
+@given(below=st.integers(min_value=0, max_value=10**6), key=st.integers(2, 10**12))
+def test_a_join_views_checkpoints_count_exactly_for_the_fans_key(below: int, key: int) -> None:
+    tier = LaneTier(count=below + 5, checkpoints=checkpoints_counting(below, key))
+    assert count_below(tier, key) == (below, True)
