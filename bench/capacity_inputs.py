@@ -47,6 +47,9 @@ class UnitCosts:
     part_postgresql_ms: tuple[tuple[int, float], ...] = ()
     part_thread_ms: tuple[tuple[int, float], ...] = ()
     http_join_batch: float = 1.0  # the mean batch of the HTTP run whose web CPU was taken
+    # (lanes, µs): the web CPU of a new identity drawn in the batch's newcomers' lane
+    # (queueing/web/callers.py), measured by lanes. Empty: drawing costs nothing more.
+    identity_draw_us: tuple[tuple[int, float], ...] = ()
     bands: SocketBands | None = None  # None: every socket at web_us_per_socket_second
 
     @classmethod
@@ -78,6 +81,8 @@ class UnitCosts:
 
         def by_part(name: str) -> tuple[tuple[int, float], ...]:
             return tuple(sorted((int(n), p[name]) for n, p in parts.items()))
+
+        draws = since.get("identity_draw", {}).get("by_lanes", {})
 
         socket_figures = {
             "web_us_per_socket_second": largest["web_cpu_us_per_socket_second"],
@@ -137,6 +142,9 @@ class UnitCosts:
             part_postgresql_ms=by_part("postgresql_cpu_ms_per_part"),
             part_thread_ms=tuple((n, ms * n) for n, ms in by_part("thread_cpu_ms_per_join")),
             http_join_batch=web_setup.get("mean_join_batch", 1.0),
+            identity_draw_us=tuple(
+                sorted((int(n), d["web_cpu_us_per_identity"][pick]) for n, d in draws.items())
+            ),
             **socket_figures,
         )
 
@@ -222,6 +230,18 @@ class Scenario:
     # lane's part after another, so their number sets how many fans a part holds. None: every
     # part full (the lock's own queue fills them).
     join_processes: int | None = None
+    # WR_JOIN_LINGER_MS: a process's batch gathers at least this long (unless full) before it
+    # commits, so it holds about joins per process x max(linger, its commit's wall time).
+    join_linger_ms: float = 0.0
+    # Of the joins at the peak, the share from fans who bring an identity (a cookie of an
+    # earlier on-sale, an Idempotency-Key, a login): they land in the lane of its hash, spread
+    # over every lane. The others get a new identity drawn in their batch's newcomers' lane
+    # (queueing/web/callers.py): one part. 1.0: every fan by hash, as before the draw.
+    returning_share: float = 1.0
+    # An address cap or a mode other than queue: every part of a laned on-sale's join takes
+    # the root chain's head too, after its lane's (`_decided_on_sale_wide` in
+    # queueing/line/joining.py), before and after the start.
+    joins_decided_on_sale_wide: bool = False
     notes: tuple[str, ...] = field(default=())
 
     @classmethod

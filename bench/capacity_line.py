@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 
@@ -92,60 +92,137 @@ def lock_ceiling(costs: UnitCosts, batch: float) -> float:
 
 
 def full_part(scenario: Scenario) -> float:
-    """A lane's part of a full batch: a web process's batch (at most ``join_batch``) is split
-    by lane, each part committed under its lane's head (queueing/line/joining.py)."""
+    """A lane's part of a full batch of fans who land by hash: a web process's batch (at most
+    ``join_batch``) is split by lane, each part committed under its lane's head
+    (queueing/line/joining.py)."""
     return max(1.0, scenario.join_batch / scenario.lanes)
 
 
-def part_as_formed(costs: UnitCosts, scenario: Scenario, joins: float) -> float:
-    """The fans of one lane in one joining web process's batch when no lock is waited for.
-    A process commits its batch's parts one after another, and its next batch is what
-    arrived meanwhile: so a lane's next part is what the process took of that lane during
-    one part's commit, ``rate x wall(part)``, whatever the number of lanes. Waiting for a
-    busy lock only makes parts bigger (and cheaper per join)."""
-    top = full_part(scenario)
+@dataclass(frozen=True)
+class Batch:
+    """A joining web process's batch of ``fans``, as its lanes split it. Its new fans (no
+    identity brought) are all drawn in one lane, the batch's newcomers' lane, whose part also
+    holds the returning fans hashed there; the other returning fans land by hash over the
+    other lanes. Counts are expected values: a part of no fan is no transaction."""
+
+    fans: float
+    newcomers_parts: float  # 0 to 1: the newcomers' lane's part, when it has a fan
+    newcomers_part: float  # its fans, when it has any
+    other_parts: float  # the other lanes' parts that have a fan
+    other_part: float  # the fans of each of those
+
+    @property
+    def transactions(self) -> float:
+        return self.newcomers_parts + self.other_parts
+
+    def summed(self, per_part: Callable[[float], float]) -> float:
+        """``per_part``, of a part's size, summed over the batch's parts."""
+        total = 0.0
+        if self.newcomers_parts > 0:
+            total += self.newcomers_parts * per_part(self.newcomers_part)
+        if self.other_parts > 0:
+            total += self.other_parts * per_part(self.other_part)
+        return total
+
+
+def batch_split(scenario: Scenario, fans: float) -> Batch:
+    """A batch of ``fans`` split by lane. Each fan is returning with probability r and then
+    in any one lane with probability 1/lanes: another lane's part is empty with probability
+    (1 - r/lanes)^fans, the newcomers' lane's with (r (1 - 1/lanes))^fans. (For many lanes
+    and no new fans, lanes x (1 - e^(-fans/lanes)) parts; with one lane, one part.)"""
+    lanes, r = scenario.lanes, scenario.returning_share
+    returning = fans * r
+    newcomers_parts = 1 - (r * (1 - 1 / lanes)) ** fans
+    other_parts = (lanes - 1) * (1 - (1 - r / lanes) ** fans)
+    in_newcomers_lane = fans * (1 - r) + returning / lanes
+    return Batch(
+        fans=fans,
+        newcomers_parts=newcomers_parts,
+        newcomers_part=in_newcomers_lane / newcomers_parts if newcomers_parts > 0 else 0.0,
+        other_parts=other_parts,
+        other_part=(returning - returning / lanes) / other_parts if other_parts > 0 else 0.0,
+    )
+
+
+def batch_wall_ms(costs: UnitCosts, batch: Batch) -> float:
+    """A batch's commit, its parts one after another in the process's one batch thread."""
+    return batch.summed(lambda part: _on_straight_lines(costs.part_wall_ms, part))
+
+
+def batch_as_formed(costs: UnitCosts, scenario: Scenario, joins: float) -> Batch:
+    """A joining web process's batch when no lock is waited for: what arrived while the
+    batch before it committed, or while it lingered (``join_linger_ms``) if that is longer,
+    at most ``join_batch``: ``rate x max(linger, wall(batch))``. Waiting for a busy lock
+    only makes batches bigger (and cheaper per join)."""
     if scenario.join_processes is None or not costs.part_wall_ms:
-        return top
-    rate, part = joins / scenario.join_processes, 1.0
-    for _ in range(100):  # a contraction: the wall grows far slower than the part
-        part = min(top, max(1.0, rate * _on_straight_lines(costs.part_wall_ms, part) / 1000))
-    return part
+        return batch_split(scenario, float(scenario.join_batch))
+    rate, fans = joins / scenario.join_processes, 1.0
+    for _ in range(100):  # a contraction: the wall grows far slower than the batch
+        wall = batch_wall_ms(costs, batch_split(scenario, fans))
+        fans = min(scenario.join_batch, max(1.0, rate * max(scenario.join_linger_ms, wall) / 1000))
+    return batch_split(scenario, fans)
 
 
-def part_committed(costs: UnitCosts, scenario: Scenario, joins: float) -> float:
-    """The part as committed: as it forms, or, where a lane's head could not keep up with
-    parts that small, as big as it must be for the head to be held all the time (parts then
-    gather while they wait for it: group commit)."""
-    small, top = part_as_formed(costs, scenario, joins), full_part(scenario)
-    per_lane = joins / scenario.lanes
+def lane_held(costs: UnitCosts, scenario: Scenario, joins: float, batch: Batch) -> float:
+    """Seconds a second one lane's head is held by ``joins`` a second in such batches: every
+    batch's parts' holds, spread evenly over the lanes (the newcomers' lane turns with every
+    batch, from a place of its own in each process)."""
+    holds = batch.summed(lambda part: lock_held_ms(costs, part))
+    return joins / batch.fans * holds / scenario.lanes / 1000
 
-    def held(part: float) -> float:
-        return per_lane / part * lock_held_ms(costs, part) / 1000
+
+def batch_committed(costs: UnitCosts, scenario: Scenario, joins: float) -> Batch:
+    """The batch as committed: as it forms, or, where a lane's head could not keep up with
+    its parts, as big as it must be for the heads to be held all the time. Waiting for a
+    head lengthens the batch thread's commit, and its next batch is what arrived meanwhile,
+    so the whole batch grows, its newcomers' part and its other parts alike (group commit).
+    Only the costs of a head held all the time follow from this: the head is then full,
+    over any target, which the held time of the batch as formed says."""
+    small = batch_as_formed(costs, scenario, joins)
+    top = batch_split(scenario, float(scenario.join_batch))
+
+    def held(batch: Batch) -> float:
+        return lane_held(costs, scenario, joins, batch)
 
     if held(small) <= 1 or held(top) >= 1:
         return small if held(small) <= 1 else top
-    low, high = small, top
+    low, high = small.fans, top.fans
     for _ in range(60):
         middle = (low + high) / 2
-        low, high = (middle, high) if held(middle) > 1 else (low, middle)
-    return high
+        low, high = (middle, high) if held(batch_split(scenario, middle)) > 1 else (low, middle)
+    return batch_split(scenario, high)
 
 
-def postgresql_ms_per_join(costs: UnitCosts, part: float) -> float:
-    """A join's PostgreSQL backend CPU, committed in parts of ``part``."""
+def postgresql_ms_per_join(costs: UnitCosts, batch: Batch) -> float:
+    """A join's PostgreSQL backend CPU, committed in such a batch's parts."""
     if not costs.part_postgresql_ms:
         return costs.postgresql_ms_per_join
-    return _on_straight_lines(costs.part_postgresql_ms, part) / part
+    return batch.summed(lambda part: _on_straight_lines(costs.part_postgresql_ms, part)) / (
+        batch.fans
+    )
 
 
-def web_ms_per_join(costs: UnitCosts, part: float) -> float:
+def identity_draw_us(costs: UnitCosts, lanes: int) -> float:
+    """What drawing a new identity in a line of ``lanes`` costs its web process more than in
+    a line of one (the HTTP runs' joins were each a new identity in a line of one, so their
+    web CPU holds that): between measured lane counts on the straight line joining them."""
+    if len(costs.identity_draw_us) < 2:
+        return 0.0
+    draw = _on_straight_lines(costs.identity_draw_us, lanes)
+    return max(0.0, draw - _on_straight_lines(costs.identity_draw_us, 1))
+
+
+def web_ms_per_join(costs: UnitCosts, scenario: Scenario, batch: Batch) -> float:
     """A join's web CPU: as measured over HTTP, plus what the batch thread spends more per
-    join on parts of ``part`` than on the HTTP run's batches (never less than measured)."""
+    join on such a batch's parts than on the HTTP run's batches (never less than measured),
+    plus, for a new fan's share of the joins, drawing their identity in the batch's lane."""
+    draw = (1 - scenario.returning_share) * identity_draw_us(costs, scenario.lanes) / 1000
     if not costs.part_thread_ms:
-        return costs.web_ms_per_join
-    thread = _on_straight_lines(costs.part_thread_ms, part) / part
+        return costs.web_ms_per_join + draw
+    thread = batch.summed(lambda part: _on_straight_lines(costs.part_thread_ms, part))
     measured = _on_straight_lines(costs.part_thread_ms, costs.http_join_batch)
-    return costs.web_ms_per_join + max(0.0, thread - measured / costs.http_join_batch)
+    excess = thread / batch.fans - measured / costs.http_join_batch
+    return costs.web_ms_per_join + max(0.0, excess) + draw
 
 
 @dataclass(frozen=True)
@@ -158,7 +235,7 @@ class Second:
     waiting: float
     polls: float
     sockets: float
-    started: bool  # before the start, a join of a line of lanes takes the root's head too
+    started: bool
 
 
 def arrival_rates(scenario: Scenario) -> list[float]:
@@ -182,13 +259,17 @@ def simulate(costs: UnitCosts, scenario: Scenario, limit_hours: float = 72) -> I
     backlog = prequeue = waiting = admitted_total = 0.0
     for t in range(round(limit_hours * 3600)):
         offered = (arrivals[t] if t < len(arrivals) else 0.0) + backlog
-        # The chain heads' locks bound the commits: before the start every part takes the
-        # root's too (one head for all lanes); then each lane's, and with one lane that one
-        # is the root, shared with the admissions' records.
-        if t < start:
+        # The chain heads' locks bound the commits: each lane's, and with one lane that one
+        # is the root, shared with the admissions' records. A laned on-sale's parts take the
+        # root's head too only when a join decides something for the whole on-sale (an
+        # address cap, a mode other than queue): then one head for all lanes. The
+        # pre-queue's joins need only their lane's (the start takes every lane's head).
+        if scenario.lanes > 1 and scenario.joins_decided_on_sale_wide:
             room = lane_ceiling
         elif scenario.lanes > 1:
             room = lane_ceiling * scenario.lanes
+        elif t < start:
+            room = lane_ceiling  # no admissions before the start
         else:
             room = lane_ceiling * max(0.0, 1 - pace * costs.lock_ms_per_admitted / 1000)
         joins = min(offered, room)

@@ -26,7 +26,8 @@ times and kept as min / median / max, because the machine is shared:
 6. the once-a-second dispatch over 300 on-sales with fans.
 
 Step 4 ends with joins of one on-sale with 1, 2, 4 and 8 lanes, a thread per lane
-(``--only lanes``: that alone, about a minute, written to ``--out``).
+(``--only lanes``: that alone, about a minute, written to ``--out``), and the web CPU of a new
+identity drawn in the batch's lane, by lanes (``--only identity-draw``: that alone, seconds).
 
 Writes bench/unit_costs.json, keeping its ``far_back`` (bench/far_back.py's figures, copied
 there for the capacity plan). ``--only in-process`` measures step 4 alone (about a minute),
@@ -105,6 +106,8 @@ def measure(
         return in_process(hot, runs)
     if only == "lanes":
         return {"lane_joins": lane_joins()}
+    if only == "identity-draw":
+        return {"identity_draw": identity_draw(runs)}
     out: dict[str, Any] = {}
     # First, on an empty database: its tables' bytes per row then count no deleted rows.
     joins = on_sale("joins")
@@ -158,7 +161,15 @@ def in_process(hot: PrivateRedis, runs: int) -> dict[str, Any]:
     out["pass_handover"] = unit_inprocess.pass_handovers(admit.pk, 100)
     unit_stack.line_emptied(batches.pk, admit.pk)
     out["lane_joins"] = lane_joins()
+    out["identity_draw"] = identity_draw(runs)
     return out
+
+
+def identity_draw(runs: int) -> dict[str, Any]:
+    from bench import unit_inprocess
+
+    print("4c. new identities drawn in the batch's lane, 1 to 64 lanes (in process)", flush=True)
+    return unit_inprocess.identity_draws(runs=runs)
 
 
 def lane_joins() -> dict[str, Any]:
@@ -179,7 +190,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "unit_costs.json")
-    parser.add_argument("--only", choices=["in-process", "lanes"], default="")
+    parser.add_argument("--only", choices=["in-process", "lanes", "identity-draw"], default="")
     parser.add_argument("--database", default=DB_NAME)
     options = parser.parse_args()
     ensure_tools()

@@ -9,7 +9,9 @@ HTTP, no load generator), so that one call's statements and time can be counted 
   lane, and with many lanes and many web processes the parts are small);
 - an admission of 500 (the tick's batch limit, `WR_ADMISSION_BATCH`): time, statements, hold;
 - pass hand-overs through Django (the admitted fan's page asking for its ticket);
-- the once-a-second dispatch (`tasks.room_tick`): time per on-sale sent a tick.
+- the once-a-second dispatch (`tasks.room_tick`): time per on-sale sent a tick;
+- a new identity drawn in the batch's lane (`identity_from_request` in `newcomers_batch()`):
+  the web CPU per identity by the on-sale's lanes (about ``lanes`` candidates are hashed).
 
 Imported by bench/unit_costs.py once Django is set up on its own database and Redis.
 """
@@ -299,6 +301,39 @@ def lane_joins(
             "joins_per_second": round(joined / elapsed),
             "chain_head_held_ms": spread(holds),
             "lock_ceiling_joins_per_second": round(lanes * batch * 1000 / median_hold),
+        }
+        print(f"   {lanes} lane(s): {out[str(lanes)]}", flush=True)
+    return out
+
+
+def identity_draws(
+    lane_counts: tuple[int, ...] = (1, 8, 32, 64), *, identities: int = 3_000, runs: int = 3
+) -> dict[str, Any]:
+    """The web CPU a join without any identity spends on the new one: in a laned on-sale it
+    is drawn so that its lane is the batch's newcomers' (queueing/web/callers.py), trying
+    candidates until one falls in that lane, about ``lanes`` of them (a sha256 and an HMAC
+    each). ``identities`` drawn per run, each from a bare POST, inside ``newcomers_batch()``
+    as the batch thread does (a new batch, hence a new lane, every 200 as a full part would
+    have). This thread's CPU time, so the shared machine's other work is not counted."""
+    from django.test import RequestFactory
+
+    from queueing.web.callers import identity_from_request, newcomers_batch
+
+    factory = RequestFactory()
+    out: dict[str, Any] = {}
+    for lanes in lane_counts:
+        per_identity = []
+        for _ in range(runs):
+            requests = [factory.post("/") for _ in range(identities)]  # not the draw's work
+            started = time.thread_time()
+            for first in range(0, identities, 200):
+                with newcomers_batch():
+                    for request in requests[first : first + 200]:
+                        identity_from_request(request, lanes=lanes)
+            per_identity.append((time.thread_time() - started) * 1e6 / identities)
+        out[str(lanes)] = {
+            "identities": identities,
+            "web_cpu_us_per_identity": spread(per_identity),
         }
         print(f"   {lanes} lane(s): {out[str(lanes)]}", flush=True)
     return out

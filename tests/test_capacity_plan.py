@@ -11,12 +11,15 @@ import pytest
 
 from bench.capacity_inputs import Box, Scenario, Segment, SocketBands, UnitCosts
 from bench.capacity_line import (
+    batch_as_formed,
+    batch_committed,
+    batch_split,
     full_part,
+    identity_draw_us,
     keepalive_slot_us,
+    lane_held,
     lock_ceiling,
     lock_held_ms,
-    part_as_formed,
-    part_committed,
     poll_slot_us,
     polls_per_second,
     postgresql_ms_per_join,
@@ -188,11 +191,22 @@ def test_a_batch_split_over_lanes_has_smaller_parts():
     assert result.peaks["joins"].value == pytest.approx(4 * lock_ceiling(COSTS, 50))
 
 
-def test_before_the_start_every_lane_waits_for_the_root():
-    # The pre-queue's joins take the root's head too: one head's ceiling for all lanes.
+def test_before_the_start_a_lanes_joins_take_only_its_head():
+    # The pre-queue's joins of a laned on-sale in queue mode, without an address cap, take
+    # their lane's head alone: the root's carries the admissions only (none here).
     result = plan(COSTS, scenario(fans=100_000, lanes=4, join_batch=800, start_minute=1))
+    assert result.peaks["joins"].value == pytest.approx(10_000)
+    root = "the root chain head: admissions (joins do not take it) / its ceiling"
+    assert result.ceilings[root][0] == pytest.approx(0.0)
+
+
+def test_joins_decided_on_sale_wide_wait_for_the_root():
+    # An address cap (or a mode other than queue): every part takes the root's head too,
+    # one head's ceiling for all lanes, before and after the start.
+    capped = scenario(fans=100_000, lanes=4, join_batch=800, joins_decided_on_sale_wide=True)
+    result = plan(COSTS, capped)
     assert result.peaks["joins"].value == pytest.approx(lock_ceiling(COSTS, 200))
-    root = "the root chain head: admissions and pre-queue joins / its ceiling"
+    root = "the root chain head: admissions and joins / its ceiling"
     assert result.ceilings[root][0] == pytest.approx(1.0)
 
 
@@ -208,39 +222,148 @@ PARTS = replace(
 
 def test_a_part_is_what_a_process_takes_of_a_lane_during_a_commit():
     # 1,000 joins a second on one process: part = 1,000 x (10 + 0.1 (part - 1)) ms = 11.
-    for lanes in (1, 8):
-        parted = scenario(lanes=lanes, join_batch=200 * lanes, join_processes=1)
-        assert part_as_formed(PARTS, parted, joins=1_000) == pytest.approx(11.0)
-    # Spread over ten processes, a part holds the one fan that came.
-    assert part_as_formed(PARTS, scenario(join_processes=10), joins=1_000) == 1.0
-    # Never more than a full batch's part.
-    assert part_as_formed(PARTS, scenario(join_processes=1), joins=100_000) == 200
-    # Unknown joining processes: full parts.
-    assert part_as_formed(PARTS, scenario(lanes=4), joins=1_000) == 50
+    one = batch_as_formed(PARTS, scenario(join_processes=1), joins=1_000)
+    assert one.fans == pytest.approx(11.0) and one.transactions == 1
+    # Eight lanes: a batch of 88, eight parts of 11 (all but about 1e-5 of a part filled).
+    eight = batch_as_formed(PARTS, scenario(lanes=8, join_batch=1_600, join_processes=1), 1_000)
+    assert eight.fans == pytest.approx(88.0, rel=1e-4)
+    assert eight.other_part == pytest.approx(11.0, rel=1e-4)
+    assert eight.transactions == pytest.approx(8.0, rel=1e-4)
+    # Spread over ten processes, a batch holds the one fan that came.
+    assert batch_as_formed(PARTS, scenario(join_processes=10), joins=1_000).fans == 1.0
+    # Never more than a full batch.
+    assert batch_as_formed(PARTS, scenario(join_processes=1), joins=100_000).fans == 200
+    # Unknown joining processes: full batches, full parts.
+    assert batch_as_formed(PARTS, scenario(lanes=4), joins=1_000).other_part == pytest.approx(50)
 
 
 def test_parts_grow_when_a_lanes_head_cannot_keep_up():
     # Parts of one fan each would hold the head 5,000 x 4 ms a second: joins wait, and
     # parts grow until it is held all the time.
     crowded = scenario(join_processes=5_000)
-    part = part_committed(PARTS, crowded, joins=5_000)
-    assert part > 1
-    assert 5_000 / part * lock_held_ms(PARTS, part) / 1000 == pytest.approx(1.0)
+    batch = batch_committed(PARTS, crowded, joins=5_000)
+    assert batch.fans > 1
+    assert lane_held(PARTS, crowded, 5_000, batch) == pytest.approx(1.0)
+    assert 5_000 / batch.fans * lock_held_ms(PARTS, batch.fans) / 1000 == pytest.approx(1.0)
     # A head that keeps up leaves the parts as they form.
-    assert part_committed(PARTS, crowded, joins=100) == 1.0
+    assert batch_committed(PARTS, crowded, joins=100).fans == 1.0
     # One that cannot even in full parts: full parts (the joins beyond it retry).
-    assert part_committed(PARTS, crowded, joins=10_000) == 200
+    assert batch_committed(PARTS, crowded, joins=10_000).fans == 200
 
 
 def test_small_parts_cost_more_per_join():
-    assert postgresql_ms_per_join(PARTS, 1) == pytest.approx(1.0)
-    assert postgresql_ms_per_join(PARTS, 201) == pytest.approx(21.0 / 201)
+    one_lane = scenario()
+    assert postgresql_ms_per_join(PARTS, batch_split(one_lane, 1)) == pytest.approx(1.0)
+    assert postgresql_ms_per_join(PARTS, batch_split(one_lane, 201)) == pytest.approx(21.0 / 201)
     # The web's: as measured over HTTP, plus the batch thread's excess over its batches.
-    assert web_ms_per_join(PARTS, 101) == pytest.approx(COSTS.web_ms_per_join)
-    assert web_ms_per_join(PARTS, 1) == pytest.approx(COSTS.web_ms_per_join + 3.0 - 13.0 / 101)
-    assert web_ms_per_join(PARTS, 201) == pytest.approx(COSTS.web_ms_per_join)
+    web = COSTS.web_ms_per_join
+    assert web_ms_per_join(PARTS, one_lane, batch_split(one_lane, 101)) == pytest.approx(web)
+    assert web_ms_per_join(PARTS, one_lane, batch_split(one_lane, 1)) == pytest.approx(
+        web + 3.0 - 13.0 / 101
+    )
+    assert web_ms_per_join(PARTS, one_lane, batch_split(one_lane, 201)) == pytest.approx(web)
     # Without parts measured, a join costs the HTTP figures whatever its part.
-    assert postgresql_ms_per_join(COSTS, 1) == COSTS.postgresql_ms_per_join
+    assert postgresql_ms_per_join(COSTS, batch_split(one_lane, 1)) == COSTS.postgresql_ms_per_join
+
+
+# ------------------------------------------------- new fans in one lane, and lingering
+
+
+def _old_part(costs: UnitCosts, joins_per_process: float, top: float) -> float:
+    """The plan's part before new fans were drawn in one lane and batches lingered, restated:
+    a lane's part is what its process took during one part's commit, at least one fan."""
+    part = 1.0
+    for _ in range(100):
+        part = min(top, max(1.0, joins_per_process * _straight(costs.part_wall_ms, part) / 1000))
+    return part
+
+
+def _straight(points: tuple[tuple[int, float], ...], x: float) -> float:
+    """On the line through two measured points (PARTS has two)."""
+    (x0, y0), (x1, y1) = points
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
+def test_the_default_scenario_is_the_plan_before_new_fans_were_drawn():
+    assert scenario().returning_share == 1.0 and scenario().join_linger_ms == 0
+    # One lane: the batch is the old part, whatever the rate; its head held as before.
+    for joins in (100, 1_000, 5_000, 50_000):
+        parted = scenario(join_processes=4)
+        part = _old_part(PARTS, joins / 4, 200)
+        batch = batch_as_formed(PARTS, parted, joins)
+        assert batch.fans == pytest.approx(part, rel=1e-12)
+        held = joins / part * lock_held_ms(PARTS, part) / 1000
+        assert lane_held(PARTS, parted, joins, batch) == pytest.approx(held, rel=1e-12)
+    # Lanes, every fan by hash: the old part where a part holds several fans (all lanes
+    # have one), fewer parts than lanes where a batch is about as big as the lanes.
+    laned = scenario(lanes=8, join_batch=1_600, join_processes=1)
+    assert batch_as_formed(PARTS, laned, 2_000).other_part == pytest.approx(
+        _old_part(PARTS, 2_000, 200), rel=1e-3
+    )
+    few = batch_as_formed(PARTS, laned, 150)
+    assert few.fans < 16 and few.transactions < 7 and few.other_part > 1
+
+
+def test_a_batchs_new_fans_form_one_part():
+    laned = scenario(lanes=32, join_batch=6_400)
+    # No fan brings an identity: one part, the whole batch, one lane.
+    all_new = batch_split(replace(laned, returning_share=0.0), 100)
+    assert all_new.transactions == pytest.approx(1.0)
+    assert all_new.newcomers_part == pytest.approx(100)
+    # Every fan by hash: about 32 (1 - (31/32)^100) parts of 3.
+    hashed = batch_split(laned, 100)
+    assert hashed.transactions == pytest.approx(32 * (1 - (31 / 32) ** 100))
+    # The newcomers' part grows with the share of new fans; the batch's fans are all placed.
+    parts = [batch_split(replace(laned, returning_share=r), 100) for r in (0.75, 0.5, 0.25)]
+    assert parts[0].newcomers_part < parts[1].newcomers_part < parts[2].newcomers_part
+    for batch in parts:
+        placed = batch.newcomers_parts * batch.newcomers_part + batch.other_parts * batch.other_part
+        assert placed == pytest.approx(100)
+
+
+def test_lingering_fills_the_parts_and_frees_the_heads():
+    # 40 processes at 12,500 joins a second: 312 a second each, 3 ms or so a part.
+    base = scenario(lanes=32, join_batch=6_400, join_processes=40, returning_share=0.25)
+    held, parts = [], []
+    for linger in (0, 25, 50, 100):
+        lingering = replace(base, join_linger_ms=linger)
+        batch = batch_as_formed(PARTS, lingering, 12_500)
+        held.append(lane_held(PARTS, lingering, 12_500, batch))
+        parts.append(batch.newcomers_part)
+    assert parts == sorted(parts) and parts[-1] > 2 * parts[0]
+    assert held == sorted(held, reverse=True) and held[-1] < held[0]
+    # The batch is what arrives while it lingers: 312.5 a second for 100 ms.
+    batch = batch_as_formed(PARTS, replace(base, join_linger_ms=100), 12_500)
+    assert batch.fans == pytest.approx(31.25)
+
+
+def test_drawing_a_new_identity_costs_the_web_by_its_lanes():
+    draws = replace(PARTS, identity_draw_us=((1, 10.0), (8, 20.0), (32, 64.0), (64, 120.0)))
+    # Over what a line of one costs (the HTTP runs' joins were new fans of one lane).
+    assert identity_draw_us(draws, 1) == 0.0
+    assert identity_draw_us(draws, 16) == pytest.approx(20.0 + 44.0 / 3 - 10.0)
+    laned = scenario(lanes=32, join_batch=6_400, returning_share=0.25)
+    batch = batch_split(laned, 100)
+    extra = web_ms_per_join(draws, laned, batch) - web_ms_per_join(PARTS, laned, batch)
+    assert extra == pytest.approx(0.75 * 54.0 / 1000)
+
+
+def test_the_fifty_million_on_sale_fits_under_its_target():
+    # As committed, with the measured costs: every head, slot, joining process and the
+    # primary under the target at the peak; the admissions per tick are the pace chosen.
+    costs = UnitCosts.from_measurements(
+        json.loads((ROOT / "bench" / "unit_costs.json").read_text())
+    )
+    on_sale = Scenario.from_json(
+        json.loads((ROOT / "bench" / "scenarios" / "onsale_50m_one.json").read_text())
+    )
+    result = plan(costs, on_sale)
+    assert result.peaks["joins"].value == pytest.approx(100_000)
+    for name, (used, limit) in result.ceilings.items():
+        if name == "admissions per tick":
+            assert used / limit <= on_sale.target_utilisation
+        else:
+            assert used / limit < on_sale.target_utilisation, name
 
 
 def test_sockets_cost_by_their_tick_band():
