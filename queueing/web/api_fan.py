@@ -69,7 +69,7 @@ def join_prepare(request: HttpRequest, event: Event) -> PreparedJoin:
     """Everything about a join that is read from the request, checked before it queues."""
     body = json_body(request)
     access_code = optional_str(body, "access_code", max_length=64)
-    identity = identity_from_request(request, lanes=event.lanes)
+    identity = identity_from_request(request, lanes=event.lanes, event_id=event.id)
     join_rate_check(request=request, identity=identity.digest)
     pow_check(event=event, proof=body.get("pow"))
     return PreparedJoin(

@@ -47,22 +47,40 @@ _IDEMPOTENCY_KEY_RE = re.compile(r"^[\x21-\x7e]{1,255}$")
 class Identity:
     digest: str  # what is stored: sha256 of "<kind>:<value>"
     new_cookie_token: str | None  # set on the response when the identity is a new cookie
+    cookie_name: str = ""  # the cookie it is set in ("": the room's, WR_IDENTITY_COOKIE)
+
+
+def identity_cookie_name(event_id: int | None = None) -> str:
+    """The room's identity cookie, or an on-sale's own (lines of several lanes)."""
+    if event_id is None:
+        return settings.WR_IDENTITY_COOKIE
+    return f"{settings.WR_IDENTITY_COOKIE}_{event_id}"
 
 
 def _digest(kind: str, value: str) -> str:
     return hashlib.sha256(f"{kind}:{value}".encode()).hexdigest()
 
 
-def identity_from_request(request: HttpRequest, *, lanes: int = 1) -> Identity:
-    """Who is asking. A browser without any identity gets a new cookie; joining a line of
-    several lanes, one whose lane is that of the newcomers of this moment (``newcomers_lane``),
-    so that one web process's new fans of a batch commit together under one lane's chain head
-    rather than one or two per lane (docs/scaling.md). The lane is still the keyed hash of the
-    identity (rules/lanes.py); the room, not the fan, picks among new identities."""
+def identity_from_request(
+    request: HttpRequest, *, lanes: int = 1, event_id: int | None = None
+) -> Identity:
+    """Who is asking: a logged-in user, else the browser's identity cookie, else the
+    ``Idempotency-Key``; a browser without any of them gets a new cookie.
+
+    Joining a line of several lanes (``lanes``, of the on-sale ``event_id``), the browser's
+    cookie is that on-sale's own, and a new one is drawn so that its lane is the lane of this
+    moment's newcomers (``newcomers_lane``): a web process's batch of new fans then commits
+    under one lane's chain head, rather than one or two fans per lane (docs/scaling.md). The
+    cookie is the on-sale's own so that a browser's first join of it is new there whatever
+    on-sales it joined before; a returning browser's lane would be its hash's, away from the
+    batch's. The lane is still the keyed hash of the identity (rules/lanes.py), and the room,
+    not the fan, picks among new identities."""
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
         return Identity(digest=_digest("user", str(user.pk)), new_cookie_token=None)
-    token = request.get_signed_cookie(settings.WR_IDENTITY_COOKIE, default=None, salt=_COOKIE_SALT)
+    laned = lanes > 1 and event_id is not None
+    cookie = identity_cookie_name(event_id if laned else None)
+    token = request.get_signed_cookie(cookie, default=None, salt=_COOKIE_SALT)
     if token:
         return Identity(digest=_digest("cookie", token), new_cookie_token=None)
     key = request.headers.get("Idempotency-Key")
@@ -72,7 +90,7 @@ def identity_from_request(request: HttpRequest, *, lanes: int = 1) -> Identity:
                 400, "bad_request", "Idempotency-Key must be 1-255 printable ASCII characters."
             )
         return Identity(digest=_digest("idempotency", key), new_cookie_token=None)
-    if lanes <= 1:
+    if not laned:
         token = secrets.token_urlsafe(24)
         return Identity(digest=_digest("cookie", token), new_cookie_token=token)
     stem = secrets.token_urlsafe(24)  # as unguessable as a lone token; the suffix only sorts
@@ -88,7 +106,7 @@ def identity_from_request(request: HttpRequest, *, lanes: int = 1) -> Identity:
         digest = first_in_lane(candidates(), lanes=lanes, lane=newcomers_lane(lanes))
     except ValueError:  # all 8 x lanes missed (about e^-8): the first, in a lane of its own
         digest = next(iter(tokens))
-    return Identity(digest=digest, new_cookie_token=tokens[digest])
+    return Identity(digest=digest, new_cookie_token=tokens[digest], cookie_name=cookie)
 
 
 # The newcomers' lane turns with every call, from a place of its own in each process: a
@@ -117,7 +135,7 @@ def identity_remember(response: HttpResponse, identity: Identity) -> None:
     if identity.new_cookie_token is None:
         return
     response.set_signed_cookie(
-        settings.WR_IDENTITY_COOKIE,
+        identity.cookie_name or settings.WR_IDENTITY_COOKIE,
         identity.new_cookie_token,
         salt=_COOKIE_SALT,
         max_age=settings.WR_IDENTITY_COOKIE_MAX_AGE,

@@ -154,7 +154,7 @@ def _join(
     now: datetime,
     return_url: str,
 ) -> HttpResponse:
-    identity = identity_from_request(request, lanes=event.lanes)
+    identity = identity_from_request(request, lanes=event.lanes, event_id=event.id)
     try:
         join_rate_check(request=request, identity=identity.digest)
         if request.method == "POST":
