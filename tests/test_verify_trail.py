@@ -370,7 +370,7 @@ def test_the_docs_worked_example_still_verifies(tmp_path: Path) -> None:
 def a_sale_in_lanes(make_event: Any) -> Any:
     """An on-sale with three lanes: records in each, root records written by its tick
     between them, and records after the last root."""
-    event = make_event(slug="lanes")
+    event = make_event(slug="lanes", lanes=3)
     audit_lane_heads_ensure(event_id=event.id, lanes=3)
     for round_lanes in ((0, 1, 1), (2, 0), (1,)):
         for lane in round_lanes:
