@@ -27,7 +27,9 @@ times and kept as min / median / max, because the machine is shared:
 
 Step 4 ends with joins of one on-sale with 1, 2, 4 and 8 lanes, a thread per lane
 (``--only lanes``: that alone, about a minute, written to ``--out``), and the web CPU of a new
-identity drawn in the batch's lane, by lanes (``--only identity-draw``: that alone, seconds).
+identity drawn in the batch's lane, by lanes (``--only identity-draw``: that alone, seconds),
+and a laned line's join views, by lanes and part size (``--only join-views``: that alone, about
+a minute).
 
 Writes bench/unit_costs.json, keeping its ``far_back`` (bench/far_back.py's figures, copied
 there for the capacity plan). ``--only in-process`` measures step 4 alone (about a minute),
@@ -108,6 +110,8 @@ def measure(
         return {"lane_joins": lane_joins()}
     if only == "identity-draw":
         return {"identity_draw": identity_draw(runs)}
+    if only == "join-views":
+        return {"join_views": join_views(hot, runs)}
     out: dict[str, Any] = {}
     # First, on an empty database: its tables' bytes per row then count no deleted rows.
     joins = on_sale("joins")
@@ -162,6 +166,7 @@ def in_process(hot: PrivateRedis, runs: int) -> dict[str, Any]:
     unit_stack.line_emptied(batches.pk, admit.pk)
     out["lane_joins"] = lane_joins()
     out["identity_draw"] = identity_draw(runs)
+    out["join_views"] = join_views(hot, runs)
     return out
 
 
@@ -170,6 +175,15 @@ def identity_draw(runs: int) -> dict[str, Any]:
 
     print("4c. new identities drawn in the batch's lane, 1 to 64 lanes (in process)", flush=True)
     return unit_inprocess.identity_draws(runs=runs)
+
+
+def join_views(hot: PrivateRedis, runs: int) -> dict[str, Any]:
+    from bench import unit_inprocess, unit_stack
+
+    print("4d. join views of laned lines, 8 and 32 lanes (in process)", flush=True)
+    return unit_inprocess.join_views(
+        lambda slug, lanes: unit_stack.on_sale(slug, lanes=lanes), hot.reading, runs=runs
+    )
 
 
 def lane_joins() -> dict[str, Any]:
@@ -190,7 +204,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "unit_costs.json")
-    parser.add_argument("--only", choices=["in-process", "lanes", "identity-draw"], default="")
+    parser.add_argument(
+        "--only", choices=["in-process", "lanes", "identity-draw", "join-views"], default=""
+    )
     parser.add_argument("--database", default=DB_NAME)
     options = parser.parse_args()
     ensure_tools()
