@@ -94,6 +94,7 @@ def measure(
     *,
     database: str = DB_NAME,
     only: str = "",
+    views: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     # Django's models can be imported only now that it is set up.
     from bench import box_office, unit_inprocess, unit_stack
@@ -111,7 +112,7 @@ def measure(
     if only == "identity-draw":
         return {"identity_draw": identity_draw(runs)}
     if only == "join-views":
-        return {"join_views": join_views(hot, runs)}
+        return {"join_views": join_views(hot, runs, **(views or {}))}
     out: dict[str, Any] = {}
     # First, on an empty database: its tables' bytes per row then count no deleted rows.
     joins = on_sale("joins")
@@ -177,12 +178,18 @@ def identity_draw(runs: int) -> dict[str, Any]:
     return unit_inprocess.identity_draws(runs=runs)
 
 
-def join_views(hot: PrivateRedis, runs: int) -> dict[str, Any]:
+def join_views(
+    hot: PrivateRedis, runs: int, lanes: tuple[int, ...] = (8, 32), line: int = 30_000
+) -> dict[str, Any]:
     from bench import unit_inprocess, unit_stack
 
-    print("4d. join views of laned lines, 8 and 32 lanes (in process)", flush=True)
+    print(f"4d. join views of laned lines, {lanes} lanes of {line:,} (in process)", flush=True)
     return unit_inprocess.join_views(
-        lambda slug, lanes: unit_stack.on_sale(slug, lanes=lanes), hot.reading, runs=runs
+        lambda slug, n: unit_stack.on_sale(slug, lanes=n),
+        hot.reading,
+        lane_counts=lanes,
+        lane_line=line,
+        runs=runs,
     )
 
 
@@ -208,6 +215,10 @@ def main() -> None:
         "--only", choices=["in-process", "lanes", "identity-draw", "join-views"], default=""
     )
     parser.add_argument("--database", default=DB_NAME)
+    # With --only join-views: the lines' lanes and the fans in each lane (a sorted set's
+    # ZCOUNT grows with the log of its size: a check of the default's).
+    parser.add_argument("--view-lanes", default="8,32")
+    parser.add_argument("--view-line", type=int, default=30_000)
     options = parser.parse_args()
     ensure_tools()
     # Thousands of sockets need as many descriptors, in the server and the clients.
@@ -230,7 +241,18 @@ def main() -> None:
 
         django.setup()
         result.update(
-            measure(hot, aux, env, options.runs, database=options.database, only=options.only)
+            measure(
+                hot,
+                aux,
+                env,
+                options.runs,
+                database=options.database,
+                only=options.only,
+                views={
+                    "lanes": tuple(int(n) for n in options.view_lanes.split(",")),
+                    "line": options.view_line,
+                },
+            )
         )
     finally:
         hot.stop()
