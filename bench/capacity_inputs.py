@@ -51,6 +51,8 @@ class UnitCosts:
     # (queueing/web/callers.py), measured by lanes. Empty: drawing costs nothing more.
     identity_draw_us: tuple[tuple[int, float], ...] = ()
     bands: SocketBands | None = None  # None: every socket at web_us_per_socket_second
+    # A laned line's join views, measured by lanes and part size. None: they cost nothing.
+    join_views: JoinViewCosts | None = None
 
     @classmethod
     def from_measurements(cls, data: dict[str, Any], pick: str = "median") -> UnitCosts:
@@ -83,6 +85,7 @@ class UnitCosts:
             return tuple(sorted((int(n), p[name]) for n, p in parts.items()))
 
         draws = since.get("identity_draw", {}).get("by_lanes", {})
+        views = since.get("join_views")
 
         socket_figures = {
             "web_us_per_socket_second": largest["web_cpu_us_per_socket_second"],
@@ -145,7 +148,51 @@ class UnitCosts:
             identity_draw_us=tuple(
                 sorted((int(n), d["web_cpu_us_per_identity"][pick]) for n, d in draws.items())
             ),
+            join_views=JoinViewCosts.from_measurements(views, pick) if views else None,
             **socket_figures,
+        )
+
+
+# (lanes, ((part's fans, figure), ...)), both ascending.
+ByLanesAndPart = tuple[tuple[int, tuple[tuple[int, float], ...]], ...]
+
+
+@dataclass(frozen=True)
+class JoinViewCosts:
+    """What a join part of a laned line costs more once in its lane's index: its fans counted
+    in every other lane and their views kept in their own (queueing/line/join_views.py), as
+    bench/unit_inprocess.py ``join_views`` measured it by lanes and by the part's fans."""
+
+    thread_us: ByLanesAndPart  # the batch thread's CPU, per part
+    wall_us: ByLanesAndPart  # the batch thread's wall time, per part (on one local Redis)
+    # One other lane's ``lane_counts`` script, Redis CPU: alone in its round trip, as to a
+    # master that holds that lane alone (a pipeline of several lanes to one server costs less
+    # a call: the round trip's reading and answering shared).
+    lane_counts_us: ByLanesAndPart
+    view_write_us: ByLanesAndPart  # the part's own lane's ``view_write`` script, Redis CPU
+    view_bytes: tuple[tuple[int, float], ...]  # (lanes, one view key's bytes in Redis)
+    view_seconds: float  # how long a view is kept (the room's default settings)
+
+    @classmethod
+    def from_measurements(cls, data: dict[str, Any], pick: str = "median") -> JoinViewCosts:
+        by_lanes = sorted((int(n), sizes) for n, sizes in data["by_lanes"].items())
+
+        def table(name: str) -> ByLanesAndPart:
+            return tuple(
+                (lanes, tuple(sorted((int(n), part[name][pick]) for n, part in sizes.items())))
+                for lanes, sizes in by_lanes
+            )
+
+        return cls(
+            thread_us=table("thread_cpu_us_per_part"),
+            wall_us=table("wall_us_per_part"),
+            lane_counts_us=table("lane_counts_alone_redis_cpu_us_per_call"),
+            view_write_us=table("view_write_redis_cpu_us_per_call"),
+            view_bytes=tuple(
+                (lanes, max(part["view_key_bytes"]["median"] for part in sizes.values()))
+                for lanes, sizes in by_lanes
+            ),
+            view_seconds=float(data["view_seconds"]),
         )
 
 
@@ -233,10 +280,12 @@ class Scenario:
     # WR_JOIN_LINGER_MS: a process's batch gathers at least this long (unless full) before it
     # commits, so it holds about joins per process x max(linger, its commit's wall time).
     join_linger_ms: float = 0.0
-    # Of the joins at the peak, the share from fans who bring an identity (a cookie of an
-    # earlier on-sale, an Idempotency-Key, a login): they land in the lane of its hash, spread
-    # over every lane. The others get a new identity drawn in their batch's newcomers' lane
-    # (queueing/web/callers.py): one part. 1.0: every fan by hash, as before the draw.
+    # Of the joins at the peak, the share from fans who bring an identity that commits (an
+    # Idempotency-Key, a login, a browser joining the on-sale again after leaving it; a laned
+    # on-sale's browsers have an identity of their own there, so an earlier on-sale's cookie
+    # is not one): they land in the lane of its hash, spread over every lane. The others get
+    # a new identity drawn in their batch's newcomers' lane (queueing/web/callers.py): one
+    # part. 1.0: every fan by hash, as before the draw.
     returning_share: float = 1.0
     # An address cap or a mode other than queue: every part of a laned on-sale's join takes
     # the root chain's head too, after its lane's (`_decided_on_sale_wide` in

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 
-from bench.capacity_inputs import Scenario, UnitCosts
+from bench.capacity_inputs import ByLanesAndPart, Scenario, UnitCosts
 from queueing.rules.layout import poll_after_seconds
 
 
@@ -144,21 +144,31 @@ def batch_split(scenario: Scenario, fans: float) -> Batch:
     )
 
 
-def batch_wall_ms(costs: UnitCosts, batch: Batch) -> float:
-    """A batch's commit, its parts one after another in the process's one batch thread."""
-    return batch.summed(lambda part: _on_straight_lines(costs.part_wall_ms, part))
+def batch_wall_ms(costs: UnitCosts, batch: Batch, *, lanes: int = 1, views: bool = False) -> float:
+    """A batch's commit, its parts one after another in the process's one batch thread, each
+    followed by its fans' join views where ``views`` (a laned line's fans in a tier)."""
+    wall = batch.summed(lambda part: _on_straight_lines(costs.part_wall_ms, part))
+    if views and lanes > 1 and costs.join_views is not None:
+        table = costs.join_views.wall_us
+        wall += batch.summed(lambda part: _by_lanes_and_part(table, lanes, part)) / 1000
+    return wall
 
 
-def batch_as_formed(costs: UnitCosts, scenario: Scenario, joins: float) -> Batch:
+def batch_as_formed(
+    costs: UnitCosts, scenario: Scenario, joins: float, *, views: bool = True
+) -> Batch:
     """A joining web process's batch when no lock is waited for: what arrived while the
     batch before it committed, or while it lingered (``join_linger_ms``) if that is longer,
     at most ``join_batch``: ``rate x max(linger, wall(batch))``. Waiting for a busy lock
-    only makes batches bigger (and cheaper per join)."""
+    only makes batches bigger (and cheaper per join). ``views``: the line has started, so
+    a laned line's joins are in a tier and their join views follow each part's commit
+    (the pre-queue's joins have none)."""
     if scenario.join_processes is None or not costs.part_wall_ms:
         return batch_split(scenario, float(scenario.join_batch))
     rate, fans = joins / scenario.join_processes, 1.0
     for _ in range(100):  # a contraction: the wall grows far slower than the batch
-        wall = batch_wall_ms(costs, batch_split(scenario, fans))
+        batch = batch_split(scenario, fans)
+        wall = batch_wall_ms(costs, batch, lanes=scenario.lanes, views=views)
         fans = min(scenario.join_batch, max(1.0, rate * max(scenario.join_linger_ms, wall) / 1000))
     return batch_split(scenario, fans)
 
@@ -171,14 +181,16 @@ def lane_held(costs: UnitCosts, scenario: Scenario, joins: float, batch: Batch) 
     return joins / batch.fans * holds / scenario.lanes / 1000
 
 
-def batch_committed(costs: UnitCosts, scenario: Scenario, joins: float) -> Batch:
+def batch_committed(
+    costs: UnitCosts, scenario: Scenario, joins: float, *, views: bool = True
+) -> Batch:
     """The batch as committed: as it forms, or, where a lane's head could not keep up with
     its parts, as big as it must be for the heads to be held all the time. Waiting for a
     head lengthens the batch thread's commit, and its next batch is what arrived meanwhile,
     so the whole batch grows, its newcomers' part and its other parts alike (group commit).
     Only the costs of a head held all the time follow from this: the head is then full,
     over any target, which the held time of the batch as formed says."""
-    small = batch_as_formed(costs, scenario, joins)
+    small = batch_as_formed(costs, scenario, joins, views=views)
     top = batch_split(scenario, float(scenario.join_batch))
 
     def held(batch: Batch) -> float:
@@ -223,6 +235,53 @@ def web_ms_per_join(costs: UnitCosts, scenario: Scenario, batch: Batch) -> float
     measured = _on_straight_lines(costs.part_thread_ms, costs.http_join_batch)
     excess = thread / batch.fans - measured / costs.http_join_batch
     return costs.web_ms_per_join + max(0.0, excess) + draw
+
+
+def _by_lanes_and_part(table: ByLanesAndPart, lanes: int, part: float) -> float:
+    """A figure measured by lanes and by part size: at each measured number of lanes on the
+    straight lines between part sizes, then between those numbers of lanes likewise."""
+    at_lanes = tuple((n, _on_straight_lines(parts, part)) for n, parts in table)
+    if len(at_lanes) == 1:
+        return at_lanes[0][1]
+    return _on_straight_lines(at_lanes, lanes)
+
+
+@dataclass(frozen=True)
+class ViewsLoad:
+    """What a laned line's join views (queueing/line/join_views.py) cost a second."""
+
+    web_ms_per_join: float  # the batch thread's CPU, spread over the batch's fans
+    slot_cores: float  # each lane's Redis slot: other lanes' parts' counts, its own views
+    slot_bytes: float  # each lane's slot: the views kept
+
+
+def join_views_load(costs: UnitCosts, scenario: Scenario, joins: float, batch: Batch) -> ViewsLoad:
+    """``joins`` a second into a started line, in such batches. After each part's commit the
+    batch thread counts its fans in every other lane (one ``lane_counts`` script on each:
+    its ZCARDs and a ZCOUNT per fan) and writes their views in the part's own lane (one
+    ``view_write``), kept ``view_seconds``. The newcomers' lane turns with every batch and
+    returning fans land by hash, so every slot takes its share of both: of each part, the
+    ``lanes - 1`` counts over all slots and the write on one. Nothing at one lane."""
+    views, lanes = costs.join_views, scenario.lanes
+    if views is None or lanes <= 1 or joins <= 0:
+        return ViewsLoad(0.0, 0.0, 0.0)
+
+    def per_batch(table: ByLanesAndPart) -> float:
+        return batch.summed(lambda part: _by_lanes_and_part(table, lanes, part))
+
+    batches = joins / batch.fans
+    counted = per_batch(views.lane_counts_us) * (lanes - 1)
+    written = per_batch(views.view_write_us)
+    view_bytes = (
+        _on_straight_lines(views.view_bytes, lanes)
+        if len(views.view_bytes) > 1
+        else views.view_bytes[0][1]
+    )
+    return ViewsLoad(
+        web_ms_per_join=per_batch(views.thread_us) / batch.fans / 1000,
+        slot_cores=batches * (counted + written) / lanes / 1e6,
+        slot_bytes=joins * views.view_seconds * view_bytes / lanes,
+    )
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from bench.capacity_line import (
     batch_as_formed,
     batch_committed,
     full_part,
+    join_views_load,
     keepalive_slot_us,
     lane_held,
     lock_ceiling,
@@ -57,6 +58,10 @@ class Load:
     postgresql_cores: float
     worker_cores: float
     slot_cores: float  # the Redis core serving one lane's part of the hot index
+    slot_gb: float  # one lane's part of the hot index: its fans, and its join views
+    views_slot_cores: float  # of ``slot_cores``, the join views' (a laned line's)
+    views_slot_mb: float  # of ``slot_gb``, the join views'
+    views_web_ms_per_join: float  # the batch thread's CPU on a join's views
     redis_cores: float  # the on-sale's Redis work on any slot (join limits spread over all)
     # A lane's chain head: its joins over what it lets through in full parts (group commit).
     lane_lock_use: float
@@ -83,20 +88,25 @@ def load(costs: UnitCosts, scenario: Scenario, s: Second) -> Load:
     # counts and its fans' removals are not measured per lane): an upper bound.
     tick = max(1.0, s.admitted / costs.tick_admitted)
     lane_line = (s.waiting + s.prequeue) / lanes
+    formed = batch_as_formed(costs, scenario, s.joins, views=s.started)
+    batch = batch_committed(costs, scenario, s.joins, views=s.started)
+    # Joins into a started laned line (the pre-queue's have none) count their fans in the
+    # other lanes and keep their views. A poll of a laned line GETs its fan's view key in the
+    # same script: one GET more, not measured apart (locate.lua's cost was measured on a line
+    # of one lane) and left out.
+    views = join_views_load(costs, scenario, s.joins if s.started else 0.0, batch)
     # A lane holds its share of the fans, of their polls, sockets and joins.
     slot = (
         s.joins / lanes * costs.slot_us_per_join
         + s.polls / lanes * poll_slot_us(costs, lane_line)
         + s.sockets / lanes * keepalive_slot_us(costs, lane_line)
         + tick * costs.slot_us_per_tick
-    ) / 1e6
+    ) / 1e6 + views.slot_cores
     sockets_us = (
         s.sockets * costs.web_us_per_socket_second
         if costs.bands is None
         else costs.bands.web_us(s.waiting, s.prequeue) * scenario.websocket_share
     )
-    formed = batch_as_formed(costs, scenario, s.joins)
-    batch = batch_committed(costs, scenario, s.joins)
     full = full_part(scenario)
     admitting = s.admitted * costs.lock_ms_per_admitted / 1e3
     lane_use = s.joins / lanes / lock_ceiling(costs, full)
@@ -109,7 +119,7 @@ def load(costs: UnitCosts, scenario: Scenario, s: Second) -> Load:
         root_use += s.joins / lock_ceiling(costs, full)
         root_held += held * lanes
     per_process = s.joins / scenario.join_processes if scenario.join_processes else 0.0
-    web_ms = web_ms_per_join(costs, scenario, batch)
+    web_ms = web_ms_per_join(costs, scenario, batch) + views.web_ms_per_join
     transactions = s.joins / batch.fans * batch.transactions
     joining = s.joins >= 1
     return Load(
@@ -121,6 +131,10 @@ def load(costs: UnitCosts, scenario: Scenario, s: Second) -> Load:
         postgresql_cores=s.joins * postgresql_ms_per_join(costs, batch) / 1e3,
         worker_cores=tick * costs.worker_ms_per_tick / 1e3,
         slot_cores=slot,
+        slot_gb=(lane_line * costs.redis_bytes_per_fan + views.slot_bytes) / 1e9,
+        views_slot_cores=views.slot_cores,
+        views_slot_mb=views.slot_bytes / 1e6,
+        views_web_ms_per_join=views.web_ms_per_join,
         redis_cores=lanes * slot
         + s.joins * (costs.redis_us_per_join - costs.slot_us_per_join) / 1e6,
         lane_lock_use=lane_use,
@@ -188,7 +202,7 @@ def plan(costs: UnitCosts, scenario: Scenario) -> Plan:
     # core, each holding its idle memory besides its sockets'.
     web = scenario.web
     socket_gib_per_box = web.memory_gib * u - web.cores * costs.web_process_mib / 1024
-    slot_gb = peaks["in_line"].value / scenario.lanes * costs.redis_bytes_per_fan / 1e9
+    slot_gb = peaks["slot_gb"].value
     # Lanes share a master while their slots together stay within the target.
     lanes_per_master = max(1, math.floor(u / peaks["slot_cores"].value))
     machines = {
@@ -341,6 +355,15 @@ def render(p: Plan, costs: UnitCosts) -> str:
         f" join; a joining web process is {top.join_process_cores:.0%} busy; a lane's head "
         f"is held {top.lane_lock_held:,.2f} s a second by batches as they form.",
     ]
+    if s.lanes > 1 and costs.join_views is not None:
+        out += [
+            "",
+            "Join views at the joins' peak (each part's fans counted in every other lane, their "
+            f"views kept {costs.join_views.view_seconds:g} s in their own): "
+            f"{top.views_web_ms_per_join * 1e3:,.0f} µs of the batch thread a join; "
+            f"{top.views_slot_cores:,.2f} of each lane's slot's {top.slot_cores:,.2f} cores; "
+            f"{top.views_slot_mb:,.1f} MB of views in each slot.",
+        ]
     out += ["", "| machines, all on-sales | count | each |", "|---|---|---|"]
     for kind, count in p.machines.items():
         box: Box = getattr(s, kind)

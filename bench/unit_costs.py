@@ -27,7 +27,9 @@ times and kept as min / median / max, because the machine is shared:
 
 Step 4 ends with joins of one on-sale with 1, 2, 4 and 8 lanes, a thread per lane
 (``--only lanes``: that alone, about a minute, written to ``--out``), and the web CPU of a new
-identity drawn in the batch's lane, by lanes (``--only identity-draw``: that alone, seconds).
+identity drawn in the batch's lane, by lanes (``--only identity-draw``: that alone, seconds),
+and a laned line's join views, by lanes and part size (``--only join-views``: that alone, about
+a minute).
 
 Writes bench/unit_costs.json, keeping its ``far_back`` (bench/far_back.py's figures, copied
 there for the capacity plan). ``--only in-process`` measures step 4 alone (about a minute),
@@ -92,6 +94,7 @@ def measure(
     *,
     database: str = DB_NAME,
     only: str = "",
+    views: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     # Django's models can be imported only now that it is set up.
     from bench import box_office, unit_inprocess, unit_stack
@@ -108,6 +111,8 @@ def measure(
         return {"lane_joins": lane_joins()}
     if only == "identity-draw":
         return {"identity_draw": identity_draw(runs)}
+    if only == "join-views":
+        return {"join_views": join_views(hot, runs, **(views or {}))}
     out: dict[str, Any] = {}
     # First, on an empty database: its tables' bytes per row then count no deleted rows.
     joins = on_sale("joins")
@@ -162,6 +167,7 @@ def in_process(hot: PrivateRedis, runs: int) -> dict[str, Any]:
     unit_stack.line_emptied(batches.pk, admit.pk)
     out["lane_joins"] = lane_joins()
     out["identity_draw"] = identity_draw(runs)
+    out["join_views"] = join_views(hot, runs)
     return out
 
 
@@ -170,6 +176,21 @@ def identity_draw(runs: int) -> dict[str, Any]:
 
     print("4c. new identities drawn in the batch's lane, 1 to 64 lanes (in process)", flush=True)
     return unit_inprocess.identity_draws(runs=runs)
+
+
+def join_views(
+    hot: PrivateRedis, runs: int, lanes: tuple[int, ...] = (8, 32), line: int = 30_000
+) -> dict[str, Any]:
+    from bench import unit_inprocess, unit_stack
+
+    print(f"4d. join views of laned lines, {lanes} lanes of {line:,} (in process)", flush=True)
+    return unit_inprocess.join_views(
+        lambda slug, n: unit_stack.on_sale(slug, lanes=n),
+        hot.reading,
+        lane_counts=lanes,
+        lane_line=line,
+        runs=runs,
+    )
 
 
 def lane_joins() -> dict[str, Any]:
@@ -190,8 +211,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "unit_costs.json")
-    parser.add_argument("--only", choices=["in-process", "lanes", "identity-draw"], default="")
+    parser.add_argument(
+        "--only", choices=["in-process", "lanes", "identity-draw", "join-views"], default=""
+    )
     parser.add_argument("--database", default=DB_NAME)
+    # With --only join-views: the lines' lanes and the fans in each lane (a sorted set's
+    # ZCOUNT grows with the log of its size: a check of the default's).
+    parser.add_argument("--view-lanes", default="8,32")
+    parser.add_argument("--view-line", type=int, default=30_000)
     options = parser.parse_args()
     ensure_tools()
     # Thousands of sockets need as many descriptors, in the server and the clients.
@@ -214,7 +241,18 @@ def main() -> None:
 
         django.setup()
         result.update(
-            measure(hot, aux, env, options.runs, database=options.database, only=options.only)
+            measure(
+                hot,
+                aux,
+                env,
+                options.runs,
+                database=options.database,
+                only=options.only,
+                views={
+                    "lanes": tuple(int(n) for n in options.view_lanes.split(",")),
+                    "line": options.view_line,
+                },
+            )
         )
     finally:
         hot.stop()

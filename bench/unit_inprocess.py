@@ -11,7 +11,10 @@ HTTP, no load generator), so that one call's statements and time can be counted 
 - pass hand-overs through Django (the admitted fan's page asking for its ticket);
 - the once-a-second dispatch (`tasks.room_tick`): time per on-sale sent a tick;
 - a new identity drawn in the batch's lane (`identity_from_request` in `newcomers_batch()`):
-  the web CPU per identity by the on-sale's lanes (about ``lanes`` candidates are hashed).
+  the web CPU per identity by the on-sale's lanes (about ``lanes`` candidates are hashed);
+- a laned line's join views (`join_views`): a join part's fans counted in every other lane
+  and their views kept in their own, by part size and lanes: the web thread's CPU, each
+  script's Redis CPU, a view key's bytes.
 
 Imported by bench/unit_costs.py once Django is set up on its own database and Redis.
 """
@@ -336,4 +339,163 @@ def identity_draws(
             "web_cpu_us_per_identity": spread(per_identity),
         }
         print(f"   {lanes} lane(s): {out[str(lanes)]}", flush=True)
+    return out
+
+
+def join_views(
+    make_on_sale: Callable[[str, int], Event],
+    redis_reading: Callable[[], RedisReading],
+    lane_counts: tuple[int, ...] = (8, 32),
+    part_sizes: tuple[int, ...] = (1, 12, 25),
+    *,
+    lane_line: int = 30_000,
+    parts: int = 300,
+    runs: int = 3,
+) -> dict[str, Any]:
+    """What a join part of a laned line costs more once in its lane's index: its fans'
+    join views (queueing/line/join_views.py): one ``lane_counts`` script on every other lane
+    (ZCARDs and a ZCOUNT per fan), one pipelined round trip, then one ``view_write`` script
+    in the part's own lane. Parts of ``part_sizes`` fans, all in one lane (a batch's
+    newcomers' part), the lane turning with each part, ``parts`` of them per run, on lines
+    whose every lane holds ``lane_line`` waiting fans (a sorted set's ZCOUNT grows only with
+    the log of its size). The part's fans are not added to their lane's set: no other lane's
+    count reads it.
+
+    Per part: this thread's CPU and wall time (a web process's batch thread runs the views
+    after the part's commit). Per script: the Redis server's own CPU (``used_cpu_user`` +
+    ``used_cpu_sys``: reading the pipeline and answering too) and EVALSHA's ``usec`` (the
+    script alone), each script on its own: ``lane_counts`` as join_views sends them (every
+    other lane in one pipeline, as on one Redis) and alone in its round trip (as on a
+    cluster whose masters each hold one lane), ``view_write`` with the views join_views
+    wrote. And the bytes one view key takes (``MEMORY USAGE``)."""
+    from queueing.hot import keys
+    from queueing.hot import line_index as hot_lines
+    from queueing.hot.client import client, run_script_many
+    from queueing.hot.epoch import epoch_states
+    from queueing.hot.line_index import IndexState
+    from queueing.line.join_views import _view_seconds
+    from queueing.line.join_views import join_views as views_of
+    from queueing.line.reads import event_layout
+
+    redis = client()
+    out: dict[str, Any] = {
+        "lane_line": lane_line,
+        "parts_per_run": parts,
+        "view_seconds": _view_seconds(),
+        "by_lanes": {},
+    }
+    for lanes in lane_counts:
+        event = make_on_sale(f"views-{lanes}", lanes)
+        layout = event_layout(event.pk)
+        assert layout.lanes == lanes, layout
+        assert epoch_states([event.pk], lanes={event.pk: lanes})[event.pk] is IndexState.READY
+        (tier,) = layout.tiers
+        # Order keys interleaved over the lanes, as joins drawn over time fill them.
+        for lane in range(lanes):
+            key = keys.tier_queue(event.pk, tier.id, lane)
+            for first in range(0, lane_line, 10_000):
+                scores = {
+                    lane * 10**8 + i: i * lanes + lane
+                    for i in range(first, min(lane_line, first + 10_000))
+                }
+                redis.zadd(key, scores)
+        next_member, next_key = 10**9, lane_line * lanes
+        by_size: dict[str, Any] = {}
+        for size in part_sizes:
+            thread_us, wall_us, server_us, script_usec = [], [], [], []
+            counts_us, counts_usec, alone_us, alone_usec = [], [], [], []
+            write_us, write_usec = [], []
+            view_bytes: list[float] = []
+            for _ in range(runs):
+                # A new member and a new order key each (behind everyone), out of the timing.
+                made = [
+                    [
+                        (next_member + n * size + i, n % lanes, tier.id, next_key + n * size + i)
+                        for i in range(size)
+                    ]
+                    for n in range(parts)
+                ]
+                next_member, next_key = next_member + parts * size, next_key + parts * size
+                before, started = redis_reading(), time.perf_counter()
+                thread_before = time.thread_time()
+                written = [views_of(layout, joined) for joined in made]
+                thread = time.thread_time() - thread_before
+                wall = time.perf_counter() - started
+                after = redis_reading()
+                assert all(len(w) == size for w in written), written[:1]
+                _, cpu = redis_spent(before, after)
+                thread_us.append(thread * 1e6 / parts)
+                wall_us.append(wall * 1e6 / parts)
+                server_us.append(cpu * 1e6 / parts)
+                script_usec.append((after.usec["evalsha"] - before.usec["evalsha"]) / parts)
+                member, lane = made[0][0][0], made[0][0][1]
+                view_bytes.append(
+                    redis.memory_usage(keys.join_view(event.pk, member, lane), samples=0)
+                )
+
+                # lane_counts alone: as join_views asks (every other lane, one pipeline) ...
+                asks = [
+                    {
+                        other: [(0, order_key) for _, _, _, order_key in joined]
+                        for other in range(lanes)
+                        if other != joined[0][1]
+                    }
+                    for joined in made
+                ]
+                calls = parts * (lanes - 1)
+                before = redis_reading()
+                for ask in asks:
+                    hot_lines.lanes_counts_below(layout, ask)
+                after = redis_reading()
+                counts_us.append(redis_spent(before, after)[1] * 1e6 / calls)
+                counts_usec.append((after.usec["evalsha"] - before.usec["evalsha"]) / calls)
+                # ... and one a round trip, as to a master holding that lane alone.
+                alone = [
+                    [
+                        keys.epoch(event.pk, other),
+                        keys.prequeue(event.pk, other),
+                        keys.tier_queue(event.pk, tier.id, other),
+                    ]
+                    for other in range(lanes)
+                ]
+                before = redis_reading()
+                for ask in asks:
+                    for other, pairs in ask.items():
+                        args = [v for position, key in pairs for v in (position + 1, key)]
+                        run_script_many("lane_counts", [(alone[other], args)])
+                after = redis_reading()
+                alone_us.append(redis_spent(before, after)[1] * 1e6 / calls)
+                alone_usec.append((after.usec["evalsha"] - before.usec["evalsha"]) / calls)
+
+                # view_write alone, with the views join_views wrote.
+                writes = [
+                    (
+                        joined[0][1],
+                        {m: (tier.id, w[m].rsplit("|", 2)[0]) for m, *_ in joined},
+                    )
+                    for joined, w in zip(made, written, strict=True)
+                ]
+                before = redis_reading()
+                for lane, views in writes:
+                    hot_lines.join_views_write(
+                        event.pk, lane, views, ttl_seconds=out["view_seconds"]
+                    )
+                after = redis_reading()
+                write_us.append(redis_spent(before, after)[1] * 1e6 / parts)
+                write_usec.append((after.usec["evalsha"] - before.usec["evalsha"]) / parts)
+            by_size[str(size)] = {
+                "thread_cpu_us_per_part": spread(thread_us),
+                "wall_us_per_part": spread(wall_us),
+                "redis_cpu_us_per_part": spread(server_us),
+                "evalsha_usec_per_part": spread(script_usec),
+                "lane_counts_redis_cpu_us_per_call": spread(counts_us),
+                "lane_counts_evalsha_usec_per_call": spread(counts_usec),
+                "lane_counts_alone_redis_cpu_us_per_call": spread(alone_us),
+                "lane_counts_alone_evalsha_usec_per_call": spread(alone_usec),
+                "view_write_redis_cpu_us_per_call": spread(write_us),
+                "view_write_evalsha_usec_per_call": spread(write_usec),
+                "view_key_bytes": spread(view_bytes, 0),
+            }
+            print(f"   {lanes} lanes, parts of {size}: {by_size[str(size)]}", flush=True)
+        out["by_lanes"][str(lanes)] = by_size
     return out

@@ -9,13 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from bench.capacity_inputs import Box, Scenario, Segment, SocketBands, UnitCosts
+from bench.capacity_inputs import (
+    Box,
+    JoinViewCosts,
+    Scenario,
+    Segment,
+    SocketBands,
+    UnitCosts,
+)
 from bench.capacity_line import (
     batch_as_formed,
     batch_committed,
     batch_split,
     full_part,
     identity_draw_us,
+    join_views_load,
     keepalive_slot_us,
     lane_held,
     lock_ceiling,
@@ -133,6 +141,8 @@ def test_the_measured_costs_read():
     assert len(costs.lock_held_ms) >= 2
     # Since issue 30: the parts' costs and the far-back pages' tick bands.
     assert len(costs.part_wall_ms) >= 2 and len(costs.part_postgresql_ms) >= 2
+    # The join views of laned lines, by lanes and part size.
+    assert costs.join_views is not None and len(costs.join_views.lane_counts_us) >= 2
     assert costs.bands is not None and costs.bands.fixed_us > 0
 
 
@@ -346,6 +356,65 @@ def test_drawing_a_new_identity_costs_the_web_by_its_lanes():
     batch = batch_split(laned, 100)
     extra = web_ms_per_join(draws, laned, batch) - web_ms_per_join(PARTS, laned, batch)
     assert extra == pytest.approx(0.75 * 54.0 / 1000)
+
+
+# A join part's views: flat by lanes but for the thread's CPU and a view's bytes; per part,
+# lane_counts 20 µs and 1 more a fan past the first, view_write 25 µs and 3 more a fan.
+VIEWS = replace(
+    PARTS,
+    join_views=JoinViewCosts(
+        thread_us=((8, ((1, 100.0), (25, 340.0))), (32, ((1, 400.0), (25, 640.0)))),
+        wall_us=((8, ((1, 200.0), (25, 440.0))), (32, ((1, 500.0), (25, 740.0)))),
+        lane_counts_us=((8, ((1, 20.0), (25, 44.0))), (32, ((1, 20.0), (25, 44.0)))),
+        view_write_us=((8, ((1, 25.0), (25, 97.0))), (32, ((1, 25.0), (25, 97.0)))),
+        view_bytes=((8, 264.0), (32, 840.0)),
+        view_seconds=5.0,
+    ),
+)
+
+
+def test_join_views_cost_nothing_at_one_lane():
+    one = scenario(join_processes=4)
+    assert join_views_load(VIEWS, one, 100, batch_split(one, 25)).slot_cores == 0.0
+    with_views, without = plan(VIEWS, one), plan(PARTS, one)
+    for name in ("slot_cores", "web_cores", "slot_gb", "join_process_cores"):
+        assert with_views.peaks[name].value == pytest.approx(without.peaks[name].value), name
+
+
+def test_join_views_add_slot_cpu_by_the_parts():
+    laned = scenario(lanes=16, join_batch=3_200, join_processes=4, returning_share=0.0)
+    # Every fan new: a batch of 13 is one part of 13, counted on the 15 other lanes and
+    # written in its own; one batch a second in 16 lanes' slots.
+    one_part = batch_split(laned, 13)
+    load = join_views_load(VIEWS, laned, 13, one_part)
+    assert load.slot_cores == pytest.approx((15 * (20 + 12) + (25 + 36)) / 16 / 1e6)
+    # The thread's CPU between the measured lanes (8 and 32), spread over the batch.
+    thread = 220.0 + (520.0 - 220.0) * 8 / 24
+    assert load.web_ms_per_join == pytest.approx(thread / 13 / 1000)
+    # The views kept 5 s, each of 264 + 8 x 576 / 24 bytes, spread over the lanes.
+    assert load.slot_bytes == pytest.approx(13 * 5 * (264 + 576 / 3) / 16)
+    # The same joins in parts of one cost the slots 13 parts' scripts, not one's.
+    hashed = batch_split(replace(laned, returning_share=1.0), 13)
+    spread_out = join_views_load(VIEWS, replace(laned, returning_share=1.0), 13, hashed)
+    assert spread_out.slot_cores > 5 * load.slot_cores
+    assert spread_out.slot_cores == pytest.approx(
+        hashed.transactions * (15 * (20 + (hashed.other_part - 1)) + 25) / 16 / 1e6, rel=0.05
+    )
+
+
+def test_join_views_are_in_the_plans_slot_and_web():
+    laned = scenario(lanes=16, join_batch=3_200, join_processes=4, returning_share=0.05)
+    with_views, without = plan(VIEWS, laned), plan(PARTS, laned)
+    top = with_views.at_join_peak
+    assert top.views_slot_cores > 0 and top.views_web_ms_per_join > 0
+    assert with_views.peaks["slot_cores"].value == pytest.approx(
+        without.peaks["slot_cores"].value + top.views_slot_cores, rel=0.05
+    )
+    assert with_views.peaks["web_cores"].value > without.peaks["web_cores"].value
+    assert with_views.peaks["slot_gb"].value > without.peaks["slot_gb"].value
+    # Before the start the joins are in the pre-queue: no views.
+    before = plan(VIEWS, replace(laned, start_minute=1))
+    assert before.at_join_peak.views_slot_cores == 0.0
 
 
 def test_the_fifty_million_on_sale_fits_under_its_target():

@@ -3,8 +3,8 @@ their **join view** (queueing/line/lanes.py uses it while it is newer than the s
 
 The summary is read once a second; a fan who joins after it is behind every fan of the other
 lanes who joined since, which it does not hold (at 100,000 joins a second, far more than 1 %
-of a short line). So a batch's part, once in its lane's index, counts each of its fans in
-every other lane (one script per lane, one round trip), and keeps that view in the fan's lane
+of a short line). So a join batch, once in the index, counts each of its fans in every
+other lane (one script per lane, one round trip), and keeps that view in the fan's lane
 for a few seconds, with the fan's tier's admission counts as that lane holds them then (read
 after the other lanes, as the summary reads its lanes before the counts). A poll reads it with
 the rest of the fan's lane: the fan's place is then exact as of their join, less those let in

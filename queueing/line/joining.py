@@ -379,6 +379,7 @@ def _join_sorted(requests: Sequence[JoinRequest], batch: _Sorted) -> list[JoinOu
     admitted, refused = _quoted(event, layout, status, capped)
     answered |= refused
     some_committed = False
+    placed: list[_Committed] = []  # answered together once every part is in
     for lane, part in _by_lane(event, admitted):
         try:
             committed = _commit(event, status, part, lane=lane)
@@ -399,7 +400,9 @@ def _join_sorted(requests: Sequence[JoinRequest], batch: _Sorted) -> list[JoinOu
             some_committed = True
             answered |= committed.refused
             if committed.placed:
-                answered |= _answer_newcomers(layout, committed)
+                placed.append(committed)
+    if placed:
+        answered |= _answer_newcomers(layout, placed)
     return _in_order(answered, len(requests))
 
 
@@ -750,20 +753,39 @@ def _after_identity_conflict(newcomers: Sequence[_Newcomer]) -> Answered:
     return answered
 
 
-def _answer_newcomers(layout: EventLayout, committed: _Committed) -> Answered:
-    entries = [newcomer.entry for newcomer in committed.placed if newcomer.entry is not None]
-    # Those the join let in are not in line: the hot index never lists them.
-    in_line = [entry for entry in entries if entry.id not in committed.admitted_ids]
+def _answer_newcomers(layout: EventLayout, parts: Sequence[_Committed]) -> Answered:
+    """The answers of every part committed from one batch. Their fans go into the hot index
+    together (one round trip, and in a line of lanes one count of them in every other lane,
+    index_sync.index_add), not part by part."""
     placements: dict[int, Placement] = {}
-    if in_line:
-        added = index_add(
-            layout,
-            in_line,
-            add="pre" if committed.status == EntryStatus.PREQUEUE else "tier",
-            heartbeat_deadline=max(e.joined_at for e in in_line).timestamp()
-            + layout.heartbeat_seconds,
-        )
-        placements = {entry.id: p for entry, p in zip(in_line, added, strict=True) if p}
+    for status in dict.fromkeys(part.status for part in parts):
+        # Those a join let in are not in line: the hot index never lists them.
+        in_line = [
+            newcomer.entry
+            for part in parts
+            if part.status == status
+            for newcomer in part.placed
+            if newcomer.entry is not None and newcomer.entry.id not in part.admitted_ids
+        ]
+        if in_line:
+            added = index_add(
+                layout,
+                in_line,
+                add="pre" if status == EntryStatus.PREQUEUE else "tier",
+                heartbeat_deadline=max(e.joined_at for e in in_line).timestamp()
+                + layout.heartbeat_seconds,
+            )
+            placements |= {entry.id: p for entry, p in zip(in_line, added, strict=True) if p}
+    answered: Answered = {}
+    for part in parts:
+        answered |= _answer_part(layout, part, placements)
+    return answered
+
+
+def _answer_part(
+    layout: EventLayout, committed: _Committed, placements: dict[int, Placement]
+) -> Answered:
+    entries = [newcomer.entry for newcomer in committed.placed if newcomer.entry is not None]
     once: tuple[int, PassKey] | None = None  # for the answers of those let in, read once
     answered: Answered = {}
     for newcomer, entry in zip(committed.placed, entries, strict=True):
@@ -772,7 +794,8 @@ def _answer_newcomers(layout: EventLayout, committed: _Committed) -> Answered:
         try:
             if entry.id in committed.admitted_ids:
                 if once is None:
-                    once = (line_length(layout, placements.values()), signing_key(now=now))
+                    part_placements = [placements[e.id] for e in entries if e.id in placements]
+                    once = (line_length(layout, part_placements), signing_key(now=now))
                 answer = answer_admitted(
                     entry,
                     event=committed.event,

@@ -90,3 +90,23 @@ def test_a_line_of_one_lane_keeps_no_views(make_event, redis_client) -> None:
     (fan,) = _join(event, ["fan"])
     entry = entry_of(fan.answer.ticket)
     assert not redis_client.exists(keys.join_view(event.id, entry.id, 0))
+
+
+def test_a_batch_over_several_lanes_is_counted_once_in_each_lane(make_event, monkeypatch):
+    from queueing.hot import line_index
+
+    event = make_event(lanes=4, capacity=0)
+    asked: list[list[int]] = []
+    real = line_index.lanes_counts_below
+
+    def counted(layout, asks):
+        asked.append(sorted(asks))
+        return real(layout, asks)
+
+    monkeypatch.setattr(line_index, "lanes_counts_below", counted)
+    joined = _join(event, [f"fan-{i}" for i in range(40)])
+    assert QueueEntry.objects.values("lane").distinct().count() == 4  # four parts
+    assert asked == [[0, 1, 2, 3]]  # one round trip, each lane once
+    # Their order keys follow the lanes (docs/api.md); each is told their exact place.
+    assert sorted(o.answer.position for o in joined) == list(range(1, 41))
+    assert all(o.answer.position == _exact_position(o.answer.ticket) for o in joined)
