@@ -145,12 +145,12 @@ def batch_split(scenario: Scenario, fans: float) -> Batch:
 
 
 def batch_wall_ms(costs: UnitCosts, batch: Batch, *, lanes: int = 1, views: bool = False) -> float:
-    """A batch's commit, its parts one after another in the process's one batch thread, each
-    followed by its fans' join views where ``views`` (a laned line's fans in a tier)."""
+    """A batch's commit, its parts one after another in the process's one batch thread,
+    then its fans' join views where ``views`` (a laned line's fans in a tier): counted once
+    for the whole batch (queueing/line/joining.py answers its parts together)."""
     wall = batch.summed(lambda part: _on_straight_lines(costs.part_wall_ms, part))
     if views and lanes > 1 and costs.join_views is not None:
-        table = costs.join_views.wall_us
-        wall += batch.summed(lambda part: _by_lanes_and_part(table, lanes, part)) / 1000
+        wall += _by_lanes_and_part(costs.join_views.wall_us, lanes, batch.fans) / 1000
     return wall
 
 
@@ -256,12 +256,13 @@ class ViewsLoad:
 
 
 def join_views_load(costs: UnitCosts, scenario: Scenario, joins: float, batch: Batch) -> ViewsLoad:
-    """``joins`` a second into a started line, in such batches. After each part's commit the
-    batch thread counts its fans in every other lane (one ``lane_counts`` script on each:
-    its ZCARDs and a ZCOUNT per fan) and writes their views in the part's own lane (one
-    ``view_write``), kept ``view_seconds``. The newcomers' lane turns with every batch and
-    returning fans land by hash, so every slot takes its share of both: of each part, the
-    ``lanes - 1`` counts over all slots and the write on one. Nothing at one lane."""
+    """``joins`` a second into a started line, in such batches. Once a batch's parts are
+    committed, the batch thread counts its fans in every lane but their own (one
+    ``lane_counts`` script on each: its ZCARDs and a ZCOUNT per fan asked; taken as the
+    whole batch's on ``lanes - 1`` of them, a bound: each lane is asked only of the fans not
+    in it) and writes their views in each part's own lane (one ``view_write`` a part), kept
+    ``view_seconds``. The newcomers' lane turns with every batch and returning fans land by
+    hash, so every slot takes its share of both. Nothing at one lane."""
     views, lanes = costs.join_views, scenario.lanes
     if views is None or lanes <= 1 or joins <= 0:
         return ViewsLoad(0.0, 0.0, 0.0)
@@ -270,7 +271,7 @@ def join_views_load(costs: UnitCosts, scenario: Scenario, joins: float, batch: B
         return batch.summed(lambda part: _by_lanes_and_part(table, lanes, part))
 
     batches = joins / batch.fans
-    counted = per_batch(views.lane_counts_us) * (lanes - 1)
+    counted = _by_lanes_and_part(views.lane_counts_us, lanes, batch.fans) * (lanes - 1)
     written = per_batch(views.view_write_us)
     view_bytes = (
         _on_straight_lines(views.view_bytes, lanes)
@@ -278,7 +279,7 @@ def join_views_load(costs: UnitCosts, scenario: Scenario, joins: float, batch: B
         else views.view_bytes[0][1]
     )
     return ViewsLoad(
-        web_ms_per_join=per_batch(views.thread_us) / batch.fans / 1000,
+        web_ms_per_join=_by_lanes_and_part(views.thread_us, lanes, batch.fans) / batch.fans / 1000,
         slot_cores=batches * (counted + written) / lanes / 1e6,
         slot_bytes=joins * views.view_seconds * view_bytes / lanes,
     )
