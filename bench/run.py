@@ -314,7 +314,9 @@ def line_end_render(e: dict[str, Any], row: Any) -> None:
 
 def far_back_render(f: dict[str, Any], row: Any) -> None:
     before, after = f["before"], f["after"]
-    front, far = after["ticks"]["front"], after["ticks"]["far"]
+    # A quick run's short line may put no socket far back: that band is then not judged.
+    front = after["ticks"]["front"]
+    far = after["ticks"].get("far") or {"ticks_per_socket_second": "–", "longest_gap_s": 0}
     row(
         f"far-back pages: {after['sockets_open']:,} sockets spread over a line of "
         f"{f['fans']:,} (1 web process), against the room before (`{f['reference_commit'][:7]}`)",
