@@ -358,8 +358,9 @@ def render(p: Plan, costs: UnitCosts) -> str:
     if s.lanes > 1 and costs.join_views is not None:
         out += [
             "",
-            "Join views at the joins' peak (each part's fans counted in every other lane, their "
-            f"views kept {costs.join_views.view_seconds:g} s in their own): "
+            "Join views at the joins' peak (each batch's fans counted once in every other lane, "
+            f"their views written part by part and kept {costs.join_views.view_seconds:g} s in "
+            "their own): "
             f"{top.views_web_ms_per_join * 1e3:,.0f} µs of the batch thread a join; "
             f"{top.views_slot_cores:,.2f} of each lane's slot's {top.slot_cores:,.2f} cores; "
             f"{top.views_slot_mb:,.1f} MB of views in each slot.",
