@@ -97,14 +97,14 @@ def identity_from_request(
     tokens: dict[str, str] = {}
 
     def candidates() -> Iterator[str]:
-        for n in range(8 * lanes):
+        for n in range(64 * lanes):  # about `lanes` tried on average
             token = f"{stem}.{n:x}"
             tokens[digest := _digest("cookie", token)] = token
             yield digest
 
     try:
         digest = first_in_lane(candidates(), lanes=lanes, lane=newcomers_lane(lanes))
-    except ValueError:  # all 8 x lanes missed (about e^-8): the first, in a lane of its own
+    except ValueError:  # all 64 x lanes missed (about e^-64, never seen): the first one
         digest = next(iter(tokens))
     return Identity(digest=digest, new_cookie_token=tokens[digest], cookie_name=cookie)
 
