@@ -18,9 +18,17 @@ from django.core.validators import (
     RegexValidator,
 )
 from django.db import models
-from django.db.models import Q
+from django.db.models import Q, Value
+from django.db.models.functions import Coalesce, Lower, NullIf
 
-from events.validation import LANES_MAX, LANES_MIN, return_host_normalise
+from events.traffic_rules import TrafficRulesError, parse_traffic_rules
+from events.validation import (
+    LANES_MAX,
+    LANES_MIN,
+    QUEUEIT_CUSTOMER_ID_RE,
+    QUEUEIT_EVENT_ID_RE,
+    return_host_normalise,
+)
 
 
 def new_integration_key() -> str:
@@ -59,6 +67,13 @@ def validate_return_host(value: str) -> None:
             f"{value!r} is not a host name in lower case (like shop.example.com or "
             "shop.example.com:8443; no scheme, path or wildcard)."
         )
+
+
+def validate_traffic_rules(value: object) -> None:
+    try:
+        parse_traffic_rules(value)
+    except TrafficRulesError as error:
+        raise ValidationError(list(error.messages)) from None
 
 
 MESSAGE_MAX_LENGTH = 500
@@ -216,6 +231,64 @@ class Event(models.Model):
     # cache it for good and a new logo is a new URL.
     logo_sha256 = models.CharField(max_length=64, blank=True, default="", editable=False)
     integration_key = models.CharField(max_length=64, default=new_integration_key, editable=False)
+    # Which requests a gate in front of the shop lets straight through, sends to the line or
+    # refuses (events/traffic_rules.py), kept in the canonical form ``traffic_rules_json`` writes.
+    traffic_rules = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_traffic_rules],
+        help_text="A JSON list of rules, first match wins: each has an action (bypass, queue "
+        "or block) and conditions that must all match (ip, path, header, cookie, user_agent). "
+        "No match means queue.",
+    )
+    # The shop said the stock is gone (or staff did): the line closed at that moment, and the
+    # fans' pages say so with the message below.
+    sold_out_at = models.DateTimeField(null=True, blank=True, editable=False)
+    sold_out_message = models.TextField(
+        blank=True,
+        default="",
+        max_length=MESSAGE_MAX_LENGTH,
+        validators=[MaxLengthValidator(MESSAGE_MAX_LENGTH)],
+        editable=False,
+    )
+    # A shop that runs Queue-it's connector sends fans to the room as to Queue-it
+    # (docs/queueit.md): the pair (customer id, event id) names this on-sale, and the secret
+    # key signs the queueittoken the connector checks. Empty customer id = surface off.
+    queueit_customer_id = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        validators=[
+            RegexValidator(QUEUEIT_CUSTOMER_ID_RE, "Letters, digits and hyphens (up to 64).")
+        ],
+        help_text="The customer id the shop's Queue-it connector is configured with (empty = "
+        "the Queue-it surface is off for this on-sale).",
+    )
+    queueit_event_id = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        validators=[
+            RegexValidator(
+                QUEUEIT_EVENT_ID_RE, "Lower-case letters, digits and hyphens (up to 64)."
+            )
+        ],
+        help_text="The event (waiting room) id in the connector's configuration (empty = the "
+        "slug in lower case).",
+    )
+    # Write-only: never in an answer, a form's initial value or the audit trail.
+    queueit_secret_key = models.CharField(
+        max_length=128,
+        blank=True,
+        default="",
+        validators=[
+            RegexValidator(
+                r"^([\x21-\x7e]{16,128})?$",
+                "16 to 128 printable ASCII characters, no spaces.",
+            )
+        ],
+        help_text="The connector's secret key: 16 to 128 printable ASCII characters.",
+    )
     # The pre-queue shuffle's seed stays secret until the shuffle; its SHA-256 is published
     # from creation on (event API and the event_created audit record), so nobody, staff
     # included, can pick a seed after seeing who joined.
@@ -275,6 +348,15 @@ class Event(models.Model):
                 violation_error_message="The heartbeat must be at least 10 seconds and the "
                 "session at least 30 seconds.",
             ),
+            # One on-sale per (customer id, event id): the pair is all a queue URL names.
+            models.UniqueConstraint(
+                Coalesce(NullIf("queueit_event_id", Value("")), Lower("slug")),
+                "queueit_customer_id",
+                condition=~Q(queueit_customer_id=""),
+                name="event_queueit_ids_unique",
+                violation_error_message="Another on-sale of this Queue-it customer id already "
+                "has this Queue-it event id.",
+            ),
             models.CheckConstraint(
                 condition=Q(mode__in=EventMode.values),
                 name="event_mode_valid",
@@ -289,6 +371,11 @@ class Event(models.Model):
     @property
     def shuffle_seed_sha256(self) -> str:
         return hashlib.sha256(self.shuffle_seed.encode()).hexdigest()
+
+    @property
+    def queueit_event_id_effective(self) -> str:
+        """The event id a Queue-it queue URL names this on-sale by."""
+        return self.queueit_event_id or self.slug.lower()
 
     def state_at(self, now: datetime) -> EventState:
         if self.control == EventControl.CLOSED or (self.ends_at and now >= self.ends_at):

@@ -180,6 +180,8 @@ class AuditAction(models.TextChoices):
     EVENT_PAUSED = "event_paused"
     EVENT_RESUMED = "event_resumed"
     EVENT_CLOSED = "event_closed"
+    # The shop (or staff) said the stock is gone: the line closed with that reason.
+    EVENT_SOLD_OUT = "event_sold_out"
     # The root chain's commitment to every lane's head (docs/api.md, "Lanes").
     ROOT = "root"
 
