@@ -23,6 +23,7 @@ from queueing.rules.branding import accent_warning
 from staff import services
 from staff.admin_close import close_events_confirmed
 from staff.admin_filters import StateFilter, state_label
+from staff.admin_sold_out import sell_out_events
 from staff.admin_tiers import TierInline
 from staff.branding_preview import (
     EventAdminForm,
@@ -91,7 +92,14 @@ class EventAdmin(admin.ModelAdmin):
     )
     inlines = [TierInline, AccessCodeInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
-    actions = ["pause_events", "resume_events", "close_events", "admit_now", "rotate_keys"]
+    actions = [
+        "pause_events",
+        "resume_events",
+        "close_events",
+        sell_out_events,
+        "admit_now",
+        "rotate_keys",
+    ]
     action_form = EventActionForm
     fieldsets = (
         (None, {"fields": ("slug", "name", "target_url")}),
