@@ -24,14 +24,18 @@ pytestmark = pytest.mark.django_db
 
 def gate_check(slug: str, pass_token: str) -> int:
     """The shop's web server asking whether this fan, arriving with their pass, may in."""
-    return Client().get(
-        f"/gate/{slug}/check",
-        headers={
-            "X-Original-URI": f"/checkout?wr_pass={pass_token}",
-            "X-Original-Host": "shop.example",
-            "X-Original-Proto": "https",
-        },
-    ).status_code
+    return (
+        Client()
+        .get(
+            f"/gate/{slug}/check",
+            headers={
+                "X-Original-URI": f"/checkout?wr_pass={pass_token}",
+                "X-Original-Host": "shop.example",
+                "X-Original-Proto": "https",
+            },
+        )
+        .status_code
+    )
 
 
 def sold_out_records(event: Any) -> list[AuditRecord]:
