@@ -132,12 +132,9 @@ class EventAdmin(admin.ModelAdmin):
             "Traffic rules",
             {
                 "fields": ("traffic_rules",),
-                "description": "For a gate in front of the shop (nginx): which requests go "
-                'straight through ("bypass"), wait their turn ("queue") or are refused '
-                '("block"), e.g. [{"action": "bypass", "path": ["/static/*"]}, {"action": '
-                '"block", "user_agent": ["*BadBot*"]}]. First match wins; no match queues. '
-                "Gates apply a change within seconds. The audit trail keeps how many rules and "
-                "a digest, not the rules: header and cookie values may be secrets.",
+                "description": "For a gate in front of the shop: bypass, queue or block, e.g. "
+                '[{"action": "bypass", "path": ["/static/*"]}]. First match wins; no match '
+                "queues. The trail keeps a count and a digest: values may be secrets.",
             },
         ),
         (
