@@ -129,6 +129,15 @@ class EventAdmin(admin.ModelAdmin):
             },
         ),
         (
+            "Traffic rules",
+            {
+                "fields": ("traffic_rules",),
+                "description": "For a gate in front of the shop: bypass, queue or block, e.g. "
+                '[{"action": "bypass", "path": ["/static/*"]}]. First match wins; no match '
+                "queues. The trail keeps a count and a digest: values may be secrets.",
+            },
+        ),
+        (
             "Your own look",
             {
                 "fields": (

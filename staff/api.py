@@ -142,6 +142,13 @@ class EventInputSerializer(serializers.Serializer):
     next_steps_text = serializers.CharField(
         max_length=BRANDING_TEXT_MAX_LENGTH, allow_blank=True, allow_null=True, required=False
     )
+    # Checked and made canonical by the service (events/traffic_rules.py): its messages come
+    # back under fields.traffic_rules. null is no rules.
+    traffic_rules = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text='A list of rules, first match wins (docs/api.md, "Traffic rules").',
+    )
     tiers = TierSerializer(many=True, required=False, allow_empty=False, max_length=100)
 
     def validate_accent_color(self, value: str | None) -> str:
@@ -224,6 +231,9 @@ class EventOutputSerializer(serializers.Serializer):
     )
     accent_contrast_low = serializers.BooleanField(
         help_text="true when the accent has less than 4.5:1 contrast with white (a warning)"
+    )
+    traffic_rules = serializers.JSONField(
+        help_text='the rules in their canonical form (docs/api.md, "Traffic rules")'
     )
     integration_key = serializers.CharField(
         allow_null=True, help_text="null unless you hold events.manage_integration_key"
