@@ -137,10 +137,19 @@ class JwksCache:
         and the stale time (a refetch is tried first, within the rate limit). False is the
         room unreachable for this gate (room_outage.py)."""
         now = self._clock()
-        if self._fresh_enough(self._current[1], now):
+        fetched_at = self._current[1]
+        if self._fresh_enough(fetched_at, now):
             return True
-        with self._fetch_lock:
-            self._refresh_if_allowed(now)
+        if fetched_at is None:
+            with self._fetch_lock:  # at start-up: wait for the first answer rather than refuse
+                self._refresh_if_allowed(now)
+        elif self._fetch_lock.acquire(blocking=False):
+            # Keys gone stale: one thread asks, the others do not queue behind a room that
+            # may take its whole timeout to fail.
+            try:
+                self._refresh_if_allowed(now)
+            finally:
+                self._fetch_lock.release()
         return self._fresh_enough(self._current[1], now)
 
     def _fresh_enough(self, fetched_at: float | None, now: float) -> bool:
