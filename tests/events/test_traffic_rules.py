@@ -27,6 +27,7 @@ from events.traffic_rules import (
     traffic_decision,
     traffic_rules_json,
 )
+from tests.traffic_rule_cases import raw_rules, traffic_requests
 
 BYPASS, QUEUE, BLOCK = TrafficAction.BYPASS, TrafficAction.QUEUE, TrafficAction.BLOCK
 
@@ -423,45 +424,6 @@ def test_the_canonical_form() -> None:
     assert traffic_rules_json(parse_traffic_rules(stored)) == stored
 
 
-# A small world of addresses, paths, headers and cookies, so that generated rules and
-# requests meet often enough for the decisions to say something.
-NETWORKS = ["10.0.0.0/8", "10.1.0.0/16", "10.1.2.3", "192.0.2.0/24", "2001:db8::/32",
-            "2001:db8::1", "::ffff:10.0.0.0/104", "0.0.0.0/0", "::/0"]  # fmt: skip
-ADDRESSES = ["10.1.2.3", "10.2.0.1", "192.0.2.255", "203.0.113.1", "2001:db8::1",
-             "2001:db9::1", "::ffff:10.1.2.3", "::ffff:8.8.8.8", None]  # fmt: skip
-PATHS = ["/", "/shop", "/shop/a/b", "/api/v1/health", "/API/v1/health"]
-PATH_GLOBS = ["/*", "/shop/*", "/api/*/health", "/shop", "/?hop"]
-AGENTS = ["Mozilla/5.0", "Googlebot/2.1", "curl/8.0", ""]
-AGENT_GLOBS = ["*bot*", "MOZILLA/*", "curl/?.?"]
-NAMES = ["x-a", "X-B"]  # as staff write them; requests have lower-case names
-COOKIES = ["s", "S"]
-VALUES = ["1", "2"]
-
-raw_rules = st.lists(
-    st.fixed_dictionaries(
-        {"action": st.sampled_from(["bypass", "queue", "block"])},
-        optional={
-            "ip": st.lists(st.sampled_from(NETWORKS), min_size=1, max_size=3),
-            "path": st.lists(st.sampled_from(PATH_GLOBS), min_size=1, max_size=2),
-            "header": st.dictionaries(st.sampled_from(NAMES), st.sampled_from(VALUES),
-                                      min_size=1),
-            "cookie": st.dictionaries(st.sampled_from(COOKIES), st.sampled_from(VALUES),
-                                      min_size=1),
-            "user_agent": st.lists(st.sampled_from(AGENT_GLOBS), min_size=1, max_size=2),
-        },
-    ).filter(lambda rule: len(rule) > 1),
-    max_size=6,
-)  # fmt: skip
-requests = st.builds(
-    request,
-    address=st.sampled_from(ADDRESSES),
-    path=st.sampled_from(PATHS),
-    headers=st.dictionaries(st.sampled_from(["x-a", "x-b"]), st.sampled_from(VALUES)),
-    cookies=st.dictionaries(st.sampled_from(COOKIES), st.sampled_from(VALUES)),
-    user_agent=st.sampled_from(AGENTS),
-)
-
-
 def _naive(raw: list[dict], req: TrafficRequest) -> TrafficDecision:
     """The rules as the docs say them, with no compiling: the oracle for the fast path."""
     address = req.address
@@ -499,7 +461,7 @@ def _glob(pattern: str, text: str) -> bool:
     return (pattern[0] == "?" or pattern[0] == text[0]) and _glob(pattern[1:], text[1:])
 
 
-@given(raw=raw_rules, reqs=st.lists(requests, min_size=1, max_size=8))
+@given(raw=raw_rules, reqs=st.lists(traffic_requests, min_size=1, max_size=8))
 def test_the_canonical_form_decides_as_the_rules_it_came_from(
     raw: list[dict], reqs: list[TrafficRequest]
 ) -> None:
