@@ -5,7 +5,17 @@ from drf_spectacular.views import SpectacularAPIView
 
 from config.health import healthz, readyz
 from config.metrics import metrics_view
-from queueing.web import api_fan, api_passes, branding, demo_shop, gate, i18n, pages, place_pages
+from queueing.web import (
+    api_fan,
+    api_passes,
+    branding,
+    demo_shop,
+    gate,
+    i18n,
+    pages,
+    place_pages,
+    queueit,
+)
 
 api_v1 = [
     path("events/<str:slug>/join", api_fan.join, name="api-join"),
@@ -37,6 +47,11 @@ urlpatterns = [
     path("healthz", healthz),
     path("readyz", readyz),
     path("metrics", metrics_view),
+    # A shop's Queue-it connector sends fans here (docs/queueit.md): at the root, and under
+    # /queueit/ for a queue domain that carries that path.
+    path("", include(queueit.ROUTES)),
+    path("queueit/", include(queueit.ROUTES)),
+    path("queueit", queueit.enqueue),
 ]
 
 if settings.WR_DEMO_SHOP:
