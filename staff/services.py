@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
 from django.db.models import ProtectedError
 
@@ -59,7 +59,11 @@ EDITABLE_FIELDS = (
     "accent_color",
     "intro_text",
     "next_steps_text",
+    "queueit_customer_id",
+    "queueit_event_id",
 )
+# Set, never shown: no answer, form or audit record carries the value, only that it changed.
+WRITE_ONLY_FIELDS = ("queueit_secret_key",)
 DEFAULT_TIER_NAME = "General"
 
 
@@ -80,6 +84,31 @@ def _audit_changed(*, event_id: int, actor: str, now: datetime, data: dict[str, 
 
 def _audit_value(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _write_only_audit(old: str, new: str) -> str:
+    """What the trail says of a write-only field's change: never the value."""
+    if not new:
+        return "cleared"
+    return "set" if not old else "changed"
+
+
+def _full_clean(event: Event) -> None:
+    """The model's checks, with the Queue-it pair's uniqueness told on its field."""
+    try:
+        event.full_clean()
+    except ValidationError as exc:
+        errors = exc.message_dict if hasattr(exc, "error_dict") else {}
+        shared = errors.get(NON_FIELD_ERRORS, [])
+        clash = [m for m in shared if "Queue-it event id" in m]
+        if not clash:
+            raise
+        rest = [m for m in shared if m not in clash]
+        fields = {k: v for k, v in errors.items() if k != NON_FIELD_ERRORS}
+        fields["queueit_event_id"] = [*fields.get("queueit_event_id", []), *clash]
+        if rest:
+            fields[NON_FIELD_ERRORS] = rest
+        raise ValidationError(fields) from exc
 
 
 def _validate_tiers(specs: list[TierSpec]) -> list[TierSpec]:
@@ -170,13 +199,13 @@ def event_create(
     tiers: list[TierSpec] | None = None,
     **settings: Any,
 ) -> Event:
-    unknown = set(settings) - set(EDITABLE_FIELDS)
+    unknown = set(settings) - set(EDITABLE_FIELDS) - set(WRITE_ONLY_FIELDS)
     if unknown:
         raise ValueError(f"unknown event fields: {sorted(unknown)}")
     specs = _validate_tiers(tiers or [TierSpec(name=DEFAULT_TIER_NAME)])
     with transaction.atomic():
         event = Event(slug=slug, name=name, target_url=target_url, **settings)
-        event.full_clean()
+        _full_clean(event)
         event.save()
         _apply_tiers(event, specs)
         audit_chain_start(event_id=event.id, lanes=event.lanes)
@@ -188,6 +217,7 @@ def event_create(
             data={
                 "slug": slug,
                 **{f: _audit_value(getattr(event, f)) for f in EDITABLE_FIELDS},
+                **{f: "set" for f in WRITE_ONLY_FIELDS if getattr(event, f)},
                 "tiers": _tiers_summary(specs),
                 # The commitment to the pre-queue shuffle's seed, revealed after the shuffle.
                 "shuffle_seed_sha256": event.shuffle_seed_sha256,
@@ -209,7 +239,7 @@ def event_update(
     changes: dict[str, Any],
     tiers: list[TierSpec] | None = None,
 ) -> Event:
-    unknown = set(changes) - set(EDITABLE_FIELDS)
+    unknown = set(changes) - set(EDITABLE_FIELDS) - set(WRITE_ONLY_FIELDS)
     if unknown:
         raise ValueError(f"unknown event fields: {sorted(unknown)}")
     specs = _validate_tiers(tiers) if tiers is not None else None
@@ -226,9 +256,12 @@ def event_update(
         for name, value in changes.items():
             old = getattr(locked, name)
             if old != value:
-                diff[name] = [_audit_value(old), _audit_value(value)]
+                if name in WRITE_ONLY_FIELDS:
+                    diff[name] = _write_only_audit(old, value)
+                else:
+                    diff[name] = [_audit_value(old), _audit_value(value)]
                 setattr(locked, name, value)
-        locked.full_clean()
+        _full_clean(locked)
         locked.save()
         if lanes_change:  # each lane's chain head, before anyone can join it
             audit_lane_heads_ensure(event_id=locked.id, lanes=locked.lanes)
