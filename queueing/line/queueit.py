@@ -9,7 +9,7 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Value
+from django.db.models import CharField, Value
 from django.db.models.functions import Coalesce, Lower, NullIf
 
 from events.models import Event
@@ -19,9 +19,11 @@ from queueing.records.transitions import transition_audited
 from queueing.rules.queueit_token import RedirectType, token_mint
 from queueing.rules.states import EntryStatus
 
-# An entry admitted within this long of joining was let straight through (safety net,
-# passthrough, a free shop): ``rt_safetynet``; anyone later waited: ``rt_queue``.
-STRAIGHT_THROUGH = timedelta(seconds=2)
+# An entry admitted in its join (safety net, passthrough, a free shop) has the join's time as
+# its admission time: ``rt_safetynet``; anyone admitted later waited: ``rt_queue``. The
+# connector only stores it in its cookie; a join admitted a moment late (an admission run's
+# clock ahead) is called ``queue``, which costs nothing.
+STRAIGHT_THROUGH = timedelta(0)
 
 # What the connector's customer and event ids may be at most (events.models allows 64).
 ID_MAX_LENGTH = 64
@@ -38,7 +40,9 @@ def queueit_event(customer_id: str, event_id: str) -> Event | None:
         return None
     return (
         Event.objects.annotate(
-            effective_queueit_id=Coalesce(NullIf("queueit_event_id", Value("")), Lower("slug"))
+            effective_queueit_id=Coalesce(
+                NullIf("queueit_event_id", Value("")), Lower("slug"), output_field=CharField()
+            )
         )
         .filter(queueit_customer_id=customer_id, effective_queueit_id=event_id)
         .exclude(queueit_secret_key="")
