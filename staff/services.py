@@ -11,7 +11,8 @@ from typing import Any
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
-from django.db.models import ProtectedError
+from django.db.models import CharField, ProtectedError, Value
+from django.db.models.functions import Coalesce, Lower, NullIf
 
 from events.models import (
     LOGO_MAX_BYTES,
@@ -62,6 +63,10 @@ EDITABLE_FIELDS = (
     "queueit_customer_id",
     "queueit_event_id",
 )
+QUEUEIT_PAIR_TAKEN = (
+    "Another on-sale of this Queue-it customer id already has this Queue-it event id (the "
+    "slug in lower case when none is given)."
+)
 # Set, never shown: no answer, form or audit record carries the value, only that it changed.
 WRITE_ONLY_FIELDS = ("queueit_secret_key",)
 DEFAULT_TIER_NAME = "General"
@@ -93,8 +98,34 @@ def _write_only_audit(old: str, new: str) -> str:
     return "set" if not old else "changed"
 
 
+def _queueit_pair_clash(event: Event) -> bool:
+    """Another on-sale with this Queue-it (customer id, effective event id). Asked here as
+    well as by the constraint: Django's own check of it misses the slug default (NULLIF)."""
+    if not event.queueit_customer_id:
+        return False
+    effective = Coalesce(
+        NullIf("queueit_event_id", Value("")), Lower("slug"), output_field=CharField()
+    )
+    return (
+        Event.objects.annotate(effective_queueit_id=effective)
+        .filter(
+            queueit_customer_id=event.queueit_customer_id,
+            effective_queueit_id=event.queueit_event_id_effective,
+        )
+        .exclude(pk=event.pk)
+        .exists()
+    )
+
+
 def _full_clean(event: Event) -> None:
     """The model's checks, with the Queue-it pair's uniqueness told on its field."""
+    if event.queueit_customer_id and "_" in event.queueit_event_id_effective:
+        # The token's grammar splits fields on "_": the connector would drop the event id.
+        raise ValidationError(
+            {"queueit_event_id": ["The slug has '_', which a Queue-it event id cannot: give one."]}
+        )
+    if _queueit_pair_clash(event):
+        raise ValidationError({"queueit_event_id": [QUEUEIT_PAIR_TAKEN]})
     try:
         event.full_clean()
     except ValidationError as exc:
