@@ -23,12 +23,7 @@ from queueing.rules.branding import accent_warning
 from staff import services
 from staff.admin_close import close_events_confirmed
 from staff.admin_filters import StateFilter, state_label
-from staff.admin_queueit import (
-    QUEUEIT_FIELDSET,
-    EventQueueitAdminForm,
-    secret_key_change,
-    secret_state,
-)
+from staff.admin_queueit import QUEUEIT_FIELDSET, EventQueueitAdminForm, QueueitSecretShown
 from staff.admin_tiers import TierInline
 from staff.branding_preview import (
     branding_preview_response,
@@ -63,7 +58,7 @@ def _actor(request: HttpRequest) -> str:
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(QueueitSecretShown, admin.ModelAdmin):
     form = EventQueueitAdminForm
     # Adds the "Preview" button (staff/branding_preview.py).
     change_form_template = "admin/events/event/change_form.html"
@@ -174,10 +169,6 @@ class EventAdmin(admin.ModelAdmin):
     def accent_contrast(self, obj: Event) -> str:
         return contrast_display(obj)
 
-    @admin.display(description="Queue-it secret key")
-    def queueit_secret_state(self, obj: Event) -> str:
-        return secret_state(obj)
-
     @admin.display(description="Current logo")
     def current_logo(self, obj: Event) -> str:
         return logo_display(obj)
@@ -232,7 +223,7 @@ class EventAdmin(admin.ModelAdmin):
             for name in services.EDITABLE_FIELDS
             if name in form.cleaned_data
         }
-        fields.update(secret_key_change(form))
+        fields.update(QueueitSecretShown.secret_key_change(form))
         now = timezone.now()
         if change:
             updated = services.event_update(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.contrib import admin
 from django.core.exceptions import ValidationError
 
 from events.models import Event
@@ -54,15 +55,20 @@ class EventQueueitAdminForm(EventAdminForm):
         return value
 
 
-def secret_key_change(form: forms.Form) -> dict[str, Any]:
-    """The write-only change the saved form asks for: {} (keep), or the new value ("" clears)."""
-    new = form.cleaned_data.get("queueit_new_secret_key")
-    if new:
-        return {"queueit_secret_key": new}
-    if form.cleaned_data.get("queueit_clear_secret_key"):
-        return {"queueit_secret_key": ""}
-    return {}
+class QueueitSecretShown:
+    """The on-sale admin's part: whether a key is set (a read-only field), and the change the
+    saved form asks for."""
 
+    @admin.display(description="Queue-it secret key")
+    def queueit_secret_state(self, obj: Event) -> str:
+        return "set" if obj.queueit_secret_key else "not set"
 
-def secret_state(event: Event) -> str:
-    return "set" if event.queueit_secret_key else "not set"
+    @staticmethod
+    def secret_key_change(form: forms.Form) -> dict[str, Any]:
+        """{} (keep the key), or the new value ("" clears it)."""
+        new = form.cleaned_data.get("queueit_new_secret_key")
+        if new:
+            return {"queueit_secret_key": new}
+        if form.cleaned_data.get("queueit_clear_secret_key"):
+            return {"queueit_secret_key": ""}
+        return {}
