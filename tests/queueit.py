@@ -169,3 +169,21 @@ class TwoSiteBrowser:
         while seen[-1].status in (301, 302, 303, 307) and len(seen) <= hops:
             seen.append(self.get(urljoin(seen[-1].url, seen[-1].location)))
         return seen
+
+
+def connector_actions(
+    config: Any, requests: list[dict[str, Any]], *, customer_id: str, secret_key: str
+) -> list[str]:
+    """The action Queue-it's own connector takes for each request under ``config``
+    (integrations/queueit_node_shop/match_config.js): "Ignore", "Queue" or "" (no match)."""
+    job = {"customerId": customer_id, "secretKey": secret_key, "config": config}
+    result = subprocess.run(
+        ["node", str(SHOP_DIR / "match_config.js")],
+        input=json.dumps({**job, "requests": requests}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=SHOP_DIR,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)

@@ -5,6 +5,7 @@ queueing/rules/queueit_token.py."""
 
 from __future__ import annotations
 
+import hmac
 import uuid
 from datetime import datetime, timedelta
 
@@ -48,6 +49,21 @@ def queueit_event(customer_id: str, event_id: str) -> Event | None:
         .exclude(queueit_secret_key="")
         .first()
     )
+
+
+def queueit_customer_on_sales(customer_id: str, api_key: str) -> list[Event]:
+    """The on-sales of ``customer_id`` whose Queue-it secret key is ``api_key`` (an
+    integration config uses one key), oldest first; none without a key."""
+    if not customer_id or not api_key or len(customer_id) > ID_MAX_LENGTH:
+        return []
+    candidates = Event.objects.filter(queueit_customer_id=customer_id).exclude(
+        queueit_secret_key=""
+    )
+    return [
+        event
+        for event in candidates.order_by("created_at", "id")
+        if hmac.compare_digest(event.queueit_secret_key.encode(), api_key.encode())
+    ]
 
 
 def handover_token(*, event: Event, entry_id: int, now: datetime) -> str | None:

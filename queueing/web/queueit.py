@@ -12,6 +12,8 @@ under ``/queueit/``.
   room's, so a page says so and no token is minted (one would loop the fan forever).
 - ``GET /cancel/multiple/<c>?wrl=<e>~<q>…&r=`` and ``GET /cancel/<c>/<e>[/<q>]?…&r=``: the
   connector's cancel action ends those sessions as completed, then sends the fan to ``r``.
+- ``GET /status/integrationconfig/[secure/]<c>`` with the secret key as ``api-key``: the
+  integration config of the customer's on-sales (queueing/rules/queueit_config.py).
 
 The page a Queue-it fan sees is the waiting page itself; it sends an admitted fan back
 here (``handoverUrl`` in its config; without JavaScript its refresh reloads this URL), and
@@ -21,26 +23,37 @@ this URL answers the redirect with the token.
 from __future__ import annotations
 
 import logging
+import math
 import uuid
 from datetime import datetime
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseRedirect,
+    JsonResponse,
+    QueryDict,
+)
 from django.shortcuts import render
 from django.urls import URLPattern, path, re_path
 from django.utils import timezone, translation
 from django.views.decorators.http import require_safe
 
 from events.models import Event
+from events.traffic_rules import parse_traffic_rules
 from queueing.line.queueit import (
     entry_public_id,
     handover_token,
+    queueit_customer_on_sales,
     queueit_event,
     session_cancel,
 )
 from queueing.rules.errors import QueueError
 from queueing.rules.gate import admitted_destination, destination_sources, return_url_clean
+from queueing.rules.queueit_config import QueueitOnSale, integration_config
 from queueing.rules.queueit_token import CancelPair, cancel_pair, cancel_pairs, with_token
 from queueing.rules.states import EntryStatus
 from queueing.rules.ticket_codec import ticket_read
@@ -250,9 +263,43 @@ def _browser_queue_id(request: HttpRequest, event: Event) -> uuid.UUID | None:
     return entry_public_id(entry_id, event)
 
 
+@kept_out_of_caches
+@require_safe
+def integration_config_view(request: HttpRequest, customer: str) -> HttpResponse:
+    """The customer's integration config (docs/queueit.md), for connectors that pull it:
+    the ``api-key`` header must be the on-sales' Queue-it secret key (the config shows their
+    traffic rules, bypass cookies included)."""
+    on_sales = queueit_customer_on_sales(customer, request.headers.get("api-key", ""))
+    if not on_sales:
+        return JsonResponse(
+            {
+                "error": "unauthorized",
+                "detail": "Send the on-sales' Queue-it secret key as the api-key header.",
+            },
+            status=401,
+        )
+    config = integration_config(
+        [
+            QueueitOnSale(
+                event_id=event.queueit_event_id_effective,
+                name=event.name,
+                cookie_validity_minutes=math.ceil(event.session_seconds / 60),
+                rules=parse_traffic_rules(event.traffic_rules),
+            )
+            for event in on_sales
+        ],
+        customer_id=customer,
+        queue_domain=request.get_host() + _base(request).rstrip("/"),
+        version=int(max(event.updated_at for event in on_sales).timestamp()),
+    )
+    return JsonResponse(config)
+
+
 def _routes() -> list[URLPattern]:
     return [
         path("", enqueue),
+        path("status/integrationconfig/<str:customer>", integration_config_view),
+        path("status/integrationconfig/secure/<str:customer>", integration_config_view),
         path("error/<path:code>/", error),
         # v4/v5 connectors; before the v3 shape, which would read "multiple" as a customer.
         path("cancel/multiple/<str:customer>", cancel_multiple),

@@ -12,6 +12,7 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 from django.test import Client
 
+from events.models import Event
 from queueing.models import AuditRecord, QueueEntry
 from queueing.rules.queueit_token import RedirectType, token_read
 from tests.helpers import fans_join, poll, shop_completes, tick
@@ -207,3 +208,30 @@ def test_the_shop_culture_picks_the_page_language(queueit_event) -> None:
     page = arrive(fan, queue_url(cid="de-DE"))
     assert page.status_code == 200
     assert page["Content-Language"] == "de"
+
+
+def test_the_integration_config_is_served_to_the_key_holder(queueit_event) -> None:
+    event = queueit_event()
+    Event.objects.filter(pk=event.pk).update(
+        traffic_rules=[
+            {"action": "bypass", "path": ["/health"]},
+            {"action": "block", "ip": ["10.0.0.0/8"]},
+        ]
+    )
+    for key in ("", "wrong-key-0123456789"):
+        refused = Client().get("/status/integrationconfig/acme", headers={"api-key": key})
+        assert refused.status_code == 401
+        assert refused.json()["error"] == "unauthorized" and refused.json()["detail"]
+    served = Client().get(
+        "/queueit/status/integrationconfig/secure/acme", headers={"api-key": SECRET}
+    )
+    assert served.status_code == 200
+    assert served["Cache-Control"] == "private, no-store"
+    config = served.json()
+    assert [(i["ActionType"], i["EventId"]) for i in config["Integrations"]] == [
+        ("Ignore", "sale-1"),
+        ("Queue", "sale-1"),
+    ]
+    assert config["Integrations"][0]["QueueDomain"] == "testserver/queueit"
+    assert [n["Rule"] for n in config["NotExpressible"]] == [2]
+    assert SECRET not in served.content.decode()
