@@ -15,6 +15,7 @@ from queueing.web import (
     i18n,
     pages,
     place_pages,
+    queueit,
 )
 
 api_v1 = [
@@ -52,6 +53,11 @@ urlpatterns = [
     path("healthz", healthz),
     path("readyz", readyz),
     path("metrics", metrics_view),
+    # A shop's Queue-it connector sends fans here (docs/queueit.md): at the root, and under
+    # /queueit/ for a queue domain that carries that path.
+    path("", include(queueit.ROUTES)),
+    path("queueit/", include(queueit.ROUTES)),
+    path("queueit", queueit.enqueue),
 ]
 
 if settings.WR_DEMO_SHOP:

@@ -23,9 +23,9 @@ from queueing.rules.branding import accent_warning
 from staff import services
 from staff.admin_close import close_events_confirmed
 from staff.admin_filters import StateFilter, state_label
+from staff.admin_queueit import QUEUEIT_FIELDSET, EventQueueitAdminForm, QueueitSecretShown
 from staff.admin_tiers import TierInline
 from staff.branding_preview import (
-    EventAdminForm,
     branding_preview_response,
     contrast_display,
     logo_change_requested,
@@ -58,8 +58,8 @@ def _actor(request: HttpRequest) -> str:
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
-    form = EventAdminForm
+class EventAdmin(QueueitSecretShown, admin.ModelAdmin):
+    form = EventQueueitAdminForm
     # Adds the "Preview" button (staff/branding_preview.py).
     change_form_template = "admin/events/event/change_form.html"
 
@@ -88,6 +88,7 @@ class EventAdmin(admin.ModelAdmin):
         "updated_at",
         "accent_contrast",
         "current_logo",
+        "queueit_secret_state",
     )
     inlines = [TierInline, AccessCodeInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
@@ -154,6 +155,7 @@ class EventAdmin(admin.ModelAdmin):
                 "below to see the waiting page with these values before saving.",
             },
         ),
+        QUEUEIT_FIELDSET,
         (
             "Status",
             {"fields": ("control", "closed_at", "integration_key", "created_at", "updated_at")},
@@ -230,6 +232,7 @@ class EventAdmin(admin.ModelAdmin):
             for name in services.EDITABLE_FIELDS
             if name in form.cleaned_data
         }
+        fields.update(QueueitSecretShown.secret_key_change(form))
         now = timezone.now()
         if change:
             updated = services.event_update(

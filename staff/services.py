@@ -1,7 +1,8 @@
 """Creating and steering on-sales. Every change is audited in the same transaction.
 
-Over 350 lines on purpose: every change staff can make, and what the trail keeps of it, in one
-place (the API, the admin and the dashboard all steer through it).
+Over 350 lines on purpose: every change staff make to an on-sale (create, edit, tiers, logo,
+key, pause, resume, close, admit now) goes through here, each audited where it commits, and
+what the trail keeps of it (never a secret).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from queueing.records.audit import audit_append, audit_chain_start, audit_lane_h
 from queueing.records.entry_reads import anyone_joined
 from queueing.rules.branding import LogoRefused, logo_check
 from queueing.rules.errors import LanesFixed
+from staff.queueit_settings import WRITE_ONLY_FIELDS, checked, write_only_audit
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +68,8 @@ EDITABLE_FIELDS = (
     "intro_text",
     "next_steps_text",
     "traffic_rules",
+    "queueit_customer_id",
+    "queueit_event_id",
 )
 DEFAULT_TIER_NAME = "General"
 
@@ -207,14 +211,14 @@ def event_create(
     tiers: list[TierSpec] | None = None,
     **settings: Any,
 ) -> Event:
-    unknown = set(settings) - set(EDITABLE_FIELDS)
+    unknown = set(settings) - set(EDITABLE_FIELDS) - set(WRITE_ONLY_FIELDS)
     if unknown:
         raise ValueError(f"unknown event fields: {sorted(unknown)}")
     specs = _validate_tiers(tiers or [TierSpec(name=DEFAULT_TIER_NAME)])
     settings = _canonical(settings)
     with transaction.atomic():
         event = Event(slug=slug, name=name, target_url=target_url, **settings)
-        event.full_clean()
+        checked(event)
         event.save()
         _apply_tiers(event, specs)
         audit_chain_start(event_id=event.id, lanes=event.lanes)
@@ -226,6 +230,7 @@ def event_create(
             data={
                 "slug": slug,
                 **{f: _audit_field(f, getattr(event, f)) for f in EDITABLE_FIELDS},
+                **{f: "set" for f in WRITE_ONLY_FIELDS if getattr(event, f)},
                 "tiers": _tiers_summary(specs),
                 # The commitment to the pre-queue shuffle's seed, revealed after the shuffle.
                 "shuffle_seed_sha256": event.shuffle_seed_sha256,
@@ -247,7 +252,7 @@ def event_update(
     changes: dict[str, Any],
     tiers: list[TierSpec] | None = None,
 ) -> Event:
-    unknown = set(changes) - set(EDITABLE_FIELDS)
+    unknown = set(changes) - set(EDITABLE_FIELDS) - set(WRITE_ONLY_FIELDS)
     if unknown:
         raise ValueError(f"unknown event fields: {sorted(unknown)}")
     specs = _validate_tiers(tiers) if tiers is not None else None
@@ -265,9 +270,12 @@ def event_update(
         for name, value in changes.items():
             old = getattr(locked, name)
             if old != value:
-                diff[name] = [_audit_field(name, old), _audit_field(name, value)]
+                if name in WRITE_ONLY_FIELDS:
+                    diff[name] = write_only_audit(old, value)
+                else:
+                    diff[name] = [_audit_field(name, old), _audit_field(name, value)]
                 setattr(locked, name, value)
-        locked.full_clean()
+        checked(locked)
         locked.save()
         if lanes_change:  # each lane's chain head, before anyone can join it
             audit_lane_heads_ensure(event_id=locked.id, lanes=locked.lanes)
