@@ -9,14 +9,12 @@ import hmac
 import uuid
 from datetime import datetime, timedelta
 
-from django.db import transaction
 from django.db.models import CharField, Value
 from django.db.models.functions import Coalesce, Lower, NullIf
 
 from events.models import Event
-from queueing.line.followups import admission_soon
+from queueing.line.sessions import session_end
 from queueing.models import AuditAction, QueueEntry
-from queueing.records.transitions import transition_audited
 from queueing.rules.queueit_token import RedirectType, token_mint
 from queueing.rules.states import EntryStatus
 
@@ -107,19 +105,11 @@ def session_cancel(*, event: Event, queue_id: uuid.UUID, now: datetime) -> bool:
     )
     if entry_id is None:
         return False
-    with transaction.atomic():
-        moved = transition_audited(
-            event_id=event.id,
-            ids=[entry_id],
-            to=EntryStatus.COMPLETED,
-            expected=(EntryStatus.ADMITTED,),
-            now=now,
-            action=AuditAction.COMPLETED,
-            actor="queueit-cancel",
-            data=lambda m: {},
-        )
-        if not moved:
-            return False
-        # As passes/complete: admit the next fan now; the next tick does if the broker is down.
-        transaction.on_commit(lambda: admission_soon(event.id), robust=True)
-    return True
+    return session_end(
+        event_id=event.id,
+        entry_id=entry_id,
+        to=EntryStatus.COMPLETED,
+        action=AuditAction.COMPLETED,
+        actor="queueit-cancel",
+        now=now,
+    )
