@@ -35,6 +35,7 @@ test: setup
 	scripts/ensure_rabbitmq.sh
 	scripts/ensure_nginx.sh
 	scripts/ensure_gettext.sh
+	scripts/ensure_node_shop.sh
 	$(PY) manage.py compilemessages --ignore=.venv -v0
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/pytest

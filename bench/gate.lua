@@ -25,6 +25,10 @@ function request()
     ["X-Original-URI"] = "/tickets/seat?row=12",
     ["X-Original-Host"] = "shop.example",
     ["X-Original-Proto"] = "https",
+    -- What nginx forwards of the fan: their address and browser, for the on-sale's traffic
+    -- rules (bench/table_rows.py's GATE_TRAFFIC_RULES: none matches).
+    ["X-Original-Remote-Addr"] = "203.0.113." .. (index % 250 + 1),
+    ["User-Agent"] = "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0",
   }
   if index % 10 ~= 0 then
     headers["Cookie"] = cookie_name .. "=" .. passes[index % #passes + 1]

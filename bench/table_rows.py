@@ -91,6 +91,23 @@ class OnSales:
     gate: Event
 
 
+# The gate's on-sale holds traffic rules as a shop would (static files, probes, bots, staff
+# networks), none of which matches the row's requests (bench/gate.lua): every check decides
+# over all of them, then looks at the pass.
+GATE_TRAFFIC_RULES: list[dict[str, Any]] = [
+    {"action": "bypass", "path": ["/static/*", "/assets/*", "/favicon.ico"]},
+    {"action": "bypass", "ip": ["10.0.0.0/8", "2001:db8::/32"]},
+    {"action": "block", "user_agent": ["*badbot*", "*crawler*", "python-requests/*"]},
+    {"action": "bypass", "header": {"x-shop-probe": "probe-secret"}},
+    {"action": "bypass", "cookie": {"shop_staff": "staff-secret"}},
+    {"action": "block", "ip": ["192.0.2.0/24", "2001:db8:bad::/48"]},
+    {"action": "bypass", "path": ["/health"], "user_agent": ["kube-probe/*"]},
+    {"action": "block", "header": {"x-evil": "1"}},
+    {"action": "bypass", "ip": ["198.51.100.0/24"], "path": ["/admin/*"]},
+    {"action": "block", "cookie": {"banned": "1"}},
+]
+
+
 def on_sales() -> OnSales:
     # Paused: the line only grows, so joins and polls are measured against a full line.
     line = {"capacity": 0, "rate_per_minute": 0, "heartbeat_seconds": 3600}
@@ -101,7 +118,12 @@ def on_sales() -> OnSales:
         # Admitted fans whose passes open a shop for the gate row: paused (nothing ticks it),
         # its passes valid for the whole run.
         gate=new_on_sale(
-            "gate", actor="bench", capacity=0, rate_per_minute=0, session_seconds=86_400
+            "gate",
+            actor="bench",
+            capacity=0,
+            rate_per_minute=0,
+            session_seconds=86_400,
+            traffic_rules=GATE_TRAFFIC_RULES,
         ),
     )
 

@@ -317,6 +317,38 @@ HOT_PATHS: dict[str, Any] = {
             },
         }
     },
+    "/api/v1/events/{slug}/traffic-rules": {
+        "get": {
+            "operationId": "traffic_rules",
+            "tags": ["shops"],
+            "summary": "The on-sale's traffic rules, for a gate outside the room.",
+            "security": [{"integrationKey": []}],
+            "parameters": [
+                SLUG,
+                {
+                    "name": "If-None-Match",
+                    "in": "header",
+                    "required": False,
+                    "schema": {"type": "string"},
+                },
+            ],
+            "responses": {
+                "200": _json(
+                    {
+                        "type": "object",
+                        "required": ["traffic_rules", "version"],
+                        "properties": {
+                            "traffic_rules": {"type": "array", "items": {"type": "object"}},
+                            "version": {"type": "string"},
+                        },
+                    },
+                    "The rules in their canonical form, and their version (also the ETag).",
+                ),
+                "304": {"description": "Unchanged since the version sent in If-None-Match."},
+                **_errors(401, 404, 503),
+            },
+        }
+    },
     "/gate/{slug}/check": {
         "get": {
             "operationId": "gate_check",

@@ -379,6 +379,10 @@ WR_LAYOUT_CACHE_SECONDS = env_float("WR_LAYOUT_CACHE_SECONDS", 2.0, minimum=0.0)
 # read for a pass; a completed, abandoned or revoked session is refused this long after it
 # ended at most (plus one read: queueing/line/sessions.py).
 WR_GATE_STATE_SECONDS = env_float("WR_GATE_STATE_SECONDS", 1.0, minimum=0.0)
+# The gate: how long a web process applies the traffic rules it read for an on-sale (compiled
+# once per read); a change staff save applies this long after at most, plus one read
+# (queueing/line/gate_rules.py).
+WR_TRAFFIC_RULES_SECONDS = env_float("WR_TRAFFIC_RULES_SECONDS", 2.0, minimum=0.0)
 # Rows per batch when the hot index is rebuilt from PostgreSQL.
 WR_REBUILD_BATCH = env_int("WR_REBUILD_BATCH", 5000, minimum=100)
 # How long a rebuild may hold its per-event lock before another process may take over.

@@ -5,13 +5,29 @@ from drf_spectacular.views import SpectacularAPIView
 
 from config.health import healthz, readyz
 from config.metrics import metrics_view
-from queueing.web import api_fan, api_passes, branding, demo_shop, gate, i18n, pages, place_pages
+from queueing.web import (
+    api_fan,
+    api_passes,
+    api_traffic_rules,
+    branding,
+    demo_shop,
+    gate,
+    i18n,
+    pages,
+    place_pages,
+    queueit,
+)
 from staff import sold_out_api
 
 api_v1 = [
     path("events/<str:slug>/join", api_fan.join, name="api-join"),
     path("events/<str:slug>/challenge", api_fan.challenge, name="api-challenge"),
     path("events/<str:slug>/sold-out", sold_out_api.shop_sold_out, name="api-event-sold-out"),
+    path(
+        "events/<str:slug>/traffic-rules",
+        api_traffic_rules.traffic_rules,
+        name="api-traffic-rules",
+    ),
     path("events/<str:slug>", api_fan.event_detail, name="api-event"),
     path("tickets/<str:ticket>", api_fan.ticket, name="api-ticket"),
     path("tickets/<str:ticket>/reenter", api_fan.reenter, name="api-ticket-reenter"),
@@ -39,6 +55,11 @@ urlpatterns = [
     path("healthz", healthz),
     path("readyz", readyz),
     path("metrics", metrics_view),
+    # A shop's Queue-it connector sends fans here (docs/queueit.md): at the root, and under
+    # /queueit/ for a queue domain that carries that path.
+    path("", include(queueit.ROUTES)),
+    path("queueit/", include(queueit.ROUTES)),
+    path("queueit", queueit.enqueue),
 ]
 
 if settings.WR_DEMO_SHOP:

@@ -22,11 +22,12 @@ from queueing.models import AuditRecord, QueueEntry
 from queueing.rules.branding import accent_warning
 from staff import services
 from staff.admin_close import close_events_confirmed
+from staff.admin_fieldsets import EVENT_FIELDSETS
 from staff.admin_filters import StateFilter, state_label
+from staff.admin_queueit import EventQueueitAdminForm, QueueitSecretShown
 from staff.admin_sold_out import sell_out_events
 from staff.admin_tiers import TierInline
 from staff.branding_preview import (
-    EventAdminForm,
     branding_preview_response,
     contrast_display,
     logo_change_requested,
@@ -59,8 +60,8 @@ def _actor(request: HttpRequest) -> str:
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
-    form = EventAdminForm
+class EventAdmin(QueueitSecretShown, admin.ModelAdmin):
+    form = EventQueueitAdminForm
     # Adds the "Preview" button (staff/branding_preview.py).
     change_form_template = "admin/events/event/change_form.html"
 
@@ -89,6 +90,7 @@ class EventAdmin(admin.ModelAdmin):
         "updated_at",
         "accent_contrast",
         "current_logo",
+        "queueit_secret_state",
     )
     inlines = [TierInline, AccessCodeInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
@@ -101,63 +103,7 @@ class EventAdmin(admin.ModelAdmin):
         "rotate_keys",
     ]
     action_form = EventActionForm
-    fieldsets = (
-        (None, {"fields": ("slug", "name", "target_url")}),
-        (
-            "What the shop can take",
-            {
-                "fields": ("capacity", "rate_per_minute", "session_seconds"),
-                "description": "Capacity is how many fans may be inside the shop at once; "
-                "the rate is how many are let in per minute. Admission respects both. 0 means "
-                "no limit, never none: capacity 0 lets fans in at the pace only. To stop "
-                "letting fans in, use the Pause action (or the dashboard's Pause).",
-            },
-        ),
-        (
-            "The line",
-            {
-                "fields": (
-                    "heartbeat_seconds",
-                    "away_seconds",
-                    "lanes",
-                    "max_queue_length",
-                    "max_wait_seconds",
-                    "pow_difficulty",
-                    "max_live_per_address",
-                )
-            },
-        ),
-        ("Schedule", {"fields": ("prequeue_opens_at", "starts_at", "ends_at", "shuffle_at_start")}),
-        (
-            "In front of the shop",
-            {
-                "fields": ("mode", "allowed_return_hosts", "reentry_seconds", "message"),
-                "description": "Safety net keeps the room on all the time: fans go straight "
-                "in while the shop has room, and queue only under load.",
-            },
-        ),
-        (
-            "Your own look",
-            {
-                "fields": (
-                    "accent_color",
-                    "accent_contrast",
-                    "intro_text",
-                    "next_steps_text",
-                    "current_logo",
-                    "logo",
-                    "remove_logo",
-                ),
-                "description": "How the fans' pages look for this on-sale. Staff's texts are "
-                "Markdown (bold, italic, links, lists); HTML is shown as text. Use “Preview” "
-                "below to see the waiting page with these values before saving.",
-            },
-        ),
-        (
-            "Status",
-            {"fields": ("control", "closed_at", "integration_key", "created_at", "updated_at")},
-        ),
-    )
+    fieldsets = EVENT_FIELDSETS
 
     @admin.display(description="State")
     def state(self, obj: Event) -> str:
@@ -229,6 +175,7 @@ class EventAdmin(admin.ModelAdmin):
             for name in services.EDITABLE_FIELDS
             if name in form.cleaned_data
         }
+        fields.update(QueueitSecretShown.secret_key_change(form))
         now = timezone.now()
         if change:
             updated = services.event_update(

@@ -142,7 +142,35 @@ class EventInputSerializer(serializers.Serializer):
     next_steps_text = serializers.CharField(
         max_length=BRANDING_TEXT_MAX_LENGTH, allow_blank=True, allow_null=True, required=False
     )
+    # Checked and made canonical by the service (events/traffic_rules.py): its messages come
+    # back under fields.traffic_rules. null is no rules.
+    traffic_rules = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text='A list of rules, first match wins (docs/api.md, "Traffic rules").',
+    )
     tiers = TierSerializer(many=True, required=False, allow_empty=False, max_length=100)
+    # The shop's Queue-it connector settings (docs/queueit.md); null or "" clears. The model
+    # checks their form (events/models.py) and that the pair is unique.
+    queueit_customer_id = serializers.CharField(
+        max_length=64, allow_blank=True, allow_null=True, required=False
+    )
+    queueit_event_id = serializers.CharField(
+        max_length=64, allow_blank=True, allow_null=True, required=False
+    )
+    # Write-only: never in an answer (queueit_secret_key_set says whether one is set).
+    queueit_secret_key = serializers.CharField(
+        max_length=128, allow_blank=True, allow_null=True, required=False, trim_whitespace=False
+    )
+
+    def validate_queueit_customer_id(self, value: str | None) -> str:
+        return value or ""
+
+    def validate_queueit_event_id(self, value: str | None) -> str:
+        return value or ""
+
+    def validate_queueit_secret_key(self, value: str | None) -> str:
+        return value or ""
 
     def validate_accent_color(self, value: str | None) -> str:
         # null or "" is the room's own colour; stored lower-case, as the page uses it.
@@ -225,8 +253,19 @@ class EventOutputSerializer(serializers.Serializer):
     accent_contrast_low = serializers.BooleanField(
         help_text="true when the accent has less than 4.5:1 contrast with white (a warning)"
     )
+    traffic_rules = serializers.JSONField(
+        help_text='the rules in their canonical form (docs/api.md, "Traffic rules")'
+    )
     integration_key = serializers.CharField(
         allow_null=True, help_text="null unless you hold events.manage_integration_key"
+    )
+    queueit_customer_id = serializers.CharField(help_text='"" = the Queue-it surface is off')
+    queueit_event_id = serializers.CharField(help_text='"" = the slug in lower case')
+    queueit_event_id_effective = serializers.CharField(
+        help_text="the event id Queue-it URLs name this on-sale by"
+    )
+    queueit_secret_key_set = serializers.BooleanField(
+        help_text="whether a Queue-it secret key is set (the key itself is never shown)"
     )
     state = serializers.ChoiceField(choices=["scheduled", "prequeue", "open", "paused", "closed"])
     control = serializers.ChoiceField(choices=["running", "paused", "closed"])
@@ -259,6 +298,8 @@ def event_output(event: Event, *, with_key: bool) -> dict[str, Any]:
     data["message"] = event.message or None
     data["logo_url"] = logo_url(event) or None
     data["accent_contrast_low"] = accent_is_low_contrast(event.accent_color)
+    data["queueit_event_id_effective"] = event.queueit_event_id_effective
+    data["queueit_secret_key_set"] = bool(event.queueit_secret_key)
     data.update(
         {
             "integration_key": event.integration_key if with_key else None,

@@ -89,6 +89,11 @@ class EventAdminForm(LookFieldsMixin, forms.ModelForm):
             raise ValidationError(gettext(LanesFixed.default_detail), code="lanes_fixed")
         return lanes
 
+    def clean_traffic_rules(self) -> object:
+        # An emptied box is no rules; the model's validation gives every fault's message.
+        rules = self.cleaned_data.get("traffic_rules")
+        return [] if rules is None else rules
+
 
 def logo_change_requested(form: forms.Form) -> tuple[bool, bytes | None]:
     """Whether the saved form changes the logo, and the new bytes (None: remove it)."""

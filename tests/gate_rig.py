@@ -5,6 +5,7 @@ Debian's nginx on a loopback TLS port in front of it."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import ssl
 import sys
@@ -27,6 +28,11 @@ TEMPLATE = ROOT / "deploy" / "nginx" / "gate.conf.template"
 SLUG = "sale"
 # How long a web process trusts a session status it read (tests/test_gate_nginx.py's bound).
 STATE_SECONDS = 1.0
+# How long a web process applies the traffic rules it read (tests/test_gate_traffic_nginx.py).
+RULES_SECONDS = 1.0
+# The one proxy the shop's nginx trusts to name the fan (X-Forwarded-For): a loopback address
+# of its own, so that a test's client can be it or not (tests/edge.py's Browser source).
+TRUSTED_PROXY = "127.0.0.2"
 ROOM = {
     "DJANGO_DEBUG": "0",
     "DJANGO_SECRET_KEY": "gate-test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
@@ -36,14 +42,27 @@ ROOM = {
     "DJANGO_SECURE_COOKIES": "0",
     "DJANGO_HSTS_SECONDS": "0",
     "WR_GATE_STATE_SECONDS": str(STATE_SECONDS),
+    "WR_TRAFFIC_RULES_SECONDS": str(RULES_SECONDS),
 }
 
 
 class GateNginx(Nginx):
     """nginx with the gate's template in front of the shop, on a loopback TLS port."""
 
-    def __init__(self, rundir: Path, *, shop: str, room: str) -> None:
+    def __init__(
+        self,
+        rundir: Path,
+        *,
+        shop: str,
+        room: str,
+        unreachable: str = "closed",
+        fail_open_minutes: float = 0.0,
+    ) -> None:
         self.rundir = readable_dir(rundir)
+        # The open policy's window and log of unchecked requests: written by the workers.
+        self.state_dir = self.rundir / "unreachable"
+        self.state_dir.mkdir()
+        shutil.chown(self.state_dir, user="www-data")
         self.https_port = free_port()
         self.base_url = f"https://127.0.0.1:{self.https_port}"
         cert, key = self_signed_certificate(self.rundir)
@@ -60,6 +79,10 @@ class GateNginx(Nginx):
             "GATE_ROOM_HOST": "127.0.0.1",
             "GATE_ROOM_CA": "/etc/ssl/certs/ca-certificates.crt",
             "GATE_SLUG": SLUG,
+            "GATE_TRUSTED_PROXY": TRUSTED_PROXY,
+            "GATE_UNREACHABLE": unreachable,
+            "GATE_FAIL_OPEN_MINUTES": f"{fail_open_minutes:g}",
+            "GATE_FAIL_OPEN_DIR": str(self.state_dir),
         }
         self.proc = None
 
@@ -70,8 +93,9 @@ class GatedShop:
     room: str  # the room's base URL (its WR_PUBLIC_URL)
     nginx: GateNginx
 
-    def fan(self) -> Browser:
-        return Browser(self.nginx.base_url, self.nginx.tls)
+    def fan(self, source: str = "127.0.0.1") -> Browser:
+        """A fan's browser, connecting from ``source`` (TRUSTED_PROXY: the proxy in front)."""
+        return Browser(self.nginx.base_url, self.nginx.tls, source=source)
 
     def room_location(self, path: str) -> str:
         return f"{self.room}/e/{SLUG}/?return={quote(self.nginx.base_url + path, safe='')}"
@@ -95,8 +119,11 @@ def _shop_up(port: int) -> bool:
 
 
 @contextmanager
-def gated_shop() -> Iterator[GatedShop]:
-    """The room (one web process), the sample shop and nginx with the gate in front of it."""
+def gated_shop(
+    *, unreachable: str = "closed", fail_open_minutes: float = 0.0
+) -> Iterator[GatedShop]:
+    """The room (one web process), the sample shop and nginx with the gate in front of it,
+    with the policy ``unreachable`` (closed, open) for when the room cannot be asked."""
     with (
         tempfile.TemporaryDirectory(prefix="wr-gate-nginx-") as rundir,
         running_stack(**ROOM) as stack,
@@ -106,7 +133,11 @@ def gated_shop() -> Iterator[GatedShop]:
         stack.start("shop", [sys.executable, "-m", "tests.echo_shop", str(shop_port)])
         wait_until(lambda: _shop_up(shop_port), timeout=10, what="the sample shop")
         nginx = GateNginx(
-            Path(rundir), shop=f"127.0.0.1:{shop_port}", room=room.removeprefix("http://")
+            Path(rundir),
+            shop=f"127.0.0.1:{shop_port}",
+            room=room.removeprefix("http://"),
+            unreachable=unreachable,
+            fail_open_minutes=fail_open_minutes,
         )
         nginx.start()
         try:

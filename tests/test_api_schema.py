@@ -39,6 +39,7 @@ def test_the_schema_describes_every_part_of_the_api() -> None:
         "/api/v1/tickets/{ticket}/reenter",
         "/api/v1/passes/verify",
         "/api/v1/passes/complete",
+        "/api/v1/events/{slug}/traffic-rules",
         "/.well-known/jwks.json",
         "/gate/{slug}/check",
         "/api/v1/manage/events/",

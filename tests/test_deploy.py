@@ -172,6 +172,53 @@ def test_the_nginx_template_is_rendered_whole_or_not_at_all(tmp_path) -> None:
     assert not (tmp_path / "half.conf").exists()
 
 
+GATE_TEMPLATE = ROOT / "deploy" / "nginx" / "gate.conf.template"
+
+
+def _render_gate(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    values = {
+        name: f"/{name.lower()}"
+        for name in re.findall(r"@([A-Z][A-Z0-9_]*)@", GATE_TEMPLATE.read_text())
+    }
+    return subprocess.run(
+        ["python3", "deploy/nginx/render.py", str(GATE_TEMPLATE), str(tmp_path / "gate.conf")],
+        cwd=ROOT,
+        env={**values, **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def test_the_gate_template_takes_the_policy_for_an_unreachable_room_it_is_given(
+    tmp_path,
+) -> None:
+    closed = _render_gate(tmp_path, GATE_UNREACHABLE="closed")
+    assert closed.returncode == 0, closed.stderr
+    text = (tmp_path / "gate.conf").read_text()
+    assert "render_include" not in text and not re.search(r"@[A-Z][A-Z0-9_]*@", text)
+    assert "location @waiting_room_unreachable {" in text and "return 503" in text
+    assert "js_" not in text and "load_module" not in text  # no module needed
+
+    # The open policy's own values are needed only when it is chosen.
+    missing = _render_gate(tmp_path, GATE_UNREACHABLE="open")
+    assert missing.returncode == 1
+    assert "GATE_FAIL_OPEN_DIR, GATE_FAIL_OPEN_MINUTES" in missing.stderr
+    opened = _render_gate(
+        tmp_path, GATE_UNREACHABLE="open", GATE_FAIL_OPEN_MINUTES="5", GATE_FAIL_OPEN_DIR="/s"
+    )
+    assert opened.returncode == 0, opened.stderr
+    text = (tmp_path / "gate.conf").read_text()
+    script = ROOT / "deploy" / "nginx" / "gate-unreachable" / "unreachable.js"
+    assert f"js_import waiting_room_unreachable from {script};" in text
+    assert "set $waiting_room_fail_open_minutes 5;" in text
+    assert "access_log /s/unchecked.log room;" in text
+    assert text.index("load_module") < text.index("http {")
+
+    unknown = _render_gate(tmp_path, GATE_UNREACHABLE="sideways")
+    assert unknown.returncode == 1 and "sideways-main.conf" in unknown.stderr
+
+
 CLUSTER = yaml.safe_load((ROOT / "docker-compose.cluster.yml").read_text())
 
 

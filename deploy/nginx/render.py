@@ -5,7 +5,12 @@
 Every placeholder must have a non-empty value, or nothing is written: a half-filled
 configuration would fail later and less clearly. The line naming @NGINX_WEB_SERVERS@ is written
 once per address in that variable (space- or comma-separated), one upstream server each.
-Standard library only: the app image runs it before nginx starts.
+
+A line ``render_include <file>;`` (after the placeholders are filled, so the file may be named
+by one) is replaced by that file, rendered the same way; a relative name is taken from the
+template's directory. Within it, @TEMPLATE_DIR@ is that directory (the gate's policy for an
+unreachable room picks its part so: gate.conf.template). Standard library only: the app image
+runs it before nginx starts.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 
 PLACEHOLDER = re.compile(r"@([A-Z][A-Z0-9_]*)@")
 REPEATED = "NGINX_WEB_SERVERS"
+INCLUDE = re.compile(r"^[ \t]*render_include[ \t]+(\S+);[ \t]*$")
 
 
 class MissingValues(Exception):
@@ -28,7 +34,10 @@ def placeholders(template: str) -> set[str]:
     return set(PLACEHOLDER.findall(template))
 
 
-def render(template: str, values: Mapping[str, str]) -> str:
+def render(template: str, values: Mapping[str, str], directory: Path | None = None) -> str:
+    """``template`` filled from ``values``; ``directory``: where included files are found."""
+    if directory is not None:
+        values = {**values, "TEMPLATE_DIR": str(directory.resolve())}
     missing = sorted(name for name in placeholders(template) if not values.get(name, "").strip())
     if missing:
         raise MissingValues(f"no value for {', '.join(missing)}")
@@ -39,7 +48,22 @@ def render(template: str, values: Mapping[str, str]) -> str:
             lines += [line.replace(f"@{REPEATED}@", server) for server in servers]
         else:
             lines.append(line)
-    return PLACEHOLDER.sub(lambda match: values[match.group(1)].strip(), "".join(lines))
+    text = PLACEHOLDER.sub(lambda match: values[match.group(1)].strip(), "".join(lines))
+    if directory is None:
+        return text
+    rendered = []
+    for line in text.splitlines(keepends=True):
+        included = INCLUDE.match(line)
+        if included is None:
+            rendered.append(line)
+            continue
+        path = directory / included.group(1)
+        try:
+            part = path.read_text()
+        except OSError as error:
+            raise MissingValues(f"cannot read {path}: {error.strerror}") from error
+        rendered.append(render(part, values, path.parent).rstrip("\n") + "\n")
+    return "".join(rendered)
 
 
 def main(argv: list[str]) -> int:
@@ -48,7 +72,7 @@ def main(argv: list[str]) -> int:
         return 2
     source, target = Path(argv[1]), Path(argv[2])
     try:
-        text = render(source.read_text(), os.environ)
+        text = render(source.read_text(), os.environ, source.parent)
     except MissingValues as error:
         print(f"{source}: {error}", file=sys.stderr)
         return 1

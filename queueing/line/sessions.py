@@ -182,22 +182,32 @@ def pass_complete(*, token: str, outcome: str, integration_key: str, now: dateti
     if entry is None or not _of_current_session(claims, entry.reentered_at, entry.admitted_at):
         return False
     new_status, action = _OUTCOMES[outcome]
+    return session_end(
+        event_id=event.id, entry_id=entry.id, to=new_status, action=action, actor="shop", now=now
+    )
+
+
+def session_end(
+    *, event_id: int, entry_id: int, to: EntryStatus, action: AuditAction, actor: str, now: datetime
+) -> bool:
+    """Ends an admitted session (``to`` completed or abandoned), audited by ``actor``. True if
+    this call ended it; a session already ended changes nothing."""
     with transaction.atomic():
         moved = transition_audited(
-            event_id=event.id,
-            ids=[entry.id],
-            to=new_status,
+            event_id=event_id,
+            ids=[entry_id],
+            to=to,
             expected=(EntryStatus.ADMITTED,),
             now=now,
             action=action,
-            actor="shop",
+            actor=actor,
             data=lambda m: {},
         )
         if not moved:
             return False
         # The slot is free: admit the next fan now rather than at the next tick. Robust: if
         # the broker is down the completion still stands and the next tick admits.
-        transaction.on_commit(lambda: admission_soon(event.id), robust=True)
+        transaction.on_commit(lambda: admission_soon(event_id), robust=True)
     return True
 
 

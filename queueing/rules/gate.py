@@ -7,7 +7,9 @@ URL's host or one the on-sale lists in ``allowed_return_hosts`` (docs/api.md, "F
 The gate's answer to a web server's sub-request (``GET /gate/{slug}/check``, nginx
 ``auth_request``), as far as it needs no I/O: reading the original request the web server
 describes in headers, the cookie that carries a pass on the shop's host, and the headers of
-the two answers (docs/api.md, "Protected sites"; docs/gate-nginx.md).
+the two answers (docs/api.md, "Protected sites"; docs/gate-nginx.md); and the request the
+on-sale's traffic rules judge (``traffic_request``), with the answers they give before any
+pass is looked at: a bypass (204, no pass needed) and a block (403).
 
 Everything here comes from the client or a web server in front of it, so nothing it builds
 may leave the shop's host or break a header: the original URL is percent-encoded down to
@@ -17,11 +19,13 @@ it is a plain DNS name or IPv4 address (with a port).
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import quote, quote_from_bytes, unquote_plus, urlsplit
+from urllib.parse import quote, quote_from_bytes, unquote_plus, unquote_to_bytes, urlsplit
 
+from events.traffic_rules import Address, TrafficRequest
 from events.validation import return_host_normalise
 
 # The query parameter an admitted fan arrives with (the pass's redirect_url).
@@ -198,6 +202,90 @@ def room_location(*, public_url: str, slug: str, original: OriginalRequest) -> s
     if url is not None and return_url_clean(url) == url:
         location += "?return=" + quote(url, safe="")
     return location
+
+
+# ------------------------------------------------------------------ traffic rules
+
+# The header that carries the fan's address to the check (nginx: $remote_addr, after its
+# realip module resolved the trusted proxies in front of it; docs/gate-nginx.md).
+CLIENT_ADDRESS_HEADER = "X-Original-Remote-Addr"
+BLOCKED_BODY = {"error": "traffic_blocked", "detail": "This request is refused by the on-sale."}
+
+
+def client_address_read(value: str | None) -> Address | None:
+    """The fan's address as the web server wrote it: a bare IPv4 or IPv6 address (nginx's
+    $remote_addr), else None (an ``ip`` condition then matches nothing)."""
+    if not value:
+        return None
+    try:
+        address = ipaddress.ip_address(value.strip())
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.scope_id is not None:
+        return None
+    return address
+
+
+def rules_path(uri: str | None) -> str:
+    """The path the rules' ``path`` globs are matched against, from the original request
+    target: without the query, percent-decoded (UTF-8), repeated slashes merged and dot
+    segments resolved, as nginx routes it. A bypass for ``/static/*`` must not open
+    ``/static/../checkout`` or ``/static/%2e%2e/checkout``: both are ``/checkout`` here."""
+    raw = uri if uri and len(uri) <= ORIGINAL_URI_MAX_LENGTH else "/"
+    path = raw.split("?", 1)[0].split("#", 1)[0]
+    if not path.startswith("/"):
+        return "/"  # an absolute-form or "*" target: no shop page of its own
+    decoded = unquote_to_bytes(path.encode("latin-1", errors="replace")).decode(
+        "utf-8", errors="replace"
+    )
+    segments: list[str] = []
+    parts = decoded.split("/")[1:]
+    for index, segment in enumerate(parts):
+        last = index == len(parts) - 1
+        if segment == "..":
+            if segments:
+                segments.pop()
+            if last:
+                segments.append("")  # "/a/.." is the directory "/"
+        elif segment == ".":
+            if last:
+                segments.append("")
+        elif segment or last:
+            segments.append(segment)  # empty segments merged, a trailing slash kept
+    return "/" + "/".join(segments)
+
+
+def cookies_read(cookie_headers: Iterable[str]) -> dict[str, str]:
+    """Every cookie of the request by name (the first of a repeated name: a browser sends
+    the most specific path first), values as sent."""
+    found: dict[str, str] = {}
+    for header in cookie_headers:
+        for pair in header.split(";"):
+            key, equals, value = pair.strip().partition("=")
+            if equals and key:
+                found.setdefault(key.strip(), value.strip())
+    return found
+
+
+def traffic_request(
+    *, headers: dict[str, str], cookie_headers: Iterable[str], address: Address | None
+) -> TrafficRequest:
+    """The request the rules judge, from the check's headers (lower-case names, repeated
+    ones joined with "," as Django joins them): the web server forwards the fan's own
+    headers and cookies with its sub-request, and adds X-Original-URI and the address."""
+    return TrafficRequest(
+        address=address,
+        path=rules_path(headers.get("x-original-uri")),
+        headers=headers,
+        cookies=cookies_read(cookie_headers),
+        user_agent=headers.get("user-agent", ""),
+    )
+
+
+def gate_bypass() -> GateAnswer:
+    """The 204 of a request a rule lets through without a pass: nothing to set, nowhere
+    else to go."""
+    return GateAnswer(admitted=True, headers=_KEPT_OUT_OF_CACHES)
 
 
 # ------------------------------------------------------ where an admitted fan goes

@@ -153,6 +153,7 @@ def _join(
     access_code: str | None,
     now: datetime,
     return_url: str,
+    page_url: str | None = None,
 ) -> HttpResponse:
     identity = identity_from_request(request, lanes=event.lanes, event_id=event.id)
     try:
@@ -179,7 +180,8 @@ def _join(
             raise result
     except (QueueError, ApiError) as error:
         return _render_join_refused(request, event, error, now, return_url)
-    response = HttpResponseRedirect(reverse("waiting-page", args=[event.slug]))
+    # ``page_url``: the page that shows the place (a Queue-it queue URL), else the waiting page.
+    response = HttpResponseRedirect(page_url or reverse("waiting-page", args=[event.slug]))
     page_cookie_write(
         response,
         event,
@@ -210,6 +212,7 @@ def _render_ticket(
     *,
     facts: PageFacts | None = None,
     reentry_refused: str | None = None,
+    handover_url: str | None = None,
 ) -> HttpResponse:
     first = page_ticket.first_position or view.position
     words = fan_words(event, view, now)
@@ -260,6 +263,9 @@ def _render_ticket(
             "strings": {**js_strings(), **your_turn_strings()},
             "eventName": event.name,
             "eventSlug": event.slug,
+            # Where the script sends an admitted fan instead of the pass's redirect_url: the
+            # room URL that hands over a Queue-it token (queueing/web/queueit.py); else null.
+            "handoverUrl": handover_url,
         },
     }
     response = render(
@@ -460,3 +466,43 @@ def _reenter(request: HttpRequest, event: Event, now: datetime) -> HttpResponse:
     except QueueError:
         return page  # a ticket from an old database: the page starts afresh
     return page
+
+
+# ------------------------------------------- for the Queue-it surface (web/queueit.py)
+
+
+def page_join(
+    request: HttpRequest, event: Event, *, now: datetime, return_url: str, page_url: str
+) -> HttpResponse:
+    """A join as the page's form makes it, answered with a redirect to ``page_url``."""
+    return _join(request, event, None, now, return_url, page_url=page_url)
+
+
+def page_view(
+    request: HttpRequest, event: Event, now: datetime
+) -> tuple[PageTicket | None, TicketAnswer | None, PageFacts | None]:
+    """The place this browser shows (raises PlaceMovedAway), as the waiting page reads it."""
+    return _page_view(request, event, now)
+
+
+def ticket_page(
+    request: HttpRequest,
+    event: Event,
+    page_ticket: PageTicket,
+    view: TicketAnswer,
+    now: datetime,
+    *,
+    facts: PageFacts | None,
+    handover_url: str,
+) -> HttpResponse:
+    return _render_ticket(
+        request, event, page_ticket, view, now, facts=facts, handover_url=handover_url
+    )
+
+
+def moved_page(request: HttpRequest, event: Event, now: datetime) -> HttpResponse:
+    return _render_moved(request, event, now)
+
+
+def join_needs_form(event: Event) -> bool:
+    return _needs_join_form(event)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import time
-from collections.abc import Mapping
 
 import pytest
 from hypothesis import given
@@ -27,24 +26,9 @@ from events.traffic_rules import (
     traffic_decision,
     traffic_rules_json,
 )
+from tests.traffic_rule_cases import raw_rules, traffic_request, traffic_requests
 
 BYPASS, QUEUE, BLOCK = TrafficAction.BYPASS, TrafficAction.QUEUE, TrafficAction.BLOCK
-
-
-def request(
-    address: str | None = "198.51.100.1",
-    path: str = "/",
-    headers: Mapping[str, str] | None = None,
-    cookies: Mapping[str, str] | None = None,
-    user_agent: str = "Mozilla/5.0",
-) -> TrafficRequest:
-    return TrafficRequest(
-        address=ipaddress.ip_address(address) if address is not None else None,
-        path=path,
-        headers=headers or {},
-        cookies=cookies or {},
-        user_agent=user_agent,
-    )
 
 
 def decide(raw: object, req: TrafficRequest) -> TrafficDecision:
@@ -246,8 +230,8 @@ def test_the_error_is_a_value_error_and_reads_as_its_messages() -> None:
 
 
 def test_no_rule_matching_means_queue() -> None:
-    assert decide([], request()) == TrafficDecision(QUEUE, None)
-    assert decide([{"action": "block", "ip": ["10.0.0.1"]}], request()) == TrafficDecision(
+    assert decide([], traffic_request()) == TrafficDecision(QUEUE, None)
+    assert decide([{"action": "block", "ip": ["10.0.0.1"]}], traffic_request()) == TrafficDecision(
         QUEUE, None
     )
 
@@ -259,10 +243,10 @@ def test_the_first_match_wins_and_its_index_is_told() -> None:
         {"action": "block", "ip": ["10.1.0.0/16"]},
         {"action": "queue", "path": ["/*"]},
     ]
-    assert decide(rules, request("10.1.2.3", "/admin/x")) == TrafficDecision(BLOCK, 0)
-    assert decide(rules, request("10.1.2.3", "/shop")) == TrafficDecision(BYPASS, 1)
-    assert decide(rules, request("192.0.2.1", "/shop")) == TrafficDecision(QUEUE, 3)
-    assert decide(rules, request("192.0.2.1", "")) == TrafficDecision(QUEUE, None)
+    assert decide(rules, traffic_request("10.1.2.3", "/admin/x")) == TrafficDecision(BLOCK, 0)
+    assert decide(rules, traffic_request("10.1.2.3", "/shop")) == TrafficDecision(BYPASS, 1)
+    assert decide(rules, traffic_request("192.0.2.1", "/shop")) == TrafficDecision(QUEUE, 3)
+    assert decide(rules, traffic_request("192.0.2.1", "")) == TrafficDecision(QUEUE, None)
 
 
 def test_every_condition_of_a_rule_must_match() -> None:
@@ -283,7 +267,7 @@ def test_every_condition_of_a_rule_must_match() -> None:
         "cookies": {"tier": "gold"},
         "user_agent": "Mozilla/5.0 acmebot/1.0",
     }
-    assert decide(rules, request(**good)) == TrafficDecision(BYPASS, 0)
+    assert decide(rules, traffic_request(**good)) == TrafficDecision(BYPASS, 0)
     for key, wrong in [
         ("address", "11.0.0.1"),
         ("address", None),
@@ -294,35 +278,43 @@ def test_every_condition_of_a_rule_must_match() -> None:
         ("cookies", {}),
         ("user_agent", "curl/8"),
     ]:
-        assert decide(rules, request(**{**good, key: wrong})) == TrafficDecision(QUEUE, None), key
+        assert decide(rules, traffic_request(**{**good, key: wrong})) == TrafficDecision(
+            QUEUE, None
+        ), key
 
 
 def test_ipv4_addresses_and_a_networks_edges() -> None:
     rules = [{"action": "block", "ip": ["203.0.113.7", "192.0.2.0/24"]}]
     for inside in ("203.0.113.7", "192.0.2.0", "192.0.2.128", "192.0.2.255"):
-        assert decide(rules, request(inside)).action == BLOCK, inside
+        assert decide(rules, traffic_request(inside)).action == BLOCK, inside
     for outside in ("203.0.113.6", "203.0.113.8", "192.0.1.255", "192.0.3.0"):
-        assert decide(rules, request(outside)).action == QUEUE, outside
+        assert decide(rules, traffic_request(outside)).action == QUEUE, outside
 
 
 def test_ipv6_addresses_and_a_networks_edges() -> None:
     rules = [{"action": "bypass", "ip": ["2001:db8::/32", "2001:db9::7"]}]
     for inside in ("2001:db8::", "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", "2001:db9::7"):
-        assert decide(rules, request(inside)).action == BYPASS, inside
+        assert decide(rules, traffic_request(inside)).action == BYPASS, inside
     for outside in ("2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", "2001:db9::", "2001:db9::8"):
-        assert decide(rules, request(outside)).action == QUEUE, outside
+        assert decide(rules, traffic_request(outside)).action == QUEUE, outside
 
 
 def test_the_versions_do_not_meet_by_number() -> None:
     # 10.0.0.1 and ::a00:1 share an integer: each version has its own ranges.
-    assert decide([{"action": "block", "ip": ["10.0.0.1"]}], request("::a00:1")).action == QUEUE
-    assert decide([{"action": "block", "ip": ["::a00:1"]}], request("10.0.0.1")).action == QUEUE
+    assert (
+        decide([{"action": "block", "ip": ["10.0.0.1"]}], traffic_request("::a00:1")).action
+        == QUEUE
+    )
+    assert (
+        decide([{"action": "block", "ip": ["::a00:1"]}], traffic_request("10.0.0.1")).action
+        == QUEUE
+    )
 
 
 def test_an_ipv4_mapped_client_meets_the_ipv4_rules() -> None:
     rules = [{"action": "block", "ip": ["10.0.0.0/8"]}]
-    assert decide(rules, request("::ffff:10.1.2.3")) == TrafficDecision(BLOCK, 0)
-    assert decide(rules, request("::ffff:11.1.2.3")) == TrafficDecision(QUEUE, None)
+    assert decide(rules, traffic_request("::ffff:10.1.2.3")) == TrafficDecision(BLOCK, 0)
+    assert decide(rules, traffic_request("::ffff:11.1.2.3")) == TrafficDecision(QUEUE, None)
 
 
 def test_an_ipv4_mapped_rule_is_the_ipv4_one() -> None:
@@ -330,14 +322,14 @@ def test_an_ipv4_mapped_rule_is_the_ipv4_one() -> None:
         [{"action": "block", "ip": ["::ffff:10.0.0.0/104", "::ffff:1.2.3.4"]}]
     )
     assert traffic_rules_json(rules) == [{"action": "block", "ip": ["10.0.0.0/8", "1.2.3.4"]}]
-    assert traffic_decision(rules, request("10.200.0.1")).action == BLOCK
-    assert traffic_decision(rules, request("::ffff:1.2.3.4")).action == BLOCK
+    assert traffic_decision(rules, traffic_request("10.200.0.1")).action == BLOCK
+    assert traffic_decision(rules, traffic_request("::ffff:1.2.3.4")).action == BLOCK
 
 
 def test_a_rule_with_an_address_does_not_match_a_request_without_one() -> None:
     rules = [{"action": "block", "ip": ["0.0.0.0/0", "::/0"]}, {"action": "bypass", "path": ["/*"]}]
-    assert decide(rules, request(None)) == TrafficDecision(BYPASS, 1)
-    assert decide(rules, request("::1")) == TrafficDecision(BLOCK, 0)
+    assert decide(rules, traffic_request(None)) == TrafficDecision(BYPASS, 1)
+    assert decide(rules, traffic_request("::1")) == TrafficDecision(BLOCK, 0)
 
 
 def test_a_path_star_crosses_slashes_and_the_glob_matches_the_whole_path() -> None:
@@ -345,50 +337,57 @@ def test_a_path_star_crosses_slashes_and_the_glob_matches_the_whole_path() -> No
         {"action": "bypass", "path": ["/api/*/health"]},
         {"action": "block", "path": ["/shop/*", "/item-?", "/c/[ab]"]},
     ]
-    assert decide(rules, request(path="/api/v1/health")).rule == 0
-    assert decide(rules, request(path="/api/v1/deep/health")).rule == 0  # * crosses /
-    assert decide(rules, request(path="/api/v1/health/more")).rule is None  # whole path
-    assert decide(rules, request(path="/x/api/v1/health")).rule is None
-    assert decide(rules, request(path="/shop/a/b/c")).rule == 1
-    assert decide(rules, request(path="/shop/")).rule == 1
-    assert decide(rules, request(path="/shop")).rule is None
-    assert decide(rules, request(path="/item-7")).rule == 1
-    assert decide(rules, request(path="/item-77")).rule is None
-    assert decide(rules, request(path="/c/b")).rule == 1
-    assert decide(rules, request(path="/c/c")).rule is None
+    assert decide(rules, traffic_request(path="/api/v1/health")).rule == 0
+    assert decide(rules, traffic_request(path="/api/v1/deep/health")).rule == 0  # * crosses /
+    assert decide(rules, traffic_request(path="/api/v1/health/more")).rule is None  # whole path
+    assert decide(rules, traffic_request(path="/x/api/v1/health")).rule is None
+    assert decide(rules, traffic_request(path="/shop/a/b/c")).rule == 1
+    assert decide(rules, traffic_request(path="/shop/")).rule == 1
+    assert decide(rules, traffic_request(path="/shop")).rule is None
+    assert decide(rules, traffic_request(path="/item-7")).rule == 1
+    assert decide(rules, traffic_request(path="/item-77")).rule is None
+    assert decide(rules, traffic_request(path="/c/b")).rule == 1
+    assert decide(rules, traffic_request(path="/c/c")).rule is None
 
 
 def test_paths_are_case_sensitive_and_regex_characters_are_literal() -> None:
     rules = [{"action": "block", "path": ["/Shop/a.b+(c)"]}]
-    assert decide(rules, request(path="/Shop/a.b+(c)")).action == BLOCK
-    assert decide(rules, request(path="/shop/a.b+(c)")).action == QUEUE
-    assert decide(rules, request(path="/Shop/aXb+(c)")).action == QUEUE
+    assert decide(rules, traffic_request(path="/Shop/a.b+(c)")).action == BLOCK
+    assert decide(rules, traffic_request(path="/shop/a.b+(c)")).action == QUEUE
+    assert decide(rules, traffic_request(path="/Shop/aXb+(c)")).action == QUEUE
 
 
 def test_user_agents_are_globs_without_case() -> None:
     rules = [{"action": "bypass", "user_agent": ["*googlebot*", "Monitor/?.*"]}]
-    assert decide(rules, request(user_agent="Mozilla/5.0 (compatible; Googlebot/2.1)")).rule == 0
-    assert decide(rules, request(user_agent="MONITOR/2.0")).rule == 0
-    assert decide(rules, request(user_agent="monitor/10.0")).rule is None
-    assert decide(rules, request(user_agent="")).rule is None
+    assert (
+        decide(rules, traffic_request(user_agent="Mozilla/5.0 (compatible; Googlebot/2.1)")).rule
+        == 0
+    )
+    assert decide(rules, traffic_request(user_agent="MONITOR/2.0")).rule == 0
+    assert decide(rules, traffic_request(user_agent="monitor/10.0")).rule is None
+    assert decide(rules, traffic_request(user_agent="")).rule is None
 
 
 def test_headers_have_names_without_case_and_exact_values() -> None:
     rules = [{"action": "bypass", "header": {"X-Partner-Key": "S3cret", "X-Env": "prod"}}]
     both = {"x-partner-key": "S3cret", "x-env": "prod"}
-    assert decide(rules, request(headers=both)).action == BYPASS
-    assert decide(rules, request(headers={**both, "x-other": "1"})).action == BYPASS
-    assert decide(rules, request(headers={**both, "x-partner-key": "s3cret"})).action == QUEUE
-    assert decide(rules, request(headers={**both, "x-partner-key": "S3cret "})).action == QUEUE
-    assert decide(rules, request(headers={"x-partner-key": "S3cret"})).action == QUEUE
+    assert decide(rules, traffic_request(headers=both)).action == BYPASS
+    assert decide(rules, traffic_request(headers={**both, "x-other": "1"})).action == BYPASS
+    assert (
+        decide(rules, traffic_request(headers={**both, "x-partner-key": "s3cret"})).action == QUEUE
+    )
+    assert (
+        decide(rules, traffic_request(headers={**both, "x-partner-key": "S3cret "})).action == QUEUE
+    )
+    assert decide(rules, traffic_request(headers={"x-partner-key": "S3cret"})).action == QUEUE
 
 
 def test_cookies_have_exact_names_and_values() -> None:
     rules = [{"action": "block", "cookie": {"Session": "banned", "b": "1"}}]
-    assert decide(rules, request(cookies={"Session": "banned", "b": "1"})).action == BLOCK
-    assert decide(rules, request(cookies={"session": "banned", "b": "1"})).action == QUEUE
-    assert decide(rules, request(cookies={"Session": "Banned", "b": "1"})).action == QUEUE
-    assert decide(rules, request(cookies={"Session": "banned"})).action == QUEUE
+    assert decide(rules, traffic_request(cookies={"Session": "banned", "b": "1"})).action == BLOCK
+    assert decide(rules, traffic_request(cookies={"session": "banned", "b": "1"})).action == QUEUE
+    assert decide(rules, traffic_request(cookies={"Session": "Banned", "b": "1"})).action == QUEUE
+    assert decide(rules, traffic_request(cookies={"Session": "banned"})).action == QUEUE
 
 
 # --------------------------------------------------------------- the canonical form
@@ -421,45 +420,6 @@ def test_the_canonical_form() -> None:
     assert json.loads(json.dumps(stored)) == stored
     assert parse_traffic_rules(stored) == parse_traffic_rules(raw)
     assert traffic_rules_json(parse_traffic_rules(stored)) == stored
-
-
-# A small world of addresses, paths, headers and cookies, so that generated rules and
-# requests meet often enough for the decisions to say something.
-NETWORKS = ["10.0.0.0/8", "10.1.0.0/16", "10.1.2.3", "192.0.2.0/24", "2001:db8::/32",
-            "2001:db8::1", "::ffff:10.0.0.0/104", "0.0.0.0/0", "::/0"]  # fmt: skip
-ADDRESSES = ["10.1.2.3", "10.2.0.1", "192.0.2.255", "203.0.113.1", "2001:db8::1",
-             "2001:db9::1", "::ffff:10.1.2.3", "::ffff:8.8.8.8", None]  # fmt: skip
-PATHS = ["/", "/shop", "/shop/a/b", "/api/v1/health", "/API/v1/health"]
-PATH_GLOBS = ["/*", "/shop/*", "/api/*/health", "/shop", "/?hop"]
-AGENTS = ["Mozilla/5.0", "Googlebot/2.1", "curl/8.0", ""]
-AGENT_GLOBS = ["*bot*", "MOZILLA/*", "curl/?.?"]
-NAMES = ["x-a", "X-B"]  # as staff write them; requests have lower-case names
-COOKIES = ["s", "S"]
-VALUES = ["1", "2"]
-
-raw_rules = st.lists(
-    st.fixed_dictionaries(
-        {"action": st.sampled_from(["bypass", "queue", "block"])},
-        optional={
-            "ip": st.lists(st.sampled_from(NETWORKS), min_size=1, max_size=3),
-            "path": st.lists(st.sampled_from(PATH_GLOBS), min_size=1, max_size=2),
-            "header": st.dictionaries(st.sampled_from(NAMES), st.sampled_from(VALUES),
-                                      min_size=1),
-            "cookie": st.dictionaries(st.sampled_from(COOKIES), st.sampled_from(VALUES),
-                                      min_size=1),
-            "user_agent": st.lists(st.sampled_from(AGENT_GLOBS), min_size=1, max_size=2),
-        },
-    ).filter(lambda rule: len(rule) > 1),
-    max_size=6,
-)  # fmt: skip
-requests = st.builds(
-    request,
-    address=st.sampled_from(ADDRESSES),
-    path=st.sampled_from(PATHS),
-    headers=st.dictionaries(st.sampled_from(["x-a", "x-b"]), st.sampled_from(VALUES)),
-    cookies=st.dictionaries(st.sampled_from(COOKIES), st.sampled_from(VALUES)),
-    user_agent=st.sampled_from(AGENTS),
-)
 
 
 def _naive(raw: list[dict], req: TrafficRequest) -> TrafficDecision:
@@ -499,7 +459,7 @@ def _glob(pattern: str, text: str) -> bool:
     return (pattern[0] == "?" or pattern[0] == text[0]) and _glob(pattern[1:], text[1:])
 
 
-@given(raw=raw_rules, reqs=st.lists(requests, min_size=1, max_size=8))
+@given(raw=raw_rules, reqs=st.lists(traffic_requests, min_size=1, max_size=8))
 def test_the_canonical_form_decides_as_the_rules_it_came_from(
     raw: list[dict], reqs: list[TrafficRequest]
 ) -> None:
@@ -520,7 +480,7 @@ def test_a_decisions_cost_is_printed(capsys: pytest.CaptureFixture[str]) -> None
         + [{"action": "bypass", "path": [f"/partner-{i}/*"]} for i in range(8)]
         + [{"action": "bypass", "header": {"x-key": "k"}, "user_agent": ["*Partner*"]}]
     )
-    req = request("192.0.2.1", "/shop/item", {"x-key": "other"}, {}, "Mozilla/5.0")
+    req = traffic_request("192.0.2.1", "/shop/item", {"x-key": "other"}, {}, "Mozilla/5.0")
     rounds = 20_000
     start = time.perf_counter()
     for _ in range(rounds):

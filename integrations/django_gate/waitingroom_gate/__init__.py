@@ -4,7 +4,8 @@ Add ``waitingroom_gate.middleware.WaitingRoomGateMiddleware`` to ``MIDDLEWARE`` 
 ``WAITING_ROOM`` (README.md).
 """
 
+from waitingroom_gate.gate_stats import stats
 from waitingroom_gate.passes import PassRejected, WaitingRoomPass, pass_verify
 
-__all__ = ["PassRejected", "WaitingRoomPass", "pass_verify"]
+__all__ = ["PassRejected", "WaitingRoomPass", "pass_verify", "stats"]
 __version__ = "0.1.0"

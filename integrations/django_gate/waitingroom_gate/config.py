@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -25,6 +25,10 @@ KNOWN_KEYS = frozenset(
         "ONLINE_CHECK",
         "ONLINE_CHECK_CACHE_SECONDS",
         "ONLINE_CHECK_FAIL_OPEN",
+        "INTEGRATION_KEY",
+        "RULES_CACHE_SECONDS",
+        "TRUSTED_PROXY_COUNT",
+        "FAIL_OPEN_MINUTES",
     }
 )
 
@@ -45,10 +49,18 @@ class GateConfig:
     online_check: bool = False
     online_check_cache_seconds: float = 10.0
     online_check_fail_open: bool = True
+    integration_key: str | None = None  # None: no traffic rules are fetched, everyone queues
+    rules_cache_seconds: float = 10.0
+    trusted_proxy_count: int = 0
+    fail_open_minutes: float = 0.0  # 0: fail closed while the room cannot be reached
 
     @property
     def jwks_url(self) -> str:
         return f"{self.api_url}/.well-known/jwks.json"
+
+    @property
+    def rules_url(self) -> str:
+        return f"{self.api_url}/api/v1/events/{quote(self.event, safe='')}/traffic-rules"
 
     @property
     def verify_url(self) -> str:
@@ -70,10 +82,12 @@ def _base_url(raw: Mapping[str, Any], key: str, default: str | None = None) -> s
     return value.rstrip("/")
 
 
-def _number(raw: Mapping[str, Any], key: str, default: float, *, minimum: float) -> float:
+def _number(
+    raw: Mapping[str, Any], key: str, default: float, *, minimum: float, unit: str = "seconds"
+) -> float:
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
-        raise _fail(key, f"must be a number of seconds >= {minimum}, not {value!r}")
+        raise _fail(key, f"must be a number of {unit} >= {minimum}, not {value!r}")
     return float(value)
 
 
@@ -81,6 +95,23 @@ def _flag(raw: Mapping[str, Any], key: str, default: bool) -> bool:
     value = raw.get(key, default)
     if not isinstance(value, bool):
         raise _fail(key, f"must be True or False, not {value!r}")
+    return value
+
+
+def _integration_key(raw: Mapping[str, Any]) -> str | None:
+    value = raw.get("INTEGRATION_KEY")
+    if value is None:
+        return None
+    # The room's keys are URL-safe tokens; anything else cannot be sent in a header anyway.
+    if not isinstance(value, str) or not value or not all("!" <= c <= "~" for c in value):
+        raise _fail("INTEGRATION_KEY", "must be the on-sale's integration key, or None")
+    return value
+
+
+def _count(raw: Mapping[str, Any], key: str) -> int:
+    value = raw.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10:
+        raise _fail(key, f"must be a whole number from 0 to 10, not {value!r}")
     return value
 
 
@@ -130,4 +161,8 @@ def gate_config(raw: object) -> GateConfig:
         online_check=_flag(raw, "ONLINE_CHECK", False),
         online_check_cache_seconds=_number(raw, "ONLINE_CHECK_CACHE_SECONDS", 10, minimum=0),
         online_check_fail_open=_flag(raw, "ONLINE_CHECK_FAIL_OPEN", True),
+        integration_key=_integration_key(raw),
+        rules_cache_seconds=_number(raw, "RULES_CACHE_SECONDS", 10, minimum=0.1),
+        trusted_proxy_count=_count(raw, "TRUSTED_PROXY_COUNT"),
+        fail_open_minutes=_number(raw, "FAIL_OPEN_MINUTES", 0, minimum=0, unit="minutes"),
     )

@@ -132,10 +132,33 @@ class JwksCache:
             self._refresh_if_allowed(now)
         return self._lookup(kid, now)
 
+    def usable(self) -> bool:
+        """Whether there are keys to check passes with: fetched, and not past their lifetime
+        and the stale time (a refetch is tried first, within the rate limit). False is the
+        room unreachable for this gate (room_outage.py)."""
+        now = self._clock()
+        fetched_at = self._current[1]
+        if self._fresh_enough(fetched_at, now):
+            return True
+        if fetched_at is None:
+            with self._fetch_lock:  # at start-up: wait for the first answer rather than refuse
+                self._refresh_if_allowed(now)
+        elif self._fetch_lock.acquire(blocking=False):
+            # Keys gone stale: one thread asks, the others do not queue behind a room that
+            # may take its whole timeout to fail.
+            try:
+                self._refresh_if_allowed(now)
+            finally:
+                self._fetch_lock.release()
+        return self._fresh_enough(self._current[1], now)
+
+    def _fresh_enough(self, fetched_at: float | None, now: float) -> bool:
+        return fetched_at is not None and now - fetched_at < self.ttl + self.stale_for
+
     def _lookup(self, kid: str, now: float) -> Ed25519PublicKey | None:
         keys, fetched_at = self._current
-        if fetched_at is None or now - fetched_at >= self.ttl + self.stale_for:
-            return None  # fail closed: no keys, or the last good ones are too old
+        if not self._fresh_enough(fetched_at, now):
+            return None  # no keys, or the last good ones are too old
         return keys.get(kid)
 
     def _expired(self, fetched_at: float | None, now: float) -> bool:

@@ -9,11 +9,17 @@
   other methods get 403 with a JSON body naming the same URL (a redirect would drop the
   request's body, and scripts cannot follow it to a waiting page anyway). An invalid or
   expired cookie is deleted on the way.
+
+Before any of it, the on-sale's traffic rules (with ``INTEGRATION_KEY``) may let the request
+straight through (``bypass``) or refuse it (``block``, 403). And while the room cannot be
+reached (room_outage.py), requests that cannot be checked get the busy page (503), or within
+``FAIL_OPEN_MINUTES`` go through unchecked, counted and logged.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 
@@ -21,17 +27,27 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.utils.cache import add_never_cache_headers, patch_vary_headers
 
+from waitingroom_gate.client_address import client_address
 from waitingroom_gate.config import GateConfig, gate_config
+from waitingroom_gate.gate_stats import count
 from waitingroom_gate.jwks import JwksCache
 from waitingroom_gate.online import OnlineChecker, RoomUnreachable
+from waitingroom_gate.pages import SAFE_METHODS, blocked_response, busy_response
 from waitingroom_gate.passes import PassRejected, WaitingRoomPass, pass_verify
+from waitingroom_gate.room_outage import RoomOutage
+from waitingroom_gate.rules_source import TrafficRulesSource
+from waitingroom_gate.traffic_rules import BLOCK, BYPASS, QUEUE, traffic_action
 from waitingroom_gate.urls import PASS_PARAMETER, room_entry_url, url_without_pass
 
 logger = logging.getLogger("waitingroom_gate")
 
-SAFE_METHODS = frozenset({"GET", "HEAD"})
 # The header the room's own nginx gate uses for the same URL (GET /gate/{slug}/check).
 LOCATION_HEADER = "X-Waiting-Room-Location"
+
+
+class _OnlineCheckUnanswered(Exception):
+    """The online check got no verdict, and ONLINE_CHECK_FAIL_OPEN is off: the room counts
+    as unreachable for this request."""
 
 
 class WaitingRoomGateMiddleware:
@@ -46,21 +62,82 @@ class WaitingRoomGateMiddleware:
             stale_for=self.config.jwks_stale_seconds,
             timeout=self.config.room_timeout_seconds,
         )
+        fail_open_seconds = self.config.fail_open_minutes * 60
+        self.keys_outage = RoomOutage("no keys", fail_open_seconds=fail_open_seconds)
+        self.online_outage = RoomOutage("online check", fail_open_seconds=fail_open_seconds)
         self.online = (
             OnlineChecker(
                 self.config.verify_url,
                 event=self.config.event,
                 ttl=self.config.online_check_cache_seconds,
                 timeout=self.config.room_timeout_seconds,
+                answered=self.online_outage.answered,
             )
             if self.config.online_check
             else None
         )
+        self.rules = (
+            TrafficRulesSource(
+                self.config.rules_url,
+                integration_key=self.config.integration_key,
+                ttl=self.config.rules_cache_seconds,
+                timeout=self.config.room_timeout_seconds,
+            )
+            if self.config.integration_key
+            else None
+        )
+        # When to try again: the gate asks the room for keys no sooner than this.
+        self.retry_after = max(5, math.ceil(self.config.jwks_min_refetch_seconds))
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request.waiting_room_pass = None  # type: ignore[attr-defined]
+        request.waiting_room_unchecked = False  # type: ignore[attr-defined]
         if request.path_info.startswith(self.config.exempt_paths):
             return self.get_response(request)
+        if self.rules is not None:
+            action = self._traffic_action(request)
+            if action == BYPASS:
+                count("traffic_bypass")
+                return self.get_response(request)
+            if action == BLOCK:
+                count("traffic_block")
+                return blocked_response(request)
+        if not self.keys.usable():
+            return self._room_unreachable(request, self.keys_outage)
+        self.keys_outage.answered()
+        try:
+            return self._gate(request)
+        except _OnlineCheckUnanswered:
+            return self._room_unreachable(request, self.online_outage)
+
+    def _traffic_action(self, request: HttpRequest) -> str:
+        assert self.rules is not None
+        rules = self.rules.rules()
+        if not rules:
+            return QUEUE
+        action, index = traffic_action(
+            rules,
+            address=client_address(
+                request.META.get("REMOTE_ADDR", ""),
+                request.headers.get("X-Forwarded-For"),
+                self.config.trusted_proxy_count,
+            ),
+            path=request.path,
+            headers={name.lower(): value for name, value in request.headers.items()},
+            cookies=request.COOKIES,
+            user_agent=request.headers.get("User-Agent", ""),
+        )
+        if action == BLOCK:
+            logger.info("waiting room traffic rule %d blocked %s", index, request.path)
+        return action
+
+    def _room_unreachable(self, request: HttpRequest, outage: RoomOutage) -> HttpResponse:
+        if outage.let_through():
+            request.waiting_room_unchecked = True  # type: ignore[attr-defined]
+            return self.get_response(request)
+        return busy_response(request, self.retry_after)
+
+    def _gate(self, request: HttpRequest) -> HttpResponse:
         from_query = request.GET.get(PASS_PARAMETER)
         if from_query is not None:
             admitted = self._admitted(from_query)
@@ -95,7 +172,10 @@ class WaitingRoomGateMiddleware:
             verdict = self.online.verdict(token)
         except RoomUnreachable as error:
             logger.warning("waiting room cannot confirm a pass: %s", error)
-            return admitted if self.config.online_check_fail_open else None
+            if not self.config.online_check_fail_open:
+                raise _OnlineCheckUnanswered() from error
+            count("online_check_unconfirmed")
+            return admitted
         if not verdict.valid:
             logger.info("waiting room pass refused by the room: %s", verdict.reason)
             return None

@@ -61,8 +61,10 @@ class OnlineChecker:
         timeout: float = 3.0,
         post: Post = http_post,
         clock: Callable[[], float] = time.monotonic,
+        answered: Callable[[], None] = lambda: None,
     ) -> None:
         self.url = url
+        self._answered = answered  # told of each verdict the room gave (not of cached ones)
         self.event = event
         self.ttl = ttl
         self.timeout = timeout
@@ -80,6 +82,7 @@ class OnlineChecker:
             return cached[1]
         # Not under the lock: one slow answer from the room must not hold up other fans.
         verdict = self._ask(token)
+        self._answered()
         with self._lock:
             self._forget_old(now)
             self._verdicts[token] = (now, verdict)

@@ -267,6 +267,9 @@
   var leaving = false;
   function goTo(url) {
     if (leaving) return;
+    // A fan sent by a shop's Queue-it connector goes back through the room, which hands
+    // over the connector's token instead of the pass (queueing/web/queueit.py).
+    if (cfg.handoverUrl) url = cfg.handoverUrl;
     leaving = true;  // let in: no more polls, ticks or reconnects
     clearTimeout(pollTimer);
     if (socket) { socket.onclose = null; socket.close(); }

@@ -7,5 +7,6 @@ urlpatterns = [
     path("cart", views.cart),
     path("static/<path:name>", views.static_file),
     path("healthz", views.healthz),
+    path("healthz/gate", views.gate_stats),
     path("webhooks/payment", views.payment_webhook),
 ]

@@ -1,12 +1,15 @@
 """The shop's pages. Those behind the gate read the fan's pass from the request."""
 
+import waitingroom_gate
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from waitingroom_gate import WaitingRoomPass
 
 
-def _pass_summary(request: HttpRequest) -> dict[str, str] | None:
+def _pass_summary(request: HttpRequest) -> dict[str, str] | str | None:
+    if getattr(request, "waiting_room_unchecked", False):
+        return "unchecked"  # the room could not be reached, and the gate fails open
     admitted: WaitingRoomPass | None = getattr(request, "waiting_room_pass", None)
     if admitted is None:
         return None
@@ -35,6 +38,11 @@ def static_file(request: HttpRequest, name: str) -> HttpResponse:
 
 def healthz(request: HttpRequest) -> HttpResponse:
     return HttpResponse("ok", content_type="text/plain")
+
+
+def gate_stats(request: HttpRequest) -> JsonResponse:
+    """The gate's counters in this process (exempt under /healthz: operators read it)."""
+    return JsonResponse(waitingroom_gate.stats())
 
 
 @csrf_exempt
