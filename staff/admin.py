@@ -86,6 +86,8 @@ class EventAdmin(QueueitSecretShown, admin.ModelAdmin):
         "integration_key",
         "control",
         "closed_at",
+        "sold_out_at",
+        "sold_out_message",
         "created_at",
         "updated_at",
         "accent_contrast",

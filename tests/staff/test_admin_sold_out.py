@@ -63,6 +63,10 @@ def test_it_asks_first_then_marks_each_sold_out_with_the_word(admin_client_, mak
         "actor", flat=True
     )
     assert list(actors) == ["staff:boss", "staff:boss"]
+    # The on-sale's page shows when and with which word, read-only.
+    change = admin_client_.get(f"/admin/events/event/{busy.pk}/change/").content.decode()
+    assert "Sold out at" in change and "Thank you all!" in change
+    assert 'name="sold_out_message"' not in change
 
 
 def test_view_only_staff_are_not_offered_it(make_event) -> None:
