@@ -79,6 +79,9 @@ def test_the_report_says_when_it_sold_out_and_who_said_so(staff, make_event) -> 
     html = staff.get("/dashboard/events/shop/report").content.decode()
     line = re.search(r'<p class="notice" id="report-sold-out">(.*?)</p>', html, re.S).group(1)
     assert "said by the shop" in line and "The fans read: “Thanks!”" in line
+    csv_text = staff.get("/dashboard/events/shop/report.csv").content.decode()
+    assert f"about,,,,sold_out_at,{by_shop.sold_out_at.isoformat()}" in csv_text
+    assert "about,,,,sold_out_by,the shop" in csv_text
 
     by_staff = make_event(slug="staff")
     event_sell_out(event=by_staff, message="", actor="staff:ann", now=timezone.now())
