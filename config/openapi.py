@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.models import EventMode
+from events.models import MESSAGE_MAX_LENGTH, EventMode
 
 ERROR = {
     "type": "object",
@@ -66,15 +66,27 @@ TICKET_JOIN = {
         **PASS_FIELDS,
     },
 }
+# When the on-sale sold out (null while it has not) and the word that came with it.
+SOLD_OUT_FIELDS = {
+    "sold_out_at": {"type": ["string", "null"], "format": "date-time"},
+    "sold_out_message": {"type": ["string", "null"]},
+}
 TICKET_STATUS = {
     "type": "object",
-    "required": [*TICKET_JOIN["required"], "reentry_until", "message"],
+    "required": [
+        *TICKET_JOIN["required"],
+        "reentry_until",
+        "message",
+        "sold_out_at",
+        "sold_out_message",
+    ],
     "properties": {
         **TICKET_JOIN["properties"],
         "status": {"type": "string", "enum": STATUS},
         "reentry_until": {"type": ["string", "null"], "format": "date-time"},
         # Staff's word to the line (plain text), or null.
         "message": {"type": ["string", "null"]},
+        **SOLD_OUT_FIELDS,
     },
 }
 EVENT_PUBLIC = {
@@ -90,6 +102,8 @@ EVENT_PUBLIC = {
         "eta_new",
         "starts_at",
         "ends_at",
+        "sold_out_at",
+        "sold_out_message",
     ],
     "properties": {
         "slug": {"type": "string"},
@@ -108,6 +122,7 @@ EVENT_PUBLIC = {
         "started_at": {"type": ["string", "null"], "format": "date-time"},
         "shuffle_seed_sha256": {"type": "string"},
         "shuffle_seed": {"type": ["string", "null"]},
+        **SOLD_OUT_FIELDS,
     },
 }
 VERDICT = {
@@ -215,6 +230,37 @@ HOT_PATHS: dict[str, Any] = {
             "tags": ["fans"],
             "parameters": [SLUG],
             "responses": {"200": _json(EVENT_PUBLIC, "The on-sale."), **_errors(404, 503)},
+        }
+    },
+    "/api/v1/events/{slug}/sold-out": {
+        "post": {
+            "operationId": "event_sold_out",
+            "tags": ["shops"],
+            "summary": "The shop's stock is gone: the line closes at once, every waiting page "
+            'says "Sold out" (idempotent).',
+            "security": [{"integrationKey": []}],
+            "parameters": [SLUG],
+            "requestBody": {
+                "required": False,
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "properties": {
+                                "message": {
+                                    "type": ["string", "null"],
+                                    "maxLength": MESSAGE_MAX_LENGTH,
+                                    "description": 'Shown to the fans under "Sold out".',
+                                }
+                            },
+                        }
+                    }
+                },
+            },
+            "responses": {
+                "200": _json(EVENT_PUBLIC, "The on-sale, sold out."),
+                **_errors(400, 401, 404, 409, 503),
+            },
         }
     },
     "/api/v1/tickets/{ticket}": {

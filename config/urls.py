@@ -17,10 +17,12 @@ from queueing.web import (
     place_pages,
     queueit,
 )
+from staff import sold_out_api
 
 api_v1 = [
     path("events/<str:slug>/join", api_fan.join, name="api-join"),
     path("events/<str:slug>/challenge", api_fan.challenge, name="api-challenge"),
+    path("events/<str:slug>/sold-out", sold_out_api.shop_sold_out, name="api-event-sold-out"),
     path(
         "events/<str:slug>/traffic-rules",
         api_traffic_rules.traffic_rules,

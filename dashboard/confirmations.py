@@ -63,6 +63,20 @@ def _close(now: FansNow) -> tuple[str, ...]:
     )
 
 
+def _sold_out(text: str, now: FansNow) -> tuple[str, ...]:
+    said = (
+        f"Every waiting and pre-queue page says “Sold out” at once, with: “{text}”"
+        if text
+        else ("Every waiting and pre-queue page says “Sold out” at once.")
+    )
+    return (
+        said,
+        f"The {fans(now.in_line)} still in line are sent home, and nobody new may join.",
+        _in_shop_keep(now, " until their session ends"),
+        "Sold out is final: the on-sale closes and cannot be opened again from here.",
+    )
+
+
 def _admit(event: Event, count: int, now: FansNow) -> tuple[str, ...]:
     lines = [f"Let up to {fans(count)} in now, past the pace; {now.in_line:,} wait in line."]
     if event.capacity:
@@ -157,6 +171,7 @@ _ASKED = {
     Control.PAUSE: ("Pause {name}?", "Yes, pause"),
     Control.RESUME: ("Resume {name}?", "Yes, resume"),
     Control.CLOSE: ("Close {name}?", "Yes, close"),
+    Control.SOLD_OUT: ("Mark {name} sold out?", "Yes, mark sold out"),
     Control.ADMIT: ("Let fans in now to {name}?", "Yes, let them in"),
     Control.CAPACITY: ("Change the capacity of {name}?", "Yes, set the capacity"),
     Control.RATE: ("Change the pace of {name}?", "Yes, set the pace"),
@@ -180,6 +195,8 @@ def confirmation(
         consequences = _resume(event, now)
     elif control == Control.CLOSE:
         consequences = _close(now)
+    elif control == Control.SOLD_OUT:
+        consequences = _sold_out(asked.message, now)
     elif control == Control.ADMIT:
         consequences = _admit(event, asked.number, now)
     elif control == Control.CAPACITY:

@@ -17,7 +17,9 @@ from django.core.exceptions import ValidationError
 from django.http import QueryDict
 
 from events.models import MESSAGE_MAX_LENGTH, Event, EventControl, EventMode, EventState
+from queueing.rules.errors import QueueError
 from staff import services
+from staff.sell_out import event_sell_out
 
 # As the admin's "admit N now" and the staff API's admit.
 ADMIT_MAX = 10_000
@@ -34,6 +36,7 @@ class Control(StrEnum):
     RATE = "rate"
     MODE = "mode"
     MESSAGE = "message"
+    SOLD_OUT = "sold_out"
 
 
 class ControlRefused(Exception):
@@ -55,7 +58,7 @@ class ControlAsked:
             return {"action": self.control, "value": str(self.number)}
         if self.control == Control.MODE and self.mode is not None:
             return {"action": self.control, "value": self.mode.value}
-        if self.control == Control.MESSAGE:
+        if self.control in (Control.MESSAGE, Control.SOLD_OUT):
             return {"action": self.control, "message": self.message}
         return {"action": self.control}
 
@@ -70,7 +73,14 @@ def controls_that_apply(event: Event, state: EventState) -> frozenset[Control]:
     paused) and not in maintenance, where the run lets nobody in."""
     if state == EventState.CLOSED:
         return frozenset()
-    shown = {Control.CLOSE, Control.CAPACITY, Control.RATE, Control.MODE, Control.MESSAGE}
+    shown = {
+        Control.CLOSE,
+        Control.SOLD_OUT,
+        Control.CAPACITY,
+        Control.RATE,
+        Control.MODE,
+        Control.MESSAGE,
+    }
     shown.add(Control.RESUME if event.control == EventControl.PAUSED else Control.PAUSE)
     if (
         state in (EventState.OPEN, EventState.PAUSED)
@@ -144,7 +154,7 @@ def control_asked(post: QueryDict) -> ControlAsked:
         if post.get("value", "") not in EventMode.values:
             raise ControlRefused("Unknown mode.")
         return ControlAsked(control, mode=EventMode(post["value"]))
-    if control == Control.MESSAGE:
+    if control in (Control.MESSAGE, Control.SOLD_OUT):
         text = "" if post.get("clear") else post.get("message", "").strip()
         if len(text) > MESSAGE_MAX_LENGTH:
             raise ControlRefused(
@@ -162,6 +172,12 @@ def control_carry_out(*, event: Event, asked: ControlAsked, actor: str, now: dat
         services.EVENT_CONTROLS[control](event=event, actor=actor, now=now)
         done = {Control.PAUSE: "paused", Control.RESUME: "resumed", Control.CLOSE: "closed"}
         return f"{event.name}: {done[control]}."
+    if control == Control.SOLD_OUT:
+        try:
+            event_sell_out(event=event, message=asked.message, actor=actor, now=now)
+        except QueueError as refusal:
+            raise ControlRefused(refusal.detail) from refusal
+        return f"{event.name}: sold out; every waiting page says so."
     if control == Control.ADMIT:
         outcome = services.event_admit_now(event=event, count=asked.number, actor=actor, now=now)
         if outcome.skipped:

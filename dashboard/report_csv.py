@@ -61,6 +61,9 @@ def report_rows(report: SaleReport) -> Iterator[list[object]]:
         report.state.value,
     ]
     yield ["about", "", "", "", "generated_at", report.generated_at.isoformat()]
+    if report.sold_out is not None:
+        yield ["about", "", "", "", "sold_out_at", report.sold_out.at.isoformat()]
+        yield ["about", "", "", "", "sold_out_by", report.sold_out.by]
     for tier in (report.overall, *report.tiers):
         for measure, value in _figures(tier):
             yield ["figure", tier.name, "", "", measure, _cell(value)]

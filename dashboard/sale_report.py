@@ -24,6 +24,7 @@ from dashboard.report_scales import (
 )
 from dashboard.reports import Fairness, TierFairness, event_fairness
 from events.models import Event, EventState, Tier
+from queueing.models import AuditAction, AuditRecord
 
 ALL_TIERS = "All tiers"
 # How many labels the time axis and the wait axis carry at most.
@@ -71,6 +72,29 @@ class TierReport:
 
 
 @dataclass(frozen=True)
+class SoldOut:
+    """When the on-sale sold out and who said so: the trail's ``event_sold_out`` record."""
+
+    at: datetime
+    by: str  # "the shop", or "staff (alice)"
+    message: str
+
+
+def sold_out_told(event: Event) -> SoldOut | None:
+    """None unless it sold out; one query on the trail then (its one such record)."""
+    if event.sold_out_at is None:
+        return None
+    record = (
+        AuditRecord.objects.filter(event_id=event.pk, action=AuditAction.EVENT_SOLD_OUT)
+        .only("actor")
+        .first()
+    )
+    actor = record.actor if record is not None else ""
+    by = "the shop" if actor == "shop" else f"staff ({actor.removeprefix('staff:')})"
+    return SoldOut(at=event.sold_out_at, by=by, message=event.sold_out_message)
+
+
+@dataclass(frozen=True)
 class SaleReport:
     event: Event
     state: EventState
@@ -84,6 +108,7 @@ class SaleReport:
     buckets: list[Bucket]
     wait_bin_seconds: int
     charts: dict[str, str]
+    sold_out: SoldOut | None = None
 
     @property
     def running(self) -> bool:
@@ -242,4 +267,5 @@ def sale_report(event: Event, *, now: datetime) -> SaleReport:
         buckets=rows,
         wait_bin_seconds=width,
         charts=charts,
+        sold_out=sold_out_told(event),
     )

@@ -69,7 +69,13 @@ def _event_tick(event: Event, *, now: datetime, claim: str = "") -> AdmissionOut
         revoking = BulkTime(event_id, claim, seconds=settings.WR_LINE_END_SECONDS)
         # Kept from the start: a first chunk of a long line outlasts the claim's own expiry.
         revoking.keep()
-        line_revoke_closed(event_id=event_id, now=now, go_on=revoking)
+        line_revoke_closed(
+            event_id=event_id,
+            now=now,
+            go_on=revoking,
+            # The trail says why each fan was sent home (staff/sell_out.py).
+            reason="sold_out" if event.sold_out_at is not None else "closed",
+        )
         return None
     if state in (EventState.OPEN, EventState.PAUSED):
         if event.started_at is None:

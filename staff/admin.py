@@ -25,6 +25,7 @@ from staff.admin_close import close_events_confirmed
 from staff.admin_fieldsets import EVENT_FIELDSETS
 from staff.admin_filters import StateFilter, state_label
 from staff.admin_queueit import EventQueueitAdminForm, QueueitSecretShown
+from staff.admin_sold_out import sell_out_events
 from staff.admin_tiers import TierInline
 from staff.branding_preview import (
     branding_preview_response,
@@ -85,6 +86,8 @@ class EventAdmin(QueueitSecretShown, admin.ModelAdmin):
         "integration_key",
         "control",
         "closed_at",
+        "sold_out_at",
+        "sold_out_message",
         "created_at",
         "updated_at",
         "accent_contrast",
@@ -93,7 +96,14 @@ class EventAdmin(QueueitSecretShown, admin.ModelAdmin):
     )
     inlines = [TierInline, AccessCodeInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
-    actions = ["pause_events", "resume_events", "close_events", "admit_now", "rotate_keys"]
+    actions = [
+        "pause_events",
+        "resume_events",
+        "close_events",
+        sell_out_events,
+        "admit_now",
+        "rotate_keys",
+    ]
     action_form = EventActionForm
     fieldsets = EVENT_FIELDSETS
 

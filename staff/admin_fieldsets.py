@@ -71,6 +71,16 @@ EVENT_FIELDSETS: tuple[tuple[str | None, dict[str, Any]], ...] = (
     QUEUEIT_FIELDSET,
     (
         "Status",
-        {"fields": ("control", "closed_at", "integration_key", "created_at", "updated_at")},
+        {
+            "fields": (
+                "control",
+                "closed_at",
+                "sold_out_at",
+                "sold_out_message",
+                "integration_key",
+                "created_at",
+                "updated_at",
+            )
+        },
     ),
 )

@@ -270,6 +270,8 @@ class EventOutputSerializer(serializers.Serializer):
     state = serializers.ChoiceField(choices=["scheduled", "prequeue", "open", "paused", "closed"])
     control = serializers.ChoiceField(choices=["running", "paused", "closed"])
     started_at = serializers.DateTimeField(allow_null=True)
+    sold_out_at = serializers.DateTimeField(allow_null=True)
+    sold_out_message = serializers.CharField(allow_null=True)
     shuffle_seed_sha256 = serializers.CharField()
     tiers = TierOutputSerializer(many=True)
     created_at = serializers.DateTimeField()
@@ -304,6 +306,8 @@ def event_output(event: Event, *, with_key: bool) -> dict[str, Any]:
             "state": event.state_at(now).value,
             "control": event.control,
             "started_at": event.started_at.isoformat() if event.started_at else None,
+            "sold_out_at": event.sold_out_at.isoformat() if event.sold_out_at else None,
+            "sold_out_message": event.sold_out_message or None,
             "shuffle_seed_sha256": event.shuffle_seed_sha256,
             "tiers": [_tier_output(t) for t in event.tiers.prefetch_related("access_codes")],
             "created_at": event.created_at.isoformat(),

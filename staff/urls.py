@@ -1,6 +1,6 @@
 from django.urls import path
 
-from staff import api, services
+from staff import api, services, sold_out_api
 
 urlpatterns = [
     path("events/", api.EventListCreateApi.as_view(), name="manage-events"),
@@ -12,6 +12,11 @@ urlpatterns = [
             name=f"manage-event-{name}",
         )
         for name, service in services.EVENT_CONTROLS.items()
+    ),
+    path(
+        "events/<slug:slug>/sold-out",
+        sold_out_api.EventSoldOutApi.as_view(),
+        name="manage-event-sold-out",
     ),
     path(
         "events/<slug:slug>/rotate-key",

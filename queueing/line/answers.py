@@ -82,6 +82,9 @@ class TicketAnswer:
     # The position was placed between two checkpoints of a snapshot of the line (the hot
     # index could not answer), not counted: it is near, not exact.
     approximate: bool = False
+    # When the sale sold out, and staff's word about it (from the cached layout), or None.
+    sold_out_at: datetime | None = None
+    sold_out_message: str | None = None
 
 
 # ---------------------------------------------------------------- built from facts
@@ -123,6 +126,8 @@ def answer_from_facts(
         order_key=order_key,
         message=layout.message or None,
         approximate=approximate,
+        sold_out_at=layout.sold_out_at,
+        sold_out_message=layout.sold_out_message or None,
     )
 
 

@@ -71,6 +71,7 @@ from queueing.rules.errors import (
     EventClosed,
     EventMaintenance,
     EventNotOpen,
+    EventSoldOut,
     InvalidAccessCode,
     PlaceMoved,
     QueueError,
@@ -198,9 +199,14 @@ def _in_order(answered: Answered, count: int) -> list[JoinOutcome]:
 # ----------------------------------------------------------- before anything is written
 
 
-def arrival_refusal(state: EventState, mode: str = EventMode.QUEUE) -> QueueError | None:
+def arrival_refusal(
+    state: EventState, mode: str = EventMode.QUEUE, *, sold_out: bool = False
+) -> QueueError | None:
     """Why nobody new may join an on-sale in this state and mode (None: they may). Fans who
-    already hold a live ticket get it back in maintenance: they keep their places."""
+    already hold a live ticket get it back in maintenance: they keep their places. A sale
+    that sold out says so rather than "ended": the fan learns there is nothing to wait for."""
+    if sold_out:
+        return EventSoldOut()
     if state == EventState.SCHEDULED:
         return EventNotOpen()
     if state == EventState.CLOSED:
@@ -320,7 +326,9 @@ def _sort(event: Event, requests: Sequence[JoinRequest]) -> _Sorted:
     tiers = tiers_for_access_codes(event, [r.access_code for r in requests])
     batch = _Sorted(answered={}, open=[], held_only=[], wrong_codes=[], tiers=tiers)
     for index, request in enumerate(requests):
-        refusal = arrival_refusal(event.state_at(request.now), event.mode)
+        refusal = arrival_refusal(
+            event.state_at(request.now), event.mode, sold_out=event.sold_out_at is not None
+        )
         tier = tiers[request.access_code]
         if isinstance(refusal, EventMaintenance):
             # In maintenance nobody new joins, but a fan who holds a ticket gets it back

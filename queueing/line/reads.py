@@ -84,6 +84,8 @@ _EVENT_FIELDS = (
     "message",
     "control",
     "lanes",
+    "sold_out_at",
+    "sold_out_message",
 )
 
 
@@ -107,6 +109,8 @@ def _build(event: dict[str, Any], tiers: list[Tier]) -> EventLayout:
         paused=event["control"] == EventControl.PAUSED,
         away_seconds=event["away_seconds"],
         lanes=event["lanes"],
+        sold_out_at=event["sold_out_at"],
+        sold_out_message=event["sold_out_message"],
     )
 
 

@@ -147,9 +147,16 @@ def _always() -> bool:
     return True
 
 
-def line_revoke_closed(*, event_id: int, now: datetime, go_on: Callable[[], bool] = _always) -> int:
-    """After close or ``ends_at``, fans still in line end as revoked: in bulk, a chunk of
-    ``WR_LINE_END_CHUNK`` a transaction (each with its records), ``WR_LINE_END_PARALLEL``
+def line_revoke_closed(
+    *,
+    event_id: int,
+    now: datetime,
+    go_on: Callable[[], bool] = _always,
+    reason: str = "closed",
+) -> int:
+    """After close or ``ends_at``, fans still in line end as revoked, each record with the
+    ``reason`` (``closed``, or ``sold_out`` when the shop said the stock is gone): in bulk,
+    a chunk of ``WR_LINE_END_CHUNK`` a transaction (each with its records), ``WR_LINE_END_PARALLEL``
     chunks at a time, until nobody is left or ``go_on()`` says stop (the tick's time is up;
     the next tick goes on). Once nobody is left the hot index drops the whole line. Pages
     learn of the close from the tick (its ``state``), not one message per fan."""
@@ -160,7 +167,7 @@ def line_revoke_closed(*, event_id: int, now: datetime, go_on: Callable[[], bool
         now=now,
         action=AuditAction.REVOKED,
         actor="system:schedule",
-        data=lambda previous: {"reason": "closed", "from": previous},
+        data=lambda previous: {"reason": reason, "from": previous},
         limit=settings.WR_LINE_END_CHUNK,
         parallel=settings.WR_LINE_END_PARALLEL,
         go_on=go_on,

@@ -43,6 +43,7 @@ class TickView:
                     tick.get("state"),
                     tick.get("mode"),
                     tick.get("message"),
+                    tick.get("sold_out_at"),
                     json.dumps(tick.get("limits"), sort_keys=True),
                 ),
                 tiers={

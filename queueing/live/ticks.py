@@ -76,6 +76,9 @@ def tick_payload(event: Event, layout: EventLayout, *, now: datetime) -> dict[st
         # Pages show the maintenance notice (and staff's word) live from these two.
         "mode": event.mode,
         "message": event.message or None,
+        # Sold out: every page turns to "Sold out" (with staff's word) from this tick.
+        "sold_out_at": event.sold_out_at.isoformat() if event.sold_out_at else None,
+        "sold_out_message": event.sold_out_message or None,
         "prequeue": line.prequeue,
         "queue_length": line.prequeue + sum(t.count for t in line.tiers),
         "tiers": [

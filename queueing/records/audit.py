@@ -133,6 +133,7 @@ ROOT_ONLY = frozenset(
         AuditAction.EVENT_PAUSED,
         AuditAction.EVENT_RESUMED,
         AuditAction.EVENT_CLOSED,
+        AuditAction.EVENT_SOLD_OUT,
         AuditAction.SHUFFLED,
         AuditAction.ADMITTED,
         AuditAction.AWAY,

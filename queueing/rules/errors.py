@@ -20,6 +20,7 @@ class ErrorCode(StrEnum):
     EVENT_MAINTENANCE = "event_maintenance"
     EVENT_NOT_FOUND = "event_not_found"
     EVENT_NOT_OPEN = "event_not_open"
+    EVENT_SOLD_OUT = "event_sold_out"
     INVALID_ACCESS_CODE = "invalid_access_code"
     INVALID_TICKET = "invalid_ticket"
     LANES_FIXED = "lanes_fixed"
@@ -89,6 +90,12 @@ class EventNotOpen(
 
 class EventClosed(QueueError, code=ErrorCode.EVENT_CLOSED, detail="This on-sale has ended."):
     """After ``ends_at``, or closed by staff."""
+
+
+class EventSoldOut(
+    QueueError, code=ErrorCode.EVENT_SOLD_OUT, detail=gettext_noop("This on-sale is sold out.")
+):
+    """The shop (or staff) said the stock is gone: the on-sale closed then, for good."""
 
 
 class EventMaintenance(

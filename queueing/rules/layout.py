@@ -7,6 +7,7 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol, TypeVar
 
 from queueing.rules.eta import Throughput
@@ -41,6 +42,10 @@ class EventLayout:
     away_seconds: int = 0
     # How many lanes the line is split in (queueing/rules/lanes.py): each has its own keys.
     lanes: int = 1
+    # The shop (or staff) said the sale is sold out (staff/sell_out.py): polls say so, with
+    # staff's word, within the cache's life as the message is.
+    sold_out_at: datetime | None = None
+    sold_out_message: str = ""
 
     def tier_index(self, tier_id: int) -> int | None:
         for index, tier in enumerate(self.tiers):

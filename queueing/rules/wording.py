@@ -186,6 +186,8 @@ def js_strings() -> dict[str, str]:
         "replacedHint": gettext("Reload this page to follow your place here instead."),
         "countdownDays": gettext("%(d)dd %(h)02d:%(m)02d:%(s)02d"),
         "countdown": gettext("%(h)02d:%(m)02d:%(s)02d"),
+        # The page's first line once the sale sold out (templates/queueing/waiting.html).
+        "soldOut": gettext("Sold out"),
     }
 
 

@@ -70,6 +70,7 @@ STATUS_FOR_CODE: dict[ErrorCode, int] = {
     ErrorCode.EVENT_CLOSED: 409,
     ErrorCode.EVENT_MAINTENANCE: 409,
     ErrorCode.EVENT_NOT_OPEN: 409,
+    ErrorCode.EVENT_SOLD_OUT: 409,
     ErrorCode.LANES_FIXED: 409,
     ErrorCode.REENTRY_NOT_ALLOWED: 409,
     ErrorCode.QUEUE_FULL: 429,

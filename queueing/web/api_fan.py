@@ -160,6 +160,9 @@ def ticket_status_payload(view: TicketAnswer) -> dict[str, Any]:
         "redirect_url": issued.redirect_url if issued else None,
         "reentry_until": _iso(view.reentry_until),
         "message": view.message,
+        # Sold out (docs/api.md, "Sold out"): the page says so, whatever the status.
+        "sold_out_at": _iso(view.sold_out_at),
+        "sold_out_message": view.sold_out_message,
     }
 
 
@@ -200,30 +203,34 @@ def challenge(request: HttpRequest, slug: str) -> HttpResponse:
 
 @json_api("GET")
 def event_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    event = event_by_slug(slug)
-    now = timezone.now()
+    return JsonResponse(event_public_payload(event_by_slug(slug), now=timezone.now()))
+
+
+def event_public_payload(event: Event, *, now: datetime) -> dict[str, Any]:
+    """The on-sale as anyone sees it (``GET /api/v1/events/{slug}``, and the answer to the
+    shop's ``sold-out``)."""
     view = event_public_view(event, now=now)
-    return JsonResponse(
-        {
-            "slug": event.slug,
-            "name": event.name,
-            "state": view.state.value,
-            "mode": event.mode,
-            "queue_length": view.queue_length,
-            "active": view.active,
-            "capacity": event.capacity,
-            "rate_per_minute": event.rate_per_minute,
-            "eta_new": view.eta_new.as_dict() if view.eta_new else None,
-            "prequeue_opens_at": _iso(event.prequeue_opens_at),
-            "starts_at": _iso(event.starts_at),
-            "ends_at": _iso(event.ends_at),
-            "started_at": _iso(event.started_at),
-            # The shuffle's commitment, then its reveal (see queueing/rules/shuffle.py).
-            "shuffle_seed_sha256": event.shuffle_seed_sha256,
-            "shuffle_seed": event.shuffle_seed if event.started_at else None,
-            "message": event.message or None,
-        }
-    )
+    return {
+        "slug": event.slug,
+        "name": event.name,
+        "state": view.state.value,
+        "mode": event.mode,
+        "queue_length": view.queue_length,
+        "active": view.active,
+        "capacity": event.capacity,
+        "rate_per_minute": event.rate_per_minute,
+        "eta_new": view.eta_new.as_dict() if view.eta_new else None,
+        "prequeue_opens_at": _iso(event.prequeue_opens_at),
+        "starts_at": _iso(event.starts_at),
+        "ends_at": _iso(event.ends_at),
+        "started_at": _iso(event.started_at),
+        # The shuffle's commitment, then its reveal (see queueing/rules/shuffle.py).
+        "shuffle_seed_sha256": event.shuffle_seed_sha256,
+        "shuffle_seed": event.shuffle_seed if event.started_at else None,
+        "message": event.message or None,
+        "sold_out_at": _iso(event.sold_out_at),
+        "sold_out_message": event.sold_out_message or None,
+    }
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -27,7 +27,7 @@ from queueing.line.reads import event_layout
 from queueing.line.reentry import entry_reenter
 from queueing.live.ticks import event_limits
 from queueing.records.entry_reads import PageFacts, entry_page_facts, entry_return_url
-from queueing.rules.errors import PlaceMoved, QueueError, ReentryNotAllowed
+from queueing.rules.errors import EventSoldOut, PlaceMoved, QueueError, ReentryNotAllowed
 from queueing.rules.eta import wait_bound
 from queueing.rules.gate import destination_sources, return_url_clean
 from queueing.rules.layout import service_groups
@@ -191,6 +191,8 @@ def _join(
     return response
 
 
+# The places a sale that sold out ends: those in line, and those its close sent home.
+SOLD_OUT_SHOWN = (EntryStatus.PREQUEUE, EntryStatus.WAITING, EntryStatus.REVOKED)
 # Ended places from which "Join again" leads back into the line.
 REJOINABLE = (EntryStatus.LEFT, EntryStatus.EXPIRED, EntryStatus.ABANDONED)
 
@@ -226,6 +228,8 @@ def _render_ticket(
         # ended): the page offers it, or, during maintenance, says it will once it is over.
         "rejoinable": view.status in REJOINABLE and event.state_at(now) != EventState.CLOSED,
         "reentry_refused": reentry_refused,
+        # Sold out: a fan in line (or sent home by it) is told so, not "ended" or a place.
+        "sold_out": event.sold_out_at is not None and view.status in SOLD_OUT_SHOWN,
         # The address left for the "it's your turn" mail (queueing/web/place_pages.py).
         "notify_email": facts.notify_email if facts is not None else "",
         # Why the address was not kept: "invalid", "taken" or "limited" (place_pages.py).
@@ -313,7 +317,10 @@ def _render_join_form(request: HttpRequest, event: Event, now: datetime) -> Http
     """Joining is always a POST: link previews, mail scanners and HEAD requests must not take
     places in line. Where no code or puzzle is needed, the page's script sends the form at
     once, so a fan still just arrives; without JavaScript there is a button. The page asked
-    for with ``?return=<url>`` hands that URL on with the form."""
+    for with ``?return=<url>`` hands that URL on with the form. Sold out, there is nothing to
+    join: the page says so at once (as a join would be answered, 409)."""
+    if event.sold_out_at is not None:
+        return _render_join_refused(request, event, EventSoldOut(), now, "")
     context = {
         **page_base_context(event, now),
         "return_url": return_url_clean(request.GET.get("return")),

@@ -213,7 +213,7 @@ def controls_shown(client: Client, event: Event) -> set[str]:
 def test_only_what_applies_in_the_on_sales_state_is_offered(staff, make_event) -> None:
     now = timezone.now()
     event = line_of(make_event, in_line=2, in_shop=1)
-    live = {"pause", "admit", "close", "capacity", "rate", "mode", "message"}
+    live = {"pause", "admit", "close", "capacity", "rate", "mode", "message", "sold_out"}
     assert controls_shown(staff, event) == live
     event_pause(event=event, actor="test", now=now)
     assert controls_shown(staff, event) == live - {"pause"} | {"resume"}

@@ -302,6 +302,7 @@
       .then(function (r) {
         checking = false;
         if (r.body.redirect_url) { goTo(r.body.redirect_url); return; }
+        if (r.body.sold_out_at) { soldOut(r.body.sold_out_message); return; }
         if ("message" in r.body) showMessage(r.body.message);
         render({ status: r.body.status, position: r.body.position, eta: r.body.eta,
                  queueLength: r.body.queue_length });
@@ -339,11 +340,31 @@
     // snapshot carries the last tick, which may predate staff's latest word (its broadcast
     // is on its way). The page's own, rendered from the on-sale, stands until a newer tick.
     if (tick.at && cfg.serverNow && tick.at < cfg.serverNow) return false;
+    if (tick.sold_out_at) { soldOut(tick.sold_out_message); return false; }
     live.state = tick.state;
     live.mode = tick.mode;
     if (tick.limits) live.limits = tick.limits;
     showMessage(tick.message);
     return true;
+  }
+
+  // The shop sold out (a tick or a poll says so): the page says "Sold out" with staff's word,
+  // in place, and stops following the line, which the room sends home (the server's page
+  // says the same on a reload). A fan already let in went to the shop before this.
+  function soldOut(message) {
+    if (leaving) return;
+    leaving = true;  // no more polls, ticks or reconnects
+    clearTimeout(pollTimer);
+    if (socket) { socket.onclose = null; socket.close(); }
+    status = "sold_out";
+    $("live").setAttribute("data-status", status);
+    ["prequeue-part", "waiting-part", "line-tools", "offline"].forEach(function (id) {
+      if ($(id)) $(id).hidden = true;
+    });
+    $("status-text").textContent = S.soldOut;
+    $("sold-out-message").textContent = message || "";
+    $("sold-out-message").hidden = !message;
+    $("sold-out-part").hidden = false;
   }
 
   function onTick(tick) {
@@ -411,6 +432,7 @@
         me.tierId = message.tier_id; me.orderKey = message.order_key; me.tiers = message.tiers;
         if (message.redirect_url) { goTo(message.redirect_url); return; }
         takeTick(message.tick);
+        if (leaving) return;  // the tick said the sale sold out
         render({ status: message.status, position: message.position, eta: message.eta,
                  queueLength: message.queue_length, placed: true });
       } else if (message.type === "tick") {
