@@ -283,7 +283,7 @@ class Event(models.Model):
         default="",
         validators=[
             RegexValidator(
-                r"^([\x21-\x7e]{16,128})?$",
+                r"^([\x21-\x7e]{16,128})?\Z",
                 "16 to 128 printable ASCII characters, no spaces.",
             )
         ],

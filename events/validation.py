@@ -17,8 +17,8 @@ LANES_MAX = 64
 SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")
 # Queue-it's ids travel in its token, whose fields split on "_" and "~", and its connectors
 # hash the cookie's event id as stored but compare it lower-cased: no upper case either.
-QUEUEIT_CUSTOMER_ID_RE = re.compile(r"^[A-Za-z0-9-]{0,64}$")
-QUEUEIT_EVENT_ID_RE = re.compile(r"^[a-z0-9-]{0,64}$")
+QUEUEIT_CUSTOMER_ID_RE = re.compile(r"^[A-Za-z0-9-]{0,64}\Z")
+QUEUEIT_EVENT_ID_RE = re.compile(r"^[a-z0-9-]{0,64}\Z")
 _ACCESS_CODE_RE = re.compile(r"^[A-Z0-9][A-Z0-9_.\-]*$")
 # NUL, and a lone surrogate (half of a UTF-16 pair: JSON's "\ud800" escapes make one).
 _UNSTORABLE_CHARACTER = re.compile(r"[\x00\ud800-\udfff]")

@@ -23,7 +23,7 @@ from events.models import MESSAGE_MAX_LENGTH, Event, EventControl, EventState
 from queueing.models import AuditAction
 from queueing.records.audit import audit_append
 from queueing.rules.errors import EventClosed, InvalidInput
-from staff.services import _after_commit_broadcast
+from staff.services import after_commit_broadcast
 
 ALREADY_CLOSED = "This on-sale was closed before it sold out: it can no longer be marked sold out."
 
@@ -66,5 +66,5 @@ def event_sell_out(*, event: Event, message: str | None, actor: str, now: dateti
             at=now,
             data={"message": text or None, "by": "shop" if actor == "shop" else "staff"},
         )
-        _after_commit_broadcast(locked.pk)
+        after_commit_broadcast(locked.pk)
     return locked

@@ -191,7 +191,10 @@ def _after_commit_mark_ready(event_id: int, *, lanes: int) -> None:
 _SHOWN_LIVE = frozenset({"message", "mode"})
 
 
-def _after_commit_broadcast(event_id: int) -> None:
+def after_commit_broadcast(event_id: int) -> None:
+    """Once the transaction commits, a tick of the on-sale for its fans' pages (staff's word,
+    the mode, a sell-out shown within a second rather than at the next beat)."""
+
     def send() -> None:
         try:
             broadcast_soon(event_id)
@@ -285,7 +288,7 @@ def event_update(
         if diff:
             _audit_changed(event_id=locked.id, actor=actor, now=now, data={"changes": diff})
         if _SHOWN_LIVE & diff.keys():
-            _after_commit_broadcast(locked.id)
+            after_commit_broadcast(locked.id)
         if lanes_change:  # the new lanes' (empty) indexes are whole from the start
             _after_commit_mark_ready(locked.id, lanes=locked.lanes)
     return locked

@@ -54,10 +54,17 @@ needs_node_shop = pytest.mark.skipif(
 
 @contextmanager
 def node_shop(
-    *, customer_id: str, secret_key: str, event_id: str, queue_domain: str, logdir: Path
+    *,
+    customer_id: str,
+    secret_key: str,
+    event_id: str,
+    queue_domain: str,
+    logdir: Path,
+    enqueue_tokens: bool = False,
 ) -> Iterator[str]:
     """integrations/queueit_node_shop/shop.js on a loopback port, configured as a Queue-it
-    shop is (customer id, secret key, event id, queue domain); its base URL."""
+    shop is (customer id, secret key, event id, queue domain; with ``enqueue_tokens``, Queue-it's
+    enqueue-token provider too); its base URL."""
     port = free_port()
     env = {
         **os.environ,
@@ -66,6 +73,7 @@ def node_shop(
         "QUEUEIT_EVENT_ID": event_id,
         "QUEUEIT_QUEUE_DOMAIN": queue_domain,
         "SHOP_PORT": str(port),
+        "QUEUEIT_ENQUEUE_TOKEN": "1" if enqueue_tokens else "0",
     }
     log = open(logdir / "shop.log", "ab")
     proc = subprocess.Popen(

@@ -256,6 +256,32 @@ def test_the_ajax_path_gives_a_queue_url_the_room_serves(make_event, rig) -> Non
     assert into_the_shop(fan, hops, rig).json()["path"] == "/products/3"
 
 
+def test_enqueue_tokens_do_not_break_the_journey(make_event, rig, tmp_path) -> None:
+    """A shop whose connector adds Queue-it's enqueue token (DefaultEnqueueTokenProvider) to
+    the queue URL: the room takes the URL as any other and the connector lets the fan in."""
+    with node_shop(
+        customer_id=CUSTOMER,
+        secret_key=SECRET,
+        event_id=EVENT_ID,
+        queue_domain=f"127.0.0.1:{rig.nginx.https_port}",
+        logdir=tmp_path,
+        enqueue_tokens=True,
+    ) as shop:
+        queueit_sale(make_event, rig, allowed_return_hosts=[urlsplit(shop).netloc])
+        fan = rig.fan()
+        hops = fan.follow(f"{shop}/products/5")
+        queue_url = urlsplit(hops[1].url)
+        assert hops[1].url.startswith(rig.room_origin)
+        # A QT1 token: header.payload.hash, the header naming this customer and event.
+        (enqueue_token,) = parse_qs(queue_url.query)["enqueuetoken"]
+        assert enqueue_token.count(".") == 2
+        *_, with_token, clean = hops
+        assert with_token.url.startswith(shop) and "queueittoken=" in with_token.url
+        assert COOKIE in with_token.headers.get("set-cookie", "")
+        assert clean.status == 200 and clean.json()["path"] == "/products/5"
+        assert clean.json()["redirectType"] == "safetynet"
+
+
 def test_with_no_web_process_the_queue_url_gets_nginx_busy_page(make_event, rig) -> None:
     """The connector has no fallback: without the room it still sends fans to the queue
     domain. There nginx answers its busy page (503, retried by itself), and a fan's place and

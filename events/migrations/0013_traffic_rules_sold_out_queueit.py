@@ -26,7 +26,7 @@ class Migration(migrations.Migration):
                 max_length=64,
                 validators=[
                     django.core.validators.RegexValidator(
-                        re.compile("^[A-Za-z0-9-]{0,64}$"),
+                        re.compile("^[A-Za-z0-9-]{0,64}\\Z"),
                         "Letters, digits and hyphens (up to 64).",
                     )
                 ],
@@ -42,7 +42,7 @@ class Migration(migrations.Migration):
                 max_length=64,
                 validators=[
                     django.core.validators.RegexValidator(
-                        re.compile("^[a-z0-9-]{0,64}$"),
+                        re.compile("^[a-z0-9-]{0,64}\\Z"),
                         "Lower-case letters, digits and hyphens (up to 64).",
                     )
                 ],
@@ -58,7 +58,7 @@ class Migration(migrations.Migration):
                 max_length=128,
                 validators=[
                     django.core.validators.RegexValidator(
-                        "^([\\x21-\\x7e]{16,128})?$",
+                        "^([\\x21-\\x7e]{16,128})?\\Z",
                         "16 to 128 printable ASCII characters, no spaces.",
                     )
                 ],

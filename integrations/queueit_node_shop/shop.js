@@ -6,7 +6,9 @@
 // Configuration, from the environment (only what a Queue-it shop configures):
 //   QUEUEIT_CUSTOMER_ID, QUEUEIT_SECRET_KEY, QUEUEIT_EVENT_ID, QUEUEIT_QUEUE_DOMAIN
 //   (host[:port][/path] of the room; the connector always adds https://), SHOP_PORT,
-//   SHOP_HOST (default 127.0.0.1), QUEUEIT_COOKIE_VALIDITY_MINUTES (default 20).
+//   SHOP_HOST (default 127.0.0.1), QUEUEIT_COOKIE_VALIDITY_MINUTES (default 20),
+//   QUEUEIT_ENQUEUE_TOKEN=1 to send enqueue tokens (Queue-it's DefaultEnqueueTokenProvider,
+//   as a shop with token-protected waiting rooms wires it).
 //
 // Pages: every path is protected, except
 //   /healthz      plain 200, for whoever starts the shop
@@ -21,7 +23,9 @@ const {
   KnownUser,
   QueueEventConfig,
   CancelEventConfig,
+  DefaultEnqueueTokenProvider,
 } = require("@queue-it/connector-javascript");
+const { Token, Payload } = require("@queue-it/queue-token");
 
 const customerId = process.env.QUEUEIT_CUSTOMER_ID;
 const secretKey = process.env.QUEUEIT_SECRET_KEY;
@@ -30,6 +34,7 @@ const queueDomain = process.env.QUEUEIT_QUEUE_DOMAIN;
 const port = Number(process.env.SHOP_PORT || 8080);
 const host = process.env.SHOP_HOST || "127.0.0.1";
 const cookieMinutes = Number(process.env.QUEUEIT_COOKIE_VALIDITY_MINUTES || 20);
+const enqueueTokens = process.env.QUEUEIT_ENQUEUE_TOKEN === "1";
 
 function queueConfig() {
   const config = new QueueEventConfig();
@@ -112,7 +117,17 @@ function contextProvider(req, setCookies) {
       };
     },
     getEnqueueTokenProvider() {
-      return null;
+      if (!enqueueTokens) return null;
+      // A token valid for a minute, bound to the client's address, as Queue-it's README has it.
+      return new DefaultEnqueueTokenProvider(
+        customerId,
+        secretKey,
+        60000,
+        req.socket.remoteAddress || null,
+        false,
+        Token,
+        Payload,
+      );
     },
   };
 }

@@ -13,6 +13,7 @@ from django.db.models import CharField, Value
 from django.db.models.functions import Coalesce, Lower, NullIf
 
 from events.models import Event
+from events.validation import QUEUEIT_CUSTOMER_ID_RE, QUEUEIT_EVENT_ID_RE
 from queueing.line.sessions import session_end
 from queueing.models import AuditAction, QueueEntry
 from queueing.rules.queueit_token import RedirectType, token_mint
@@ -24,8 +25,11 @@ from queueing.rules.states import EntryStatus
 # clock ahead) is called ``queue``, which costs nothing.
 STRAIGHT_THROUGH = timedelta(0)
 
-# What the connector's customer and event ids may be at most (events.models allows 64).
-ID_MAX_LENGTH = 64
+
+def _customer_id_valid(customer_id: str) -> bool:
+    """Whether ``customer_id`` could be stored at all: anything else (too long, NUL, other
+    characters) names no on-sale, and is never sent to PostgreSQL."""
+    return bool(customer_id) and QUEUEIT_CUSTOMER_ID_RE.match(customer_id) is not None
 
 
 def queueit_event(customer_id: str, event_id: str) -> Event | None:
@@ -33,9 +37,9 @@ def queueit_event(customer_id: str, event_id: str) -> Event | None:
     id (the slug in lower case by default) is ``event_id``, both compared exactly; None when
     there is none, or when it has no secret key (it could not sign a token the shop takes).
     One query on the unique index of the pair (events.models, event_queueit_ids_unique)."""
-    if not customer_id or not event_id:
+    if not _customer_id_valid(customer_id) or not event_id:
         return None
-    if len(customer_id) > ID_MAX_LENGTH or len(event_id) > ID_MAX_LENGTH:
+    if QUEUEIT_EVENT_ID_RE.match(event_id) is None:
         return None
     return (
         Event.objects.annotate(
@@ -52,7 +56,7 @@ def queueit_event(customer_id: str, event_id: str) -> Event | None:
 def queueit_customer_on_sales(customer_id: str, api_key: str) -> list[Event]:
     """The on-sales of ``customer_id`` whose Queue-it secret key is ``api_key`` (an
     integration config uses one key), oldest first; none without a key."""
-    if not customer_id or not api_key or len(customer_id) > ID_MAX_LENGTH:
+    if not _customer_id_valid(customer_id) or not api_key:
         return []
     candidates = Event.objects.filter(queueit_customer_id=customer_id).exclude(
         queueit_secret_key=""

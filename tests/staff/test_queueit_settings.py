@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from events.models import Event
 from queueing.models import AuditRecord
@@ -78,6 +79,8 @@ def test_staff_set_the_three_and_the_key_is_never_shown(staff) -> None:
         ("queueit_event_id", "sale~1"),
         ("queueit_secret_key", "too-short"),
         ("queueit_secret_key", "has a space in it 0123"),
+        # The key is taken as sent (not trimmed): a final newline is no part of a key.
+        ("queueit_secret_key", "shop-secret-0123456789\n"),
     ],
 )
 def test_bad_values_are_refused_with_the_field_named(staff, field: str, value: str) -> None:
@@ -147,3 +150,21 @@ def test_a_slug_with_an_underscore_needs_an_event_id_of_its_own(staff) -> None:
         staff, slug="big_sale", queueit_customer_id="acme", queueit_event_id="big-sale"
     )
     assert fine.status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("queueit_customer_id", "acme\n"),
+        ("queueit_event_id", "sale-1\n"),
+        ("queueit_secret_key", "shop-secret-0123456789\n"),
+    ],
+)
+def test_a_final_newline_is_refused_by_the_model(make_event, field: str, value: str) -> None:
+    # The API and the admin trim ids, but every writer goes through the model's validators:
+    # "$" in them would let a final newline through, and such an id matches no queue URL.
+    event = make_event(slug="tour")
+    setattr(event, field, value)
+    with pytest.raises(ValidationError) as refused:
+        event.full_clean()
+    assert field in refused.value.message_dict

@@ -235,3 +235,24 @@ def test_the_integration_config_is_served_to_the_key_holder(queueit_event) -> No
     assert config["Integrations"][0]["QueueDomain"] == "testserver/queueit"
     assert [n["Rule"] for n in config["NotExpressible"]] == [2]
     assert SECRET not in served.content.decode()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/?c=acme%00&e=sale-1",
+        "/?c=acme&e=sale-1%00",
+        "/queueit/?c=acme%0A&e=sale-1",
+        "/error/hash/?c=%00&e=sale-1",
+        "/cancel/multiple/acme%00?wrl=sale-1~x",
+        "/cancel/acme/sale-1%00/x",
+        "/status/integrationconfig/acme%00",
+        "/status/integrationconfig/secure/" + "a" * 100,
+    ],
+)
+def test_ids_that_cannot_be_stored_name_no_on_sale(queueit_event, client, url: str) -> None:
+    """NUL, a newline or an overlong id never reaches PostgreSQL (which refuses NUL: a 500);
+    a query string with NUL is refused before any view (400)."""
+    queueit_event()
+    response = client.get(url, HTTP_API_KEY=SECRET)
+    assert response.status_code in (400, 401, 404), (url, response.status_code)
