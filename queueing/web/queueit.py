@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from urllib.parse import urlencode
 
@@ -144,14 +145,18 @@ def _with_security_headers(response: HttpResponse, event: Event) -> HttpResponse
 @require_safe
 def enqueue(request: HttpRequest) -> HttpResponse:
     event = _named_event(request.GET)
+    return _with_security_headers(_in_language(request, lambda: _queue_page(request, event)), event)
+
+
+def _in_language(request: HttpRequest, page: Callable[[], HttpResponse]) -> HttpResponse:
+    """``page`` in the shop's culture (``cid``) unless the fan chose a language."""
     language = _language(request)
     if language is None:
-        response = _queue_page(request, event)
-    else:
-        with translation.override(language):
-            response = _queue_page(request, event)
-            response["Content-Language"] = language
-    return _with_security_headers(response, event)
+        return page()
+    with translation.override(language):
+        response = page()
+        response["Content-Language"] = language
+    return response
 
 
 def _queue_page(request: HttpRequest, event: Event) -> HttpResponse:
@@ -202,9 +207,12 @@ def error(request: HttpRequest, code: str) -> HttpResponse:
         "queueit connector refused the room's token",
         extra={"event": event.slug, "code": code[:32]},
     )
-    context = {**page_base_context(event, timezone.now()), "code": code[:32]}
-    response = render(request, "queueing/queueit_refused.html", context, status=403)
-    return _with_security_headers(response, event)
+
+    def page() -> HttpResponse:
+        context = {**page_base_context(event, timezone.now()), "code": code[:32]}
+        return render(request, "queueing/queueit_refused.html", context, status=403)
+
+    return _with_security_headers(_in_language(request, page), event)
 
 
 @kept_out_of_caches

@@ -208,6 +208,10 @@ def test_the_shop_culture_picks_the_page_language(queueit_event) -> None:
     page = arrive(fan, queue_url(cid="de-DE"))
     assert page.status_code == 200
     assert page["Content-Language"] == "de"
+    # The refusal of a token the shop could not check speaks it too.
+    refused = fan.get(queue_url("/error/hash/", cid="de-DE", queueittoken="x", ts="1"))
+    assert refused.status_code == 403
+    assert refused["Content-Language"] == "de"
 
 
 def test_the_integration_config_is_served_to_the_key_holder(queueit_event) -> None:
