@@ -19,25 +19,19 @@ from rest_framework.views import APIView
 from events.models import MESSAGE_MAX_LENGTH
 from queueing.line.reads import event_by_slug
 from queueing.rules.errors import NotAuthorized
-from queueing.web.api_errors import ApiError, errors, json_api, json_body, optional_str
+from queueing.web.api_errors import errors, json_api, json_body, optional_str
 from queueing.web.api_fan import event_public_payload
+from queueing.web.callers import bearer_key
 from staff.api import EventOutputSerializer, EventPermissions, event_output, may_see_integration_key
 from staff.sell_out import event_sell_out
 
 SHOP_ACTOR = "shop"
 
 
-def _bearer_key(request: HttpRequest) -> str:
-    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not key:
-        raise ApiError(401, "unauthorized", "Send the event's integration key as a Bearer token.")
-    return key
-
-
 @json_api("POST")
 def shop_sold_out(request: HttpRequest, slug: str) -> HttpResponse:
     """``POST /api/v1/events/{slug}/sold-out``: the on-sale as the public API shows it."""
-    key = _bearer_key(request)
+    key = bearer_key(request)
     event = event_by_slug(slug)
     if not hmac.compare_digest(key.encode(), event.integration_key.encode()):
         raise NotAuthorized()

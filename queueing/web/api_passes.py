@@ -8,6 +8,7 @@ from django.utils import timezone
 from queueing.line.sessions import pass_complete, pass_verify
 from queueing.passes.signing import jwks
 from queueing.web.api_errors import ApiError, json_api, json_body, optional_str
+from queueing.web.callers import bearer_key
 
 
 @json_api("GET")
@@ -48,9 +49,7 @@ def verify(request: HttpRequest) -> HttpResponse:
 
 @json_api("POST")
 def complete(request: HttpRequest) -> HttpResponse:
-    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not key:
-        raise ApiError(401, "unauthorized", "Send the event's integration key as a Bearer token.")
+    key = bearer_key(request)
     body = json_body(request)
     pass_complete(
         token=_required_pass(body),

@@ -18,6 +18,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from events.models import Event
 from events.traffic_rules import TrafficRulesError, parse_traffic_rules, traffic_rules_json
 from queueing.web.api_errors import ApiError, json_api
+from queueing.web.callers import bearer_key
 
 logger = logging.getLogger(__name__)
 
@@ -38,9 +39,7 @@ def rules_version(rules: list[dict[str, object]]) -> str:
 
 @json_api("GET")
 def traffic_rules(request: HttpRequest, slug: str) -> HttpResponse:
-    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not key:
-        raise _unauthorized()
+    key = bearer_key(request)
     found = Event.objects.filter(slug=slug).values("integration_key", "traffic_rules").first()
     if found is None:
         raise ApiError(404, "event_not_found", "No on-sale with that slug.")

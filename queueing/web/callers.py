@@ -37,6 +37,18 @@ from queueing.web.api_errors import ApiError
 
 logger = logging.getLogger(__name__)
 
+# -------------------------------------------------------------------- the shop's key
+
+
+def bearer_key(request: HttpRequest) -> str:
+    """The integration key a shop sends as ``Authorization: Bearer <key>`` (``passes/complete``,
+    ``sold-out``, ``traffic-rules``); 401 without one. Whose key it is, the caller checks."""
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not key:
+        raise ApiError(401, "unauthorized", "Send the on-sale's integration key as a Bearer token.")
+    return key
+
+
 # -------------------------------------------------------------------- identity
 
 _COOKIE_SALT = "waitingroom.identity.v1"
