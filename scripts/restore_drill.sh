@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ $# -lt 2 || $# -gt 3 || ( $# -eq 3 && $3 != --keep ) ]]; then
-  sed -n '5p' "$0" >&2
+  echo "usage: scripts/restore_drill.sh DUMP_FILE SCRATCH_DATABASE_URL [--keep]" >&2
   exit 2
 fi
 dump=$1 url=$2 keep=${3:-}
