@@ -116,7 +116,13 @@ def test_the_changelog_keeps_a_changelog() -> None:
 
 def test_security_and_contributing_say_what_they_must() -> None:
     security = (ROOT / "SECURITY.md").read_text()
-    for words in ("Supported versions", "Reporting a vulnerability", "place in line", "audit"):
+    for words in (
+        "Supported versions",
+        "Reporting a vulnerability",
+        "place-in-line tampering",
+        "pass forgery",
+        "audit chain forgery",
+    ):
         assert words.lower() in security.lower(), words
     contributing = (ROOT / "CONTRIBUTING.md").read_text()
     for words in ("make run", "make test", "make lint", "lint-imports", "migrations-check"):
