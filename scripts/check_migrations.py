@@ -52,6 +52,7 @@ django.setup()
 logging.getLogger("django_migration_linter").setLevel(logging.WARNING)
 
 from django.apps import apps  # noqa: E402
+from django.db import DatabaseError  # noqa: E402
 from django.db.migrations import Migration, RunSQL  # noqa: E402
 from django_migration_linter import MigrationLinter  # noqa: E402
 from django_migration_linter.sql_analyser import PostgresqlAnalyser  # noqa: E402
@@ -141,7 +142,13 @@ def _described(issue: Issue) -> str:
 
 def refusals(linter: MigrationLinter, migration: Migration) -> tuple[list[Refusal], list[str]]:
     """What refuses one migration, and the linter's warnings that do not."""
-    sql = linter.get_sql(migration.app_label, migration.name)
+    try:
+        sql = linter.get_sql(migration.app_label, migration.name)
+    except (ValueError, DatabaseError) as exc:
+        # sqlmigrate reads constraint names from the database for some operations (dropping a
+        # foreign key): where the database is already past the migration, it cannot.
+        reason = f"cannot be turned into SQL here ({exc}); run the check on a database before it"
+        return [Refusal(migration.app_label, migration.name, "SQL", reason)], []
     errors, _, warnings = analyse_sql_statements(RollingUpgradeAnalyser, sql)
     data_errors, _, data_warnings = linter.analyse_data_migration(migration)
     errors += data_errors + [w for w in warnings if w.code in LOCKING_WARNINGS]
