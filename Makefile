@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
 
-.PHONY: run test setup services lint screenshots messages bench bench-quick bench-units rehearse
+.PHONY: run test setup services lint migrations-check screenshots messages bench bench-quick bench-units rehearse
 
 $(STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -30,7 +30,9 @@ CLUSTER_SUITES := tests/queueing tests/dashboard/test_login_throttle.py \
 CLUSTER_ENV := CELERY_BROKER_URL=amqp://guest:guest@127.0.0.1:5672// \
 	CHANNELS_REDIS_URL=redis://127.0.0.1:6379/15
 
+# Lint and the migration checks first: they take seconds and fail most often.
 test: setup
+	$(MAKE) --no-print-directory lint migrations-check
 	scripts/ensure_browser.sh
 	scripts/ensure_rabbitmq.sh
 	scripts/ensure_nginx.sh
@@ -49,6 +51,13 @@ test: setup
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# Models and migrations agree, and no migration newer than scripts/migrations_baseline.txt
+# would lock a busy table or break the release still running while it is applied
+# (scripts/check_migrations.py; docs/operations.md, "Upgrades without downtime").
+migrations-check: setup
+	$(PY) manage.py makemigrations --check --dry-run
+	$(PY) scripts/check_migrations.py
 
 # Every translatable string of the code into locale/<lang>/LC_MESSAGES/{django,djangojs}.po for
 # every language there (a new one: `manage.py makemessages -l <code>` once), keeping the

@@ -4,7 +4,8 @@ above the queue.
 Per-event gauges and counters are read from the room's own state at scrape time; request
 latencies are histograms observed in the web processes (queueing/web/latency.py). With
 several gunicorn workers, set ``PROMETHEUS_MULTIPROC_DIR`` (``make run`` does) so that every
-worker's observations count.
+worker's observations count. ``waitingroom_build_info`` names the release each process runs
+(config/version.py), in both shapes.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from config.health import readiness
+from config.version import BUILD
 from events.models import Event
 from queueing.line.activity import events_with_fans
 from queueing.line.reads import event_layout, line_reads
@@ -102,6 +104,29 @@ class ReadinessCollector(Collector):
 REGISTRY.register(ReadinessCollector())
 
 
+class BuildInfoCollector(Collector):
+    """``waitingroom_build_info{version,python,django} 1``: during a roll-out, which process
+    runs which release (``/healthz`` says the same to a probe)."""
+
+    def describe(self) -> Iterator[Any]:
+        yield self._family()
+
+    def _family(self) -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "waitingroom_build_info",
+            "The release this process runs, with its Python and Django; always 1.",
+            labels=list(BUILD),
+        )
+
+    def collect(self) -> Iterator[Any]:
+        family = self._family()
+        family.add_metric(list(BUILD.values()), 1)
+        yield family
+
+
+REGISTRY.register(BuildInfoCollector())
+
+
 def _may_scrape(request: HttpRequest) -> bool:
     """A bearer token when WR_METRICS_TOKEN is set; otherwise loopback and private networks
     only (the figures name every on-sale, unannounced ones too)."""
@@ -128,4 +153,5 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         MultiProcessCollector(registry)
         registry.register(EventCollector())
         registry.register(ReadinessCollector())
+        registry.register(BuildInfoCollector())
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

@@ -415,10 +415,17 @@ HOT_PATHS: dict[str, Any] = {
             "operationId": "healthz",
             "tags": ["operations"],
             "responses": {
-                "200": {
-                    "description": "Up.",
-                    "content": {"text/plain": {"schema": {"type": "string"}}},
-                },
+                "200": _json(
+                    {
+                        "type": "object",
+                        "required": ["status", "version"],
+                        "properties": {
+                            "status": {"type": "string", "enum": ["ok"]},
+                            "version": {"type": "string", "examples": ["1.0.0"]},
+                        },
+                    },
+                    "Up, with the release this process runs (pyproject.toml's version).",
+                ),
             },
         }
     },

@@ -7,13 +7,15 @@ from django.core.management import call_command
 from django.test import Client
 
 from config.env import database_from_url, env_bool, env_int
+from config.version import VERSION
 from tests.brokers import AMQP_URL, amqp_require
 from tests.processes import ROOT
 
 
-def test_healthz_is_up(db) -> None:
+def test_healthz_is_up_and_names_the_release(db) -> None:
     response = Client().get("/healthz")
-    assert (response.status_code, response.content) == (200, b"ok")
+    assert (response.status_code, response["Content-Type"]) == (200, "application/json")
+    assert response.json() == {"status": "ok", "version": VERSION}
 
 
 def test_readyz_checks_postgresql_and_redis(db) -> None:
