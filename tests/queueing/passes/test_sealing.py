@@ -1,0 +1,100 @@
+"""Pass-signing private keys sealed at rest (queueing/passes/sealing.py): what PostgreSQL holds
+is no key, passes still sign and verify, the encryption key rotates, and the migration seals
+keys stored before it (and opens them again backwards)."""
+
+from __future__ import annotations
+
+import importlib
+import uuid
+from datetime import timedelta
+
+import jwt
+import pytest
+from cryptography.fernet import Fernet
+from cryptography.hazmat.primitives import serialization
+from django.apps import apps
+from django.core.management import call_command
+from django.test import override_settings
+from django.utils import timezone
+
+from queueing.models import PassKey
+from queueing.passes.sealing import SealedKeyUnreadable, private_key_open
+from queueing.passes.signing import pass_decode, pass_issue, signing_key
+
+pytestmark = pytest.mark.django_db
+
+OLD, NEW = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+sealed_migration = importlib.import_module("queueing.migrations.0014_pass_keys_sealed")
+
+
+def a_pass() -> str:
+    now = timezone.now()
+    return pass_issue(
+        event_slug="sealed",
+        ticket_id=uuid.uuid4(),
+        tier="general",
+        admitted_at=now,
+        expires_at=now + timedelta(minutes=10),
+        now=now,
+    )
+
+
+def signed_by(key: PassKey) -> bool:
+    token = a_pass()
+    verified = pass_decode(token, now=timezone.now()).event_slug == "sealed"
+    return verified and jwt.get_unverified_header(token)["kid"] == key.kid
+
+
+def stored(key: PassKey) -> str:
+    return PassKey.objects.get(pk=key.pk).private_key_sealed
+
+
+def test_the_stored_key_is_not_a_private_key_and_passes_still_verify() -> None:
+    key = signing_key(now=timezone.now())
+    text = stored(key)
+    assert "BEGIN" not in text and "PRIVATE" not in text
+    with pytest.raises(ValueError):
+        serialization.load_pem_private_key(text.encode(), password=None)
+    token = a_pass()
+    assert pass_decode(token, now=timezone.now()).event_slug == "sealed"
+
+
+def test_keys_still_open_after_the_encryption_key_is_rotated_and_resealed(capsys) -> None:
+    with override_settings(WR_PASS_KEY_ENCRYPTION_KEYS=[OLD]):
+        key = signing_key(now=timezone.now())
+        assert signed_by(key)
+    # A new encryption key first, the old one second: what the old one sealed still opens.
+    with override_settings(WR_PASS_KEY_ENCRYPTION_KEYS=[NEW, OLD]):
+        assert signed_by(key)
+        call_command("reseal_pass_keys")
+        assert "1 pass-signing keys sealed" in capsys.readouterr().out
+    resealed = stored(key)
+    assert resealed != key.private_key_sealed
+    # Resealed under the new key alone: the old one can go.
+    with override_settings(WR_PASS_KEY_ENCRYPTION_KEYS=[NEW]):
+        assert signed_by(key)
+    with override_settings(WR_PASS_KEY_ENCRYPTION_KEYS=[OLD]):
+        with pytest.raises(SealedKeyUnreadable, match="keep the key that sealed it"):
+            a_pass()
+
+
+def test_the_migration_seals_plain_keys_and_opens_them_backwards() -> None:
+    key = signing_key(now=timezone.now())
+    pem = (
+        private_key_open(key.private_key_sealed)
+        .private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        .decode()
+    )
+    PassKey.objects.filter(pk=key.pk).update(private_key_sealed=pem)  # as stored before
+    sealed_migration.seal(apps, None)
+    sealed = stored(key)
+    assert not sealed.startswith("-----BEGIN")
+    assert pass_decode(a_pass(), now=timezone.now()).event_slug == "sealed"
+    sealed_migration.seal(apps, None)  # sealed keys are left alone
+    assert stored(key) == sealed
+    sealed_migration.unseal(apps, None)
+    assert stored(key) == pem
