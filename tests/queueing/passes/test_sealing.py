@@ -14,12 +14,14 @@ from cryptography.fernet import Fernet
 from cryptography.hazmat.primitives import serialization
 from django.apps import apps
 from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 from django.test import override_settings
 from django.utils import timezone
 
+from queueing.checks import pass_keys_open
 from queueing.models import PassKey
 from queueing.passes.sealing import SealedKeyUnreadable, private_key_open
-from queueing.passes.signing import pass_decode, pass_issue, signing_key
+from queueing.passes.signing import pass_decode, pass_issue, pass_key_rotate, signing_key
 
 pytestmark = pytest.mark.django_db
 
@@ -98,3 +100,22 @@ def test_the_migration_seals_plain_keys_and_opens_them_backwards() -> None:
     assert stored(key) == sealed
     sealed_migration.unseal(apps, None)
     assert stored(key) == pem
+
+
+def test_a_key_that_signs_and_does_not_open_is_an_error_at_migrate() -> None:
+    now = timezone.now()
+    with override_settings(WR_PASS_KEY_ENCRYPTION_KEYS=[OLD]):
+        superseded = signing_key(now=now - timedelta(days=2))
+        signing = pass_key_rotate(now=now - timedelta(days=1), activate_in=timedelta(0))
+        upcoming = pass_key_rotate(now=now)
+        assert pass_keys_open() == []
+    with override_settings(WR_PASS_KEY_ENCRYPTION_KEYS=[NEW]):
+        errors = pass_keys_open()
+    # The superseded key signs nothing any more: no error for it.
+    assert sorted(error.msg.split()[3] for error in errors) == sorted([signing.kid, upcoming.kid])
+    assert {error.id for error in errors} == {"queueing.E003"}
+    assert superseded.kid not in " ".join(error.msg for error in errors)
+    # The check runs with the database's checks (migrate, check --database default).
+    with override_settings(WR_PASS_KEY_ENCRYPTION_KEYS=[NEW]):
+        with pytest.raises(SystemCheckError, match=r"queueing\.E003"):
+            call_command("check", databases=["default"])
