@@ -110,10 +110,15 @@ def _keys_that_sign(now: datetime) -> list[tuple[str, str]]:
 
 
 @checks.register(checks.Tags.database)
-def pass_keys_open(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+def pass_keys_open(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
     """The key signing passes, and any waiting to sign, must open: otherwise every admission
     fails to hand out its pass. Found at ``migrate`` (the compose file's first step) after an
-    encryption key was dropped too early or mistyped, rather than by the first fan let in."""
+    encryption key was dropped too early or mistyped, rather than by the first fan let in.
+    Like Django's own database checks, only when the caller names the database."""
+    if not databases or "default" not in databases:
+        return []
     try:
         keys = _keys_that_sign(timezone.now())
     except DatabaseError:
