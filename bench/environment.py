@@ -16,6 +16,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from cryptography.fernet import Fernet
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 # Another database and Redis database (both emptied at the start) for a run beside another.
@@ -32,6 +34,8 @@ ENV = {
     # Production settings, minus HTTPS (there is no TLS proxy on loopback).
     "DJANGO_DEBUG": "0",
     "DJANGO_SECRET_KEY": "bench-" + uuid.uuid4().hex * 2,
+    # The bench's database is emptied at the start: a key of its own for its pass keys.
+    "WR_PASS_KEY_ENCRYPTION_KEY": Fernet.generate_key().decode(),
     "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
     "DJANGO_SSL_REDIRECT": "0",
     "DJANGO_SECURE_COOKIES": "0",

@@ -15,15 +15,34 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import database_from_url, env_bool, env_float, env_int, env_list, env_str
+from config.env import (
+    database_from_url,
+    database_options,
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    env_secret,
+    env_str,
+    fernet_key_derived,
+    fernet_keys_checked,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DJANGO_DEBUG", True)
 _DEV_SECRET = "dev-only-insecure-secret-key-change-me-0123456789abcdefghijklmnop"
-SECRET_KEY = env_str("DJANGO_SECRET_KEY", _DEV_SECRET if DEBUG else "")
+SECRET_KEY = env_secret("DJANGO_SECRET_KEY", _DEV_SECRET if DEBUG else "")
 if not SECRET_KEY:
     raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
+# Rotating the secret key: the old one moves here, so that what it signed or sealed (tickets,
+# identity cookies, sessions, proof-of-work challenges) still reads until it is dropped
+# (docs/configuration.md, "Rotating the secret key"). Comma-separated, or one a line in a file.
+SECRET_KEY_FALLBACKS = [
+    key.strip()
+    for key in re.split(r"[,\n]", env_secret("DJANGO_SECRET_KEY_FALLBACKS", ""))
+    if key.strip()
+]
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 # The public base URL of the room: the `iss` of passes and the root of absolute links. By
@@ -89,7 +108,7 @@ TEMPLATES = [
 
 DATABASES = {
     "default": database_from_url(
-        env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/waitingroom")
+        env_secret("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/waitingroom")
     )
 }
 # Under ASGI every request runs its sync code in a thread of its own, so per-thread persistent
@@ -100,14 +119,19 @@ DATABASES["default"]["CONN_MAX_AGE"] = 0
 # query), so that after PostgreSQL restarts a process opens a fresh one rather than failing
 # a request or a tick on each of the dead ones it kept.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("DATABASE_HEALTH_CHECKS", True)
-DATABASES["default"]["OPTIONS"] = {
-    # Fail fast when PostgreSQL is unreachable instead of hanging a request.
-    "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT", 3, minimum=1),
-    # A process stuck inside a transaction (a hung Redis call under an admission lock) must
-    # not hold row and advisory locks forever.
-    "options": "-c idle_in_transaction_session_timeout="
-    + str(env_int("DATABASE_IDLE_IN_TRANSACTION_MS", 30_000, minimum=1000)),
-}
+# The room's own connection options; DATABASE_URL's query string (sslmode, options...) goes
+# over them (config/env.py, database_options).
+DATABASES["default"]["OPTIONS"] = database_options(
+    DATABASES["default"]["OPTIONS"],
+    {
+        # Fail fast when PostgreSQL is unreachable instead of hanging a request.
+        "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT", 3, minimum=1),
+        # A process stuck inside a transaction (a hung Redis call under an admission lock) must
+        # not hold row and advisory locks forever.
+        "options": "-c idle_in_transaction_session_timeout="
+        + str(env_int("DATABASE_IDLE_IN_TRANSACTION_MS", 30_000, minimum=1000)),
+    },
+)
 if _DB_POOL_MAX:
     DATABASES["default"]["OPTIONS"]["pool"] = {
         "min_size": 1,
@@ -117,12 +141,12 @@ if _DB_POOL_MAX:
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+REDIS_URL = env_secret("REDIS_URL", "redis://127.0.0.1:6379/0")
 # REDIS_CLUSTER=1: the hot index is on a Redis Cluster and REDIS_URL lists seed nodes,
 # comma-separated (queueing/hot/cluster.py). The channel layer's pub/sub then needs a plain
 # Redis of its own (CHANNELS_REDIS_URL), and Celery a broker (CELERY_BROKER_URL).
 REDIS_CLUSTER = env_bool("REDIS_CLUSTER", False)
-CHANNELS_REDIS_URL = env_str("CHANNELS_REDIS_URL", "" if REDIS_CLUSTER else REDIS_URL)
+CHANNELS_REDIS_URL = env_secret("CHANNELS_REDIS_URL", "" if REDIS_CLUSTER else REDIS_URL)
 if not CHANNELS_REDIS_URL:
     raise ImproperlyConfigured(
         "CHANNELS_REDIS_URL must name a plain Redis when REDIS_CLUSTER is on: the channel "
@@ -209,7 +233,7 @@ CHANNEL_LAYERS = {
 # The broker. Production runs RabbitMQ (amqp://): admission then keeps going while the
 # hot-index Redis is down. The default, that same Redis, is for one developer machine; a
 # Redis Cluster cannot be one, so with REDIS_CLUSTER on it must be named.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "" if REDIS_CLUSTER else REDIS_URL)
+CELERY_BROKER_URL = env_secret("CELERY_BROKER_URL", "" if REDIS_CLUSTER else REDIS_URL)
 if not CELERY_BROKER_URL:
     raise ImproperlyConfigured(
         "CELERY_BROKER_URL must be set when REDIS_CLUSTER is on (RabbitMQ: amqp://...)"
@@ -445,7 +469,21 @@ WR_POW_CHALLENGE_SECONDS = env_int("WR_POW_CHALLENGE_SECONDS", 300, minimum=10)
 WR_UNAVAILABLE_RETRY_AFTER = env_int("WR_UNAVAILABLE_RETRY_AFTER", 5, minimum=1)
 
 # /metrics: a bearer token if set; otherwise only loopback and private addresses may scrape.
-WR_METRICS_TOKEN = env_str("WR_METRICS_TOKEN", "")
+WR_METRICS_TOKEN = env_secret("WR_METRICS_TOKEN", "")
+
+# Pass-signing private keys are sealed in PostgreSQL (queueing/passes/sealing.py) under these
+# Fernet keys, which are not in the database: a copy of the database alone cannot sign passes.
+# Comma-separated, the first seals and every one opens (rotation: a new key first, the old one
+# second, then `manage.py reseal_pass_keys`). With DEBUG on, derived from the secret keys.
+WR_PASS_KEY_ENCRYPTION_KEYS = fernet_keys_checked(
+    "WR_PASS_KEY_ENCRYPTION_KEY", env_secret("WR_PASS_KEY_ENCRYPTION_KEY", "")
+) or ([fernet_key_derived(key) for key in (SECRET_KEY, *SECRET_KEY_FALLBACKS)] if DEBUG else [])
+if not WR_PASS_KEY_ENCRYPTION_KEYS:
+    raise ImproperlyConfigured(
+        "WR_PASS_KEY_ENCRYPTION_KEY must be set when DJANGO_DEBUG is off "
+        "(a Fernet key: python -c 'from cryptography.fernet import Fernet; "
+        "print(Fernet.generate_key().decode())')"
+    )
 # The demo shop (/shop/<slug>/) that make run's demo on-sale sends fans to.
 WR_DEMO_SHOP = env_bool("WR_DEMO_SHOP", DEBUG)
 
@@ -520,7 +558,7 @@ EMAIL_BACKEND = env_str(
 )
 EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
-EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_HOST_PASSWORD = env_secret("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "waiting-room@localhost")

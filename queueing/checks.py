@@ -1,12 +1,16 @@
-"""Start-up checks: Redis must never evict the hot index (maxmemory-policy noeviction), and
-its key prefix must be this room's alone."""
+"""Start-up checks: Redis must never evict the hot index (maxmemory-policy noeviction), its
+key prefix must be this room's alone, and the keys that sign passes must open with the
+configured encryption keys (``migrate`` and ``check --database default`` run that one)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.core import checks
+from django.db import DatabaseError
+from django.utils import timezone
 
 from queueing.hot import keys
 from queueing.hot.client import (
@@ -15,6 +19,8 @@ from queueing.hot.client import (
     eviction_policies,
     unavailable_on_redis_error,
 )
+from queueing.models import PassKey
+from queueing.passes.sealing import SealedKeyUnreadable, private_key_open
 
 
 @checks.register("redis")
@@ -86,3 +92,52 @@ def redis_prefix_is_this_rooms(app_configs: Any = None, **kwargs: Any) -> list[c
             id="queueing.E002",
         )
     ]
+
+
+def _keys_that_sign(now: datetime) -> list[tuple[str, str]]:
+    """(kid, sealed key) of the key signing at ``now`` and of those waiting to sign; keys
+    still in plain PEM are left to the migration that seals them."""
+    signing_since = (
+        PassKey.objects.filter(activates_at__lte=now)
+        .order_by("-activates_at", "-id")
+        .values_list("activates_at", flat=True)
+        .first()
+    )
+    keys = PassKey.objects.exclude(private_key_sealed__startswith="-----BEGIN")
+    if signing_since is not None:
+        keys = keys.filter(activates_at__gte=signing_since)
+    return list(keys.values_list("kid", "private_key_sealed"))
+
+
+@checks.register(checks.Tags.database)
+def pass_keys_open(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """The key signing passes, and any waiting to sign, must open: otherwise every admission
+    fails to hand out its pass. Found at ``migrate`` (the compose file's first step) after an
+    encryption key was dropped too early or mistyped, rather than by the first fan let in.
+    Like Django's own database checks, only when the caller names the database."""
+    if not databases or "default" not in databases:
+        return []
+    try:
+        keys = _keys_that_sign(timezone.now())
+    except DatabaseError:
+        return []  # no table yet: migrate creates it, with nothing to open
+    errors = []
+    for kid, sealed in keys:
+        try:
+            private_key_open(sealed)
+        except SealedKeyUnreadable:
+            errors.append(
+                checks.Error(
+                    f"The pass-signing key {kid} cannot be opened with "
+                    "WR_PASS_KEY_ENCRYPTION_KEY: passes cannot be signed.",
+                    hint=(
+                        "Put the encryption key that sealed it back in the list (second), then "
+                        "run `manage.py reseal_pass_keys` before dropping it "
+                        "(docs/configuration.md, 'Rotating the pass-key encryption key')."
+                    ),
+                    id="queueing.E003",
+                )
+            )
+    return errors

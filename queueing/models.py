@@ -305,7 +305,9 @@ class PassKey(models.Model):
     """
 
     kid = models.CharField(max_length=32, unique=True)
-    private_pem = models.TextField()
+    # The private key, sealed (queueing/passes/sealing.py): never plain PEM at rest. The
+    # column keeps its first name, so the rename costs the database nothing.
+    private_key_sealed = models.TextField(db_column="private_pem")
     public_jwk = models.JSONField()
     created_at = models.DateTimeField()
     activates_at = models.DateTimeField()

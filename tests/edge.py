@@ -25,6 +25,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from django.conf import settings
 
 from tests.http import Reply
 from tests.processes import ROOT, free_port, wait_until
@@ -38,6 +39,8 @@ PAGES = ROOT / "deploy" / "nginx" / "pages"
 PRODUCTION = {
     "DJANGO_DEBUG": "0",
     "DJANGO_SECRET_KEY": "edge-test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
+    # The test process's own: pass-signing keys one of them sealed, the other opens.
+    "WR_PASS_KEY_ENCRYPTION_KEY": ",".join(settings.WR_PASS_KEY_ENCRYPTION_KEYS),
     "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
     "DJANGO_BEHIND_TLS_PROXY": "1",
     "WR_TRUSTED_PROXY_COUNT": "1",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from django.conf import settings
 from django.utils import timezone
 
 from events.models import Event
@@ -36,6 +37,8 @@ TRUSTED_PROXY = "127.0.0.2"
 ROOM = {
     "DJANGO_DEBUG": "0",
     "DJANGO_SECRET_KEY": "gate-test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
+    # The test process's own: pass-signing keys one of them sealed, the other opens.
+    "WR_PASS_KEY_ENCRYPTION_KEY": ",".join(settings.WR_PASS_KEY_ENCRYPTION_KEYS),
     "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
     # The room on plain HTTP on loopback: in production the shop's nginx asks it over HTTPS.
     "DJANGO_SSL_REDIRECT": "0",

@@ -21,13 +21,13 @@ from urllib.parse import quote, urlsplit
 
 import jwt
 import pytest
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.utils import timezone
 
 from events.models import Event
 from events.traffic_rules import parse_traffic_rules, traffic_rules_json
 from queueing.beat import event_tick
+from queueing.passes.sealing import private_key_open
 from queueing.passes.signing import pass_key_rotate, signing_key
 from tests.edge import needs_nginx, nginx_binary, readable_dir
 from tests.http import pass_complete, request
@@ -160,7 +160,7 @@ def claims_of(token: str) -> dict[str, Any]:
 def room_signed(claims: dict[str, Any]) -> str:
     """Signed with the room's own signing key: only the claims can be wrong."""
     key = signing_key(now=timezone.now())
-    private = serialization.load_pem_private_key(key.private_pem.encode(), password=None)
+    private = private_key_open(key.private_key_sealed)
     return jwt.encode(claims, private, algorithm="EdDSA", headers={"kid": key.kid})
 
 

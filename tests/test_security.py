@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from cryptography.fernet import Fernet
 from django.conf import settings
 from django.test import Client
 
@@ -23,6 +24,7 @@ def test_check_deploy_is_clean_with_production_settings() -> None:
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "DJANGO_DEBUG": "0",
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        "WR_PASS_KEY_ENCRYPTION_KEY": Fernet.generate_key().decode(),
         "DJANGO_ALLOWED_HOSTS": "room.example",
     }
     result = subprocess.run(

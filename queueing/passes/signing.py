@@ -16,13 +16,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import jwt
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
 from jwt.algorithms import OKPAlgorithm
 from jwt.utils import base64url_decode, base64url_encode
 
 from queueing.models import PassKey
+from queueing.passes.sealing import private_key_open, private_key_reseal, private_key_seal
 
 ALGORITHM = "EdDSA"
 # Passes live at most this long (Event.session_seconds is capped at one day).
@@ -52,13 +52,12 @@ def _new_key(*, now: datetime, activates_at: datetime) -> PassKey:
     kid = uuid.uuid4().hex[:16]
     jwk = OKPAlgorithm.to_jwk(private.public_key(), as_dict=True)
     jwk.update({"kid": kid, "use": "sig", "alg": ALGORITHM})
-    pem = private.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
     return PassKey.objects.create(
-        kid=kid, private_pem=pem, public_jwk=jwk, created_at=now, activates_at=activates_at
+        kid=kid,
+        private_key_sealed=private_key_seal(private),
+        public_jwk=jwk,
+        created_at=now,
+        activates_at=activates_at,
     )
 
 
@@ -74,6 +73,19 @@ def signing_key(*, now: datetime) -> PassKey:
 def pass_key_rotate(*, now: datetime, activate_in: timedelta = KEY_PREPUBLISH) -> PassKey:
     """A new key, published at once and signing from ``now + activate_in``."""
     return _new_key(now=now, activates_at=now + activate_in)
+
+
+def pass_keys_reseal() -> int:
+    """Seal every stored key again under the first encryption key (after a new one was put
+    first): the old encryption key may then be dropped. How many keys changed."""
+    resealed = 0
+    for key in PassKey.objects.order_by("id"):
+        sealed = private_key_reseal(key.private_key_sealed)
+        # Compare-and-set: a key resealed meanwhile by another run is left as that run left it.
+        resealed += PassKey.objects.filter(
+            pk=key.pk, private_key_sealed=key.private_key_sealed
+        ).update(private_key_sealed=sealed)
+    return resealed
 
 
 def published_keys(*, now: datetime) -> list[PassKey]:
@@ -122,7 +134,7 @@ def pass_issue(
         "exp": int(expires_at.timestamp()),
         "tier": tier,
     }
-    private = serialization.load_pem_private_key(key.private_pem.encode(), password=None)
+    private = private_key_open(key.private_key_sealed)
     return jwt.encode(claims, private, algorithm=ALGORITHM, headers={"kid": key.kid})
 
 

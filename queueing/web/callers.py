@@ -266,7 +266,10 @@ _ADDRESS_DIGEST_SALT = "waitingroom.address"
 def address_digest(request: HttpRequest) -> str:
     """What is kept of the client address (an IPv6 /64 counting as one): a keyed digest
     (HMAC under SECRET_KEY), never the address itself. Keyed, because a plain hash of an IPv4
-    address is undone by trying all 2^32 of them."""
+    address is undone by trying all 2^32 of them. Under the current key only, not also under
+    SECRET_KEY_FALLBACKS: a digest is a lookup key, and trying each key would cost the address
+    cap a query per key on every join; what a rotation loosens instead is bounded and
+    documented (docs/configuration.md, "Rotating the secret key")."""
     return salted_hmac(
         _ADDRESS_DIGEST_SALT, rate_key_for_ip(client_ip(request)), algorithm="sha256"
     ).hexdigest()

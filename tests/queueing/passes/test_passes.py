@@ -16,6 +16,7 @@ from jwt.algorithms import OKPAlgorithm
 from queueing.beat import event_tick
 from queueing.line import followups
 from queueing.models import AuditRecord, PassKey
+from queueing.passes.sealing import private_key_open
 from queueing.passes.signing import pass_key_rotate
 from tests.helpers import entry_of, fans_join, poll, shop_completes, statuses
 
@@ -291,8 +292,6 @@ def test_forged_headers_are_worthless_to_verify_and_complete(admitted) -> None:
     # above are down to the forged header or signature alone.
     claims = jwt.decode(token, options={"verify_signature": False})
     header = jwt.get_unverified_header(token)
-    private = serialization.load_pem_private_key(
-        PassKey.objects.get(kid=header["kid"]).private_pem.encode(), password=None
-    )
+    private = private_key_open(PassKey.objects.get(kid=header["kid"]).private_key_sealed)
     resigned = _hand_made({"alg": "EdDSA", "kid": header["kid"]}, claims, private.sign)
     assert verify(resigned)["valid"] is True
