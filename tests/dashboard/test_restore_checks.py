@@ -4,6 +4,7 @@ restore_check): its trails recompute and its pass keys sign."""
 from __future__ import annotations
 
 import pytest
+from cryptography.fernet import Fernet
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
@@ -45,9 +46,19 @@ def test_a_broken_trail_fails_the_check(event) -> None:
 
 def test_a_key_that_cannot_be_opened_fails_the_check(event, capsys) -> None:
     key = signing_key(now=timezone.now())
-    PassKey.objects.filter(pk=key.pk).update(private_pem="restored without its secret")
+    PassKey.objects.filter(pk=key.pk).update(private_key_sealed="restored without its secret")
     (checked,) = restore_report(now=timezone.now()).keys
     assert (checked.kid, checked.signs) == (key.kid, False) and checked.problem
     with pytest.raises(CommandError):
         call_command("restore_check")
     assert f"pass key {key.kid}: DOES NOT SIGN" in capsys.readouterr().out
+
+
+def test_a_restore_without_the_encryption_key_that_sealed_its_pass_keys_fails(event, settings):
+    signing_key(now=timezone.now())
+    # The database restored where WR_PASS_KEY_ENCRYPTION_KEY was not carried over: another key.
+    settings.WR_PASS_KEY_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]
+    (checked,) = restore_report(now=timezone.now()).keys
+    assert not checked.signs and "WR_PASS_KEY_ENCRYPTION_KEY" in checked.problem
+    with pytest.raises(CommandError, match="not fit to serve"):
+        call_command("restore_check")
