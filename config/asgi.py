@@ -19,22 +19,29 @@ from queueing.web.routing import websocket_urlpatterns  # noqa: E402
 
 if settings.WR_SERVE_STATIC:
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-    from django.contrib.staticfiles.storage import staticfiles_storage
+    from django.contrib.staticfiles.storage import ManifestFilesMixin, staticfiles_storage
     from django.core.exceptions import SuspiciousFileOperation
     from django.http import Http404, HttpRequest, HttpResponse
     from django.views.static import serve as serve_collected
 
+    # With DEBUG off (config/settings.py, STORAGES) pages name files by their content's hash:
+    # the manifest's names, served from collectstatic's output. None: files keep their names.
+    hashed_names: frozenset[str] | None = (
+        frozenset(staticfiles_storage.hashed_files.values())
+        if isinstance(staticfiles_storage, ManifestFilesMixin)
+        else None
+    )
+
     class StaticFiles(ASGIStaticFilesHandler):
         """Static files without a separate server; production puts nginx or a CDN in front.
-        With DEBUG on they come from the apps' directories; with it off, from collectstatic's
-        output, where the names pages ask for carry their content's hash (a year's caching:
-        such a name never changes what it holds). A path that leads out of the static
-        directories (``/static/../manage.py``) is a file that is not there, 404, rather than
-        the 500 of Django's SuspiciousFileOperation."""
+        Files named by their hash come from collectstatic's output and may be kept a year
+        (such a name never changes what it holds); otherwise from the apps' directories. A
+        path that leads out of the static directories (``/static/../manage.py``) is a file
+        that is not there, 404, rather than the 500 of Django's SuspiciousFileOperation."""
 
         def serve(self, request: HttpRequest) -> HttpResponse:
             try:
-                if settings.DEBUG:
+                if hashed_names is None:
                     return super().serve(request)
                 name = self.file_path(request.path)
                 response = serve_collected(request, name, document_root=settings.STATIC_ROOT)
@@ -43,9 +50,6 @@ if settings.WR_SERVE_STATIC:
             if name in hashed_names:
                 response["Cache-Control"] = "public, max-age=31536000, immutable"
             return response
-
-    # The manifest's hashed names (none with DEBUG on, whose storage keeps the names).
-    hashed_names = frozenset(getattr(staticfiles_storage, "hashed_files", {}).values())
 
     django_asgi_app = StaticFiles(django_asgi_app)
 
