@@ -4,7 +4,11 @@ as tests/processes.py and scripts/run_stack.sh, environment the settings read, t
 edge tests run, exactly one beat; an image of the locked production packages alone, run by an
 unprivileged user; exact images, no default password, healthchecks, and PostgreSQL
 connections that fit its max_connections. And the room runs with the production packages
-alone: every other one made impossible to import."""
+alone: every other one made impossible to import.
+
+Longer than 350 lines on purpose: the deployment's files are read together (the image's
+command is compose's, compose's pools are the budget's, the locks are the image's), so their
+checks live in one place that a change to any of them runs."""
 
 from __future__ import annotations
 
