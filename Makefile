@@ -1,14 +1,16 @@
 # The two commands: `make run` and `make test`. Both set everything up on a fresh machine.
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
+# Development's lock (production's packages and the tools); the image installs prod.txt alone.
+LOCK   := requirements/dev.txt
+STAMP  := $(VENV)/.installed-$(shell cksum $(LOCK) | cut -d' ' -f1)
 
-.PHONY: run test setup services lint migrations-check screenshots messages bench bench-quick bench-units rehearse
+.PHONY: run test setup services lint lock migrations-check screenshots messages bench bench-quick bench-units rehearse
 
-$(STAMP): requirements.txt
+# Every package at its locked version, each checked against its locked hash.
+$(STAMP): $(LOCK)
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --require-hashes -r $(LOCK)
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -58,6 +60,18 @@ lint: $(STAMP)
 migrations-check: setup
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) scripts/check_migrations.py
+
+# requirements/prod.txt and dev.txt again from the .in files beside them, after a line there
+# changed: every package the .in files need, down to the last dependency, pinned with the
+# hashes of its published files, for the image's Linux and Python 3.11. What is already locked
+# stays at its version unless an .in file asks for another (`make lock LOCK_ARGS=--upgrade`
+# moves every dependency to its newest; `LOCK_ARGS=--offline` resolves from uv's cache alone,
+# which knows only the packages it has already fetched). dev.txt keeps prod.txt's versions.
+LOCK_FLAGS := --generate-hashes --python-version 3.11.7 --python-platform linux \
+	--custom-compile-command "make lock" --quiet
+lock: $(STAMP)
+	$(VENV)/bin/uv pip compile requirements/prod.in -o requirements/prod.txt $(LOCK_FLAGS) $(LOCK_ARGS)
+	$(VENV)/bin/uv pip compile requirements/dev.in -o requirements/dev.txt $(LOCK_FLAGS) $(LOCK_ARGS)
 
 # Every translatable string of the code into locale/<lang>/LC_MESSAGES/{django,djangojs}.po for
 # every language there (a new one: `manage.py makemessages -l <code>` once), keeping the

@@ -19,19 +19,37 @@ from queueing.web.routing import websocket_urlpatterns  # noqa: E402
 
 if settings.WR_SERVE_STATIC:
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+    from django.contrib.staticfiles.storage import ManifestFilesMixin, staticfiles_storage
     from django.core.exceptions import SuspiciousFileOperation
     from django.http import Http404, HttpRequest, HttpResponse
+    from django.views.static import serve as serve_collected
+
+    # With DEBUG off (config/settings.py, STORAGES) pages name files by their content's hash:
+    # the manifest's names, served from collectstatic's output. None: files keep their names.
+    hashed_names: frozenset[str] | None = (
+        frozenset(staticfiles_storage.hashed_files.values())
+        if isinstance(staticfiles_storage, ManifestFilesMixin)
+        else None
+    )
 
     class StaticFiles(ASGIStaticFilesHandler):
-        """Static files without a separate server; production puts a CDN in front. A path
-        that leads out of the static directories (``/static/../manage.py``) is a file that is
-        not there, 404, rather than the 500 of Django's SuspiciousFileOperation."""
+        """Static files without a separate server; production puts nginx or a CDN in front.
+        Files named by their hash come from collectstatic's output and may be kept a year
+        (such a name never changes what it holds); otherwise from the apps' directories. A
+        path that leads out of the static directories (``/static/../manage.py``) is a file
+        that is not there, 404, rather than the 500 of Django's SuspiciousFileOperation."""
 
         def serve(self, request: HttpRequest) -> HttpResponse:
             try:
-                return super().serve(request)
+                if hashed_names is None:
+                    return super().serve(request)
+                name = self.file_path(request.path)
+                response = serve_collected(request, name, document_root=settings.STATIC_ROOT)
             except SuspiciousFileOperation as exc:
                 raise Http404("No such static file.") from exc
+            if name in hashed_names:
+                response["Cache-Control"] = "public, max-age=31536000, immutable"
+            return response
 
     django_asgi_app = StaticFiles(django_asgi_app)
 

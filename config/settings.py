@@ -344,7 +344,20 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# collectstatic's output: what nginx serves in production (the image collects at build time).
+STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+# With DEBUG off, every file is named after its content's hash (waiting.3f2a1b9c0d4e.css) and
+# pages ask for those names, so that browsers and nginx keep them for a year and a release
+# never meets a stale copy; collectstatic writes them and the manifest of names, which pages
+# then need. With DEBUG on (make run, the tests), files keep their names and come straight
+# from the apps, with no collectstatic step.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage."
+        + ("StaticFilesStorage" if DEBUG else "ManifestStaticFilesStorage")
+    },
+}
 # Let the app server serve static files itself (fine for one box; put a CDN in front at scale).
 WR_SERVE_STATIC = env_bool("WR_SERVE_STATIC", True)
 

@@ -3,7 +3,10 @@ test database and this test's Redis prefix."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -54,7 +57,35 @@ def process_env(**extra: str) -> dict[str, str]:
         }
     )
     env.update(extra)
+    # With DEBUG off, pages ask for the hashed names of collectstatic's manifest, as in the image.
+    if env.get("DJANGO_DEBUG", "1").strip().lower() in {"0", "false", "no", "off", ""}:
+        env.setdefault("DJANGO_STATIC_ROOT", str(production_static_root()))
     return env
+
+
+@functools.cache
+def production_static_root() -> Path:
+    """collectstatic's output under production settings, once per test run: what the image
+    holds (each file also under its content's hash, and the manifest of those names), readable
+    by nginx's workers."""
+    root = Path(tempfile.mkdtemp(prefix="wr-static-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    root.chmod(0o755)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": "collectstatic-only-0123456789-abcdefghijklmnopqrstuvwxyz",
+        "DJANGO_STATIC_ROOT": str(root),
+    }
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=120,
+    )
+    return root
 
 
 # The command lines of the processes, as docker-compose.yml runs them in production

@@ -1,22 +1,38 @@
-"""docker-compose.yml is the production shape, and nothing here runs it (no Docker engine in
-CI): these checks hold it to what the tests do run. The same commands as tests/processes.py
-and scripts/run_stack.sh, environment the settings read, the nginx the edge tests run, exactly
-one beat."""
+"""docker-compose.yml and the Dockerfile are the production shape, and nothing here runs them
+(no Docker engine in CI): these checks hold them to what the tests do run. The same commands
+as tests/processes.py and scripts/run_stack.sh, environment the settings read, the nginx the
+edge tests run, exactly one beat; an image of the locked production packages alone, run by an
+unprivileged user; exact images, no default password, healthchecks, and PostgreSQL
+connections that fit its max_connections. And the room runs with the production packages
+alone: every other one made impossible to import.
+
+Longer than 350 lines on purpose: the deployment's files are read together (the image's
+command is compose's, compose's pools are the budget's, the locks are the image's), so their
+checks live in one place that a change to any of them runs."""
 
 from __future__ import annotations
 
+import fnmatch
+import http.client
+import importlib.metadata
 import itertools
 import re
 import shlex
 import subprocess
+import sys
+import urllib.parse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+import redis
 import yaml
 from django.conf import settings
+from django.db import connection
 
 from tests.edge import PAGES, PRODUCTION, RUN, TEMPLATE
-from tests.processes import ROOT, beat_command, web_command, worker_command
+from tests.processes import ROOT, Stack, beat_command, process_env, web_command, worker_command
 
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, Any] = COMPOSE["services"]
@@ -274,7 +290,7 @@ def test_the_settings_accept_the_cluster_variant_and_refuse_it_half_given() -> N
     whole = settings_with(
         CHANNELS_REDIS_URL=env["CHANNELS_REDIS_URL"],
         CELERY_BROKER_URL=APP_ENV["CELERY_BROKER_URL"].replace(
-            "${RABBITMQ_PASSWORD:-waitingroom}", "x"
+            "${RABBITMQ_PASSWORD:?set RABBITMQ_PASSWORD}", "x"
         ),
     )
     assert whole.returncode == 0, whole.stderr
@@ -283,3 +299,364 @@ def test_the_settings_accept_the_cluster_variant_and_refuse_it_half_given() -> N
     assert no_pubsub.returncode != 0 and "CHANNELS_REDIS_URL" in no_pubsub.stderr
     no_broker = settings_with(CHANNELS_REDIS_URL="redis://redis:6379/0")
     assert no_broker.returncode != 0 and "CELERY_BROKER_URL" in no_broker.stderr
+
+
+# The image: two stages, the locked production packages alone, an unprivileged user.
+
+DOCKERFILE = (ROOT / "Dockerfile").read_text()
+REQUIREMENTS = ROOT / "requirements"
+# What production must never carry (the tests' and tools' packages), by name.
+TOOLS = {
+    "pytest",
+    "pytest-django",
+    "pytest-timeout",
+    "playwright",
+    "schemathesis",
+    "ruff",
+    "daphne",
+    "aiosmtpd",
+    "hypothesis",
+    "httpx",
+    "import-linter",
+    "polib",
+    "uv",
+}
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _logical_lines(path: Path) -> list[str]:
+    """A requirements file's requirement lines, continuations joined, comments dropped."""
+    text = re.sub(r"\\\s*\n", " ", path.read_text())
+    lines = (re.sub(r"(^|\s)#.*", "", line).strip() for line in text.splitlines())
+    return [line for line in lines if line]
+
+
+def _pins(path: Path) -> dict[str, str]:
+    """name -> version of every ``name==version`` line (extras and markers aside)."""
+    pins = {}
+    for line in _logical_lines(path):
+        found = re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==([^\s;]+)", line)
+        if found:
+            pins[_normalized(found.group(1))] = found.group(3)
+    return pins
+
+
+def _stages() -> list[str]:
+    return re.split(r"^(?=FROM )", DOCKERFILE, flags=re.M)[1:]
+
+
+def test_the_image_installs_the_locked_production_packages_in_a_stage_of_their_own() -> None:
+    builder, final = _stages()
+    assert re.match(r"FROM \S+ AS builder\n", builder)
+    install = re.search(r"^RUN .*pip install (.*)$", builder, re.M).group(1).split()
+    assert "--require-hashes" in install and install[install.index("-r") + 1] == "/tmp/prod.txt"
+    assert "COPY requirements/prod.txt /tmp/prod.txt" in builder
+    assert "dev.txt" not in DOCKERFILE and "dev.in" not in DOCKERFILE
+    # Only the builder's virtualenv goes on: no pip install, no build tools in the image.
+    assert "COPY --from=builder /opt/venv /opt/venv" in final
+    assert "pip install" not in final
+    # Exact base images, the same in both stages.
+    bases = re.findall(r"^FROM (\S+)", DOCKERFILE, re.M)
+    assert len(set(bases)) == 1 and re.fullmatch(r"python:3\.11\.\d+-slim-\w+", bases[0])
+
+
+def test_the_image_runs_as_an_unprivileged_user() -> None:
+    _, final = _stages()
+    users = re.findall(r"^USER (\S+)$", final, re.M)
+    assert users, "the image would run as root"
+    user, _, group = users[-1].partition(":")
+    # Numeric, so that a runtime that refuses root (runAsNonRoot) can tell without /etc/passwd.
+    assert user.isdigit() and int(user) >= 1000 and (not group or int(group) >= 1000)
+    assert f"--uid {user}" in final
+    # Nothing runs as root after the switch, and the compose services do not switch back.
+    assert final.rindex("USER ") > max(final.rindex("RUN "), final.rindex("COPY "))
+    assert not any("user" in service for service in SERVICES.values())
+    # nginx runs as that user too: on unprivileged ports, published as the usual ones.
+    env = SERVICES["nginx"]["environment"]
+    listens = {int(env["NGINX_HTTP_LISTEN"]), int(env["NGINX_HTTPS_LISTEN"])}
+    assert all(port >= 1024 for port in listens)
+    published = {tuple(map(int, mapping.split(":"))) for mapping in SERVICES["nginx"]["ports"]}
+    assert published == {(80, int(env["NGINX_HTTP_LISTEN"])), (443, int(env["NGINX_HTTPS_LISTEN"]))}
+
+
+def test_production_packages_hold_no_test_or_tool_package() -> None:
+    production = _pins(REQUIREMENTS / "prod.txt")
+    assert not TOOLS & set(production), TOOLS & set(production)
+    # Development asks for each of them (some other packages it names directly, PyYAML and
+    # websockets, production needs too, through drf-spectacular and uvicorn).
+    assert TOOLS <= set(_pins(REQUIREMENTS / "dev.in"))
+
+
+@pytest.mark.parametrize("lock", ["prod.txt", "dev.txt"])
+def test_every_locked_package_is_pinned_with_its_hashes(lock: str) -> None:
+    lines = _logical_lines(REQUIREMENTS / lock)
+    assert len(lines) > 20
+    for line in lines:
+        assert re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?==\S+", line), line
+        assert re.search(r"--hash=sha256:[0-9a-f]{64}", line), line
+        assert not re.search(r"\s-e\s|://|\s--(index-url|extra-index-url|find-links)", line), line
+
+
+def test_the_locks_hold_what_the_in_files_ask_for() -> None:
+    """An .in file changed without `make lock` fails here."""
+    production, development = _pins(REQUIREMENTS / "prod.txt"), _pins(REQUIREMENTS / "dev.txt")
+    for name, version in _pins(REQUIREMENTS / "prod.in").items():
+        assert production.get(name) == version, name
+    for name, version in _pins(REQUIREMENTS / "dev.in").items():
+        assert development.get(name) == version, name
+    # Development runs production's exact versions.
+    assert {name: development.get(name) for name in production} == production
+
+
+def _ignored(path: str, patterns: list[str]) -> bool:
+    """Whether .dockerignore leaves ``path`` out (its patterns here: no "!" exceptions)."""
+    parts = path.split("/")
+    for pattern in patterns:
+        if pattern.startswith("**/"):
+            if any(fnmatch.fnmatchcase(part, pattern[3:]) for part in parts):
+                return True
+            continue
+        depth = pattern.count("/") + 1
+        if fnmatch.fnmatchcase("/".join(parts[:depth]), pattern):
+            return True
+    return False
+
+
+def test_the_image_leaves_out_tests_benchmarks_and_the_rehearsal() -> None:
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert not any(pattern.startswith("!") for pattern in patterns)
+    left_out = [
+        "tests/test_deploy.py",
+        "bench/run.py",
+        "rehearsal/run.py",
+        ".venv/bin/python",
+        ".git/HEAD",
+        "docs/waiting-page.png",
+        "requirements/dev.txt",
+        "staticfiles/staticfiles.json",
+        "queueing/__pycache__/models.cpython-311.pyc",
+        ".env",
+    ]
+    for path in left_out:
+        assert _ignored(path, patterns), path
+    taken = [
+        "manage.py",
+        "pyproject.toml",
+        "config/settings.py",
+        "queueing/hot/lua/join.lua",
+        "templates/base.html",
+        "locale/de/LC_MESSAGES/django.mo",
+        "deploy/nginx/run.sh",
+        "requirements/prod.txt",
+    ]
+    for path in taken:
+        assert not _ignored(path, patterns), path
+        assert (ROOT / path).exists() or path.endswith(".lua"), path
+
+
+# Compose: exact images, no default password, healthchecks, and connections that fit.
+
+ALL_SERVICES = {**CLUSTER["services"], **SERVICES}
+
+
+def _raw_compose() -> str:
+    return (ROOT / "docker-compose.yml").read_text() + (
+        ROOT / "docker-compose.cluster.yml"
+    ).read_text()
+
+
+def test_every_image_is_an_exact_release() -> None:
+    images = {
+        service.get("image") for service in [*SERVICES.values(), *CLUSTER["services"].values()]
+    }
+    images |= {CLUSTER["x-cluster-node"]["image"]}
+    images.discard(None)
+    for image in images - {IMAGE}:  # the room's own, built here
+        name, _, tag = image.partition(":")
+        # A release names every part of its version (PostgreSQL's have two), or a digest.
+        parts = 2 if name == "postgres" else 3
+        exact = rf"\d+(\.\d+){{{parts - 1}}}(-[a-z0-9.]+)?"
+        assert re.fullmatch(exact, tag) or re.search(r"@sha256:[0-9a-f]{64}$", image), image
+    # A RabbitMQ series RabbitMQ still supports (3.13's community support ended in 2024).
+    assert int(SERVICES["rabbitmq"]["image"].split(":")[1].split(".")[0]) >= 4
+
+
+@pytest.mark.django_db
+def test_the_images_run_the_majors_the_tests_run() -> None:
+    postgres = SERVICES["postgres"]["image"].split(":")[1]
+    assert (
+        int(postgres.split(".")[0]) == connection.cursor().connection.info.server_version // 10000
+    )
+    tested = redis.Redis.from_url(settings.REDIS_URL).info("server")["redis_version"]
+    for image in {SERVICES["redis"]["image"], CLUSTER["x-cluster-node"]["image"]}:
+        assert image.split(":")[1].split(".")[0] == tested.split(".")[0], image
+
+
+def test_no_password_has_a_default() -> None:
+    secrets = re.findall(r"\$\{([A-Z0-9_]*(?:PASSWORD|SECRET)[A-Z0-9_]*)([^}]*)\}", _raw_compose())
+    assert {name for name, _ in secrets} >= {
+        "POSTGRES_PASSWORD",
+        "RABBITMQ_PASSWORD",
+        "DJANGO_SECRET_KEY",
+    }
+    for name, rest in secrets:
+        assert rest.startswith(":?"), f"${{{name}{rest}}} gives a default"
+
+
+def test_every_service_that_keeps_running_has_a_healthcheck() -> None:
+    for name, service in ALL_SERVICES.items():
+        if service.get("restart") == "no":
+            continue  # a one-off run (migrate, forming the cluster): others wait for its end
+        healthcheck = service.get("healthcheck") or {}
+        assert healthcheck.get("test") and not healthcheck.get("disable"), name
+
+
+# Each connection PostgreSQL keeps for who is not a process of the room: an operator's psql,
+# pg_dump's backups, a migration run by hand. superuser_reserved_connections (3) are not
+# the room's either.
+HEADROOM = 20
+SUPERUSER_RESERVED = 3
+
+
+def _connections(scale: dict[str, int]) -> int:
+    """The most connections the room's processes may open: replicas x processes x pool."""
+    total = 0
+    for name, service in SERVICES.items():
+        env = service.get("environment", {})
+        if "DATABASE_URL" not in env:
+            continue
+        # Explicit for every process: the settings' default (16) is for one process alone.
+        pool = int(env["DATABASE_POOL_MAX"])
+        argv = compose_command(name)
+        if Path(argv[0]).name == "gunicorn":
+            processes = int(flags(argv)["-w"])
+        elif argv[:4] == ["celery", "-A", "config", "worker"]:
+            processes = int(flags(argv)["-c"])  # prefork children; the parent runs no task
+        else:
+            processes = 1
+        total += scale.get(name, replicas(name)) * processes * pool
+    return total
+
+
+def test_postgres_connections_fit_max_connections() -> None:
+    command = SERVICES["postgres"]["command"]
+    max_connections = int(
+        next(arg for arg in command if arg.startswith("max_connections=")).partition("=")[2]
+    )
+    available = max_connections - SUPERUSER_RESERVED - HEADROOM
+    assert _connections({}) <= available, (_connections({}), available)
+    # The scale-out the compose file's head shows fits too.
+    head = (ROOT / "docker-compose.yml").read_text().split("\nx-app")[0]
+    scaled = {name: int(count) for name, count in re.findall(r"--scale (\w+)=(\d+)", head)}
+    assert scaled and _connections(scaled) <= available, (_connections(scaled), available)
+    # The README's table says the same.
+    readme = (ROOT / "README.md").read_text()
+    assert f"{_connections({}) + HEADROOM} of {max_connections - SUPERUSER_RESERVED}" in readme
+    assert f"{_connections(scaled) + HEADROOM} of" in readme
+
+
+# The production packages suffice: the room checks and serves with every other one
+# unimportable.
+
+BLOCKER = """
+import sys
+
+DEVELOPMENT_ONLY = frozenset({names!r})
+
+
+# Imports of packages that requirements/prod.txt does not hold fail, as in the image.
+class DevelopmentOnly:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in DEVELOPMENT_ONLY:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (not in prod.txt)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, DevelopmentOnly())
+"""
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: http.client.HTTPMessage
+    body: str
+
+
+def _get(url: str) -> Answer:
+    """A GET as nginx passes it on (over HTTPS), the path sent as it is."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    try:
+        conn.request("GET", parts.path, headers={"X-Forwarded-Proto": "https"})
+        response = conn.getresponse()
+        return Answer(response.status, response.headers, response.read().decode(errors="replace"))
+    finally:
+        conn.close()
+
+
+def development_only_modules() -> set[str]:
+    """Top-level modules installed here by a package that prod.txt does not hold (dev.txt's,
+    or any other), but for the virtualenv's own pip and setuptools, which the image's has."""
+    production = set(_pins(REQUIREMENTS / "prod.txt")) | {"pip", "setuptools"}
+    owners = importlib.metadata.packages_distributions()
+    return {
+        module
+        for module, distributions in owners.items()
+        if not {_normalized(d) for d in distributions} & production
+    }
+
+
+@pytest.mark.processes
+@pytest.mark.django_db(transaction=True)
+def test_the_room_runs_on_the_production_packages_alone(make_event, tmp_path) -> None:
+    blocked = development_only_modules()
+    assert {"pytest", "playwright", "schemathesis", "hypothesis", "httpx", "daphne"} <= blocked
+    (tmp_path / "sitecustomize.py").write_text(BLOCKER.format(names=sorted(blocked)))
+    env = process_env(**{**PRODUCTION, "WR_SERVE_STATIC": "1"}, PYTHONPATH=str(tmp_path))
+
+    def python(*code: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, *code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    refused = python("-c", "import pytest")
+    assert refused.returncode != 0 and "not in prod.txt" in refused.stderr
+    # Every module of the room imports (management commands, tasks, migrations included).
+    every_module = (
+        "import pkgutil, importlib, django; django.setup()\n"
+        "for app in ('config', 'events', 'queueing', 'staff', 'dashboard'):\n"
+        "    package = importlib.import_module(app)\n"
+        "    for module in pkgutil.walk_packages(package.__path__, app + '.'):\n"
+        "        importlib.import_module(module.name)\n"
+    )
+    imported = python("-c", every_module)
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    checked = python("manage.py", "check", "--deploy", "--fail-level", "WARNING")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    make_event(slug="prod-only")
+    stack = Stack(env, tmp_path)
+    try:
+        base_url = stack.web(workers=1)  # waits for /healthz
+        page = _get(f"{base_url}/e/prod-only/")
+        assert page.status == 200
+        # Without nginx (WR_SERVE_STATIC=1) the web process serves the hashed names itself,
+        # as nginx does: kept a year.
+        css = re.search(r"/static/queueing/waiting\.[0-9a-f]{12}\.css", page.body).group()
+        hashed = _get(f"{base_url}{css}")
+        assert hashed.status == 200 and hashed.body.startswith("/* Contrast")
+        assert hashed.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+        plain = _get(f"{base_url}/static/queueing/waiting.css")
+        assert plain.status == 200 and "immutable" not in plain.headers.get("Cache-Control", "")
+        assert _get(f"{base_url}/static/../manage.py").status == 404
+    finally:
+        stack.stop()
+    assert "not in prod.txt" not in stack.log("web")

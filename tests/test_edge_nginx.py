@@ -14,15 +14,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
-from django.test import override_settings
 from django.utils import timezone
 from websockets.sync.client import connect
 
 from queueing.live.ticks import broadcast_tick
-from tests.edge import PAGES, PRODUCTION, Browser, Nginx, needs_nginx, readable_dir
+from tests.edge import PAGES, PRODUCTION, Browser, Nginx, needs_nginx
 from tests.faults import kill_process_group
-from tests.processes import Stack, free_port, running_stack, wait_until
+from tests.processes import (
+    Stack,
+    free_port,
+    production_static_root,
+    running_stack,
+    wait_until,
+)
 
 pytestmark = [
     pytest.mark.processes,
@@ -50,14 +54,10 @@ class Edge:
 
 
 @pytest.fixture(scope="module")
-def static_root() -> Iterator[Path]:
-    """collectstatic's output, which nginx serves (the image runs it at build time)."""
-    with tempfile.TemporaryDirectory(prefix="wr-static-") as tmp:
-        readable_dir(Path(tmp))
-        root = readable_dir(Path(tmp) / "static")
-        with override_settings(STATIC_ROOT=root):
-            call_command("collectstatic", interactive=False, verbosity=0)
-        yield root
+def static_root() -> Path:
+    """collectstatic's output under production settings, which nginx serves (the image runs
+    it at build time), and whose manifest the web processes name files by."""
+    return production_static_root()
 
 
 @pytest.fixture
@@ -134,11 +134,19 @@ def test_fans_reach_the_room_through_nginx(make_event, edge) -> None:
         tick = json.loads(ws.recv(timeout=10))
         assert (tick["type"], tick["queue_length"]) == ("tick", 4)
 
-    # Static files come from disk: the web processes would not serve them (WR_SERVE_STATIC=0).
+    # Static files come from disk, by production's names: the page asks for each by its
+    # content's hash, which nginx lets browsers keep for a year (a release names its files
+    # anew). The web processes would not serve them (WR_SERVE_STATIC=0).
+    page = fan.request("GET", "/e/edge/")
+    hashed = re.search(r'"(/static/queueing/waiting\.[0-9a-f]{12}\.css)"', page.body).group(1)
+    css = fan.request("GET", hashed)
+    assert css.status == 200 and css.headers["content-type"].startswith("text/css")
+    assert css.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert plain_get(edge.ports["web1"], hashed).status == 404
+    # A name without its hash (nginx's own busy page asks for one): kept briefly, revalidated.
     css = fan.request("GET", "/static/queueing/waiting.css")
     assert css.status == 200 and css.headers["content-type"].startswith("text/css")
     assert css.headers["cache-control"] == "public, max-age=300" and "last-modified" in css.headers
-    assert plain_get(edge.ports["web1"], "/static/queueing/waiting.css").status == 404
 
     # A body over the room's limit (64 KiB) gets the room's 400; one over nginx's (1 MiB)
     # gets the same answer from nginx, never an HTML page under /api/.
