@@ -60,6 +60,8 @@ def process_env(**extra: str) -> dict[str, str]:
     # With DEBUG off, pages ask for the hashed names of collectstatic's manifest, as in the image.
     if env.get("DJANGO_DEBUG", "1").strip().lower() in {"0", "false", "no", "off", ""}:
         env.setdefault("DJANGO_STATIC_ROOT", str(production_static_root()))
+        # Required with DEBUG off; the test process's own keys, so both open the same pass keys.
+        env.setdefault("WR_PASS_KEY_ENCRYPTION_KEY", ",".join(settings.WR_PASS_KEY_ENCRYPTION_KEYS))
     return env
 
 
@@ -77,6 +79,7 @@ def production_static_root() -> Path:
         "DJANGO_DEBUG": "0",
         "DJANGO_SECRET_KEY": "collectstatic-only-0123456789-abcdefghijklmnopqrstuvwxyz",
         "DJANGO_STATIC_ROOT": str(root),
+        "WR_PASS_KEY_ENCRYPTION_KEY": ",".join(settings.WR_PASS_KEY_ENCRYPTION_KEYS),
     }
     subprocess.run(
         [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
