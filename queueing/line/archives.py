@@ -18,6 +18,9 @@ The order is what makes it safe to delete:
 A run cut short after step 4 is finished by the next (the on-sale says archived, its rows
 are removed); before it, nothing was removed, and a ``.partial`` file may be left behind.
 Two runs for one on-sale do not overlap: each holds a session advisory lock on it.
+
+Over 350 lines on purpose: the file written and the room's reading of it back
+(``archive_file_problem``) are one byte layout, which must change together.
 """
 
 from __future__ import annotations
