@@ -98,8 +98,18 @@ def rewritten(archive: Path, lines: list[bytes], name: str) -> Path:
 
 
 @pytest.mark.parametrize("lanes", [1, 4])
-def test_an_ended_sale_archived_verifies_from_the_file_alone(make_event, tmp_path: Path) -> None:
+def test_an_ended_sale_archived_verifies_from_the_file_alone(
+    make_event, tmp_path: Path, redis_client, hot_prefix: str
+) -> None:
     event, in_shop = a_sale_that_ended(make_event)
+
+    def hot_keys() -> list[bytes]:
+        tags = [f"{event.id}"] + [f"{event.id}.{lane}" for lane in range(1, event.lanes)]
+        return [
+            k for tag in tags for k in redis_client.scan_iter(match=f"{hot_prefix}:{{{tag}}}:*")
+        ]
+
+    assert hot_keys()
     # One fan is still in the shop: not yet.
     with pytest.raises(CommandError, match="still has 1 fan"):
         archive_onsale(event.slug, "--out", str(tmp_path / "early.jsonl.gz"))
@@ -123,7 +133,8 @@ def test_an_ended_sale_archived_verifies_from_the_file_alone(make_event, tmp_pat
     assert event.archive["entries"] == entries
     root = AuditChainHead(seq=event.archive["heads"]["root"]["seq"])
     assert f"seq {root.seq}, hash {event.archive['heads']['root']['hash']}" in checked.stdout
-    # The rows are gone, the on-sale stays.
+    # The rows are gone, and the hot index's keys; the on-sale stays.
+    assert hot_keys() == []
     for model in (QueueEntry, AuditRecord, AuditChainHead, AuditLaneHead):
         assert not model.objects.filter(event_id=event.id).exists()
     assert not PlaceLink.objects.filter(entry__event_id=event.id).exists()
@@ -249,3 +260,12 @@ def test_the_dashboard_says_archived_with_the_digest(archived) -> None:
         assert page.status_code in (200, 410), (url, page.status_code)
         assert digest in page.content.decode(), url
     assert staff.get(f"/dashboard/events/{event.slug}/report").status_code == 410
+
+
+def test_an_archived_sale_can_no_longer_change(archived) -> None:
+    event, _ = archived
+    staff = staff_client("ann", superuser=True, api=True)
+    answer = staff.patch(f"/api/v1/manage/events/{event.slug}/", {"name": "Renamed"}, format="json")
+    assert answer.status_code == 410 and answer.json()["error"] == "event_archived"
+    event.refresh_from_db()
+    assert event.name == "On-sale tour"
