@@ -21,6 +21,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from events.models import Event
+from queueing.line.archives import archive_file_problem
 from queueing.models import (
     AuditChainHead,
     AuditLaneHead,
@@ -28,6 +29,7 @@ from queueing.models import (
     PlaceLink,
     QueueEntry,
 )
+from queueing.records.archive_rows import chain_heads
 from queueing.rules.states import LIVE
 from staff.services import event_close
 from tests.helpers import (
@@ -269,3 +271,29 @@ def test_an_archived_sale_can_no_longer_change(archived) -> None:
     assert answer.status_code == 410 and answer.json()["error"] == "event_archived"
     event.refresh_from_db()
     assert event.name == "On-sale tour"
+
+
+def test_the_room_reads_its_file_back_before_removing_anything(make_event, tmp_path) -> None:
+    """The check that guards the removal (``archive_file_problem``) refuses a file that is not
+    what the database holds: a changed record, a chain ending elsewhere, a cut end."""
+    event, in_shop = a_sale_that_ended(make_event)
+    shop_completes(poll(in_shop)["pass"], event.integration_key)
+    archive = tmp_path / "dry.jsonl.gz"
+    archive_onsale(event.slug, "--out", str(archive), "--dry-run")
+    heads = chain_heads(event_id=event.id).as_json()
+    end = json.loads(lines_of(archive)[-1])["end"]
+    counts = {"records": end["records"], "entries": end["entries"]}
+    assert archive_file_problem(archive, heads=heads, **counts) == ""
+
+    lines = lines_of(archive)
+    joined = next(i for i in _record_lines(lines) if b'"action":"joined"' in lines[i])
+    lines[joined] = lines[joined].replace(b'"actor":"fan"', b'"actor":"fan2"')
+    changed = rewritten(archive, lines, "changed.jsonl.gz")
+    assert "does not hash" in archive_file_problem(changed, heads=heads, **counts)
+
+    moved = {**heads, "root": {"seq": heads["root"]["seq"] + 1, "hash": "0" * 64}}
+    assert "heads" in archive_file_problem(archive, heads=moved, **counts)
+
+    cut = archive.with_name("cut.jsonl.gz")
+    cut.write_bytes(archive.read_bytes()[:-30])
+    assert archive_file_problem(cut, heads=heads, **counts).startswith("unreadable")
