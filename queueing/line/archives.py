@@ -184,6 +184,13 @@ def onsale_archive(*, event_id: int, now: datetime, out: Path, dry_run: bool = F
         return _finish(event)
 
 
+def archive_removal_finish(*, event_id: int) -> Archived:
+    """Finish removing the rows and keys of an on-sale already marked archived (a run cut
+    short after step 4)."""
+    with _archive_lock(event_id):
+        return _finish(Event.objects.get(pk=event_id, archived_at__isnull=False))
+
+
 def _finish(event: Event) -> Archived:
     """The rows and keys of an on-sale marked archived removed (again: idempotent)."""
     removed = archived_rows_delete(event_id=event.id)

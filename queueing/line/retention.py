@@ -1,7 +1,8 @@
 """What the room stops keeping, once a run (the retention task, hourly by default).
 
 - On-sales ended more than ``WR_RETENTION_DAYS`` ago are archived (``line/archives.py``), a
-  few a run (``WR_RETENTION_PER_RUN``), oldest first; 0 days turns this off.
+  few a run (``WR_RETENTION_PER_RUN``), oldest first; 0 days turns this off. An archive cut
+  short after its on-sale was marked archived has its removal finished, whatever the setting.
 - Place links leave a day past their expiry, used or not: until then a late click is told
   "expired" rather than "unknown".
 - The address digest kept on an ended ticket that may still go back in line
@@ -23,7 +24,12 @@ from django.db import connection
 from django.db.models import Q
 
 from events.models import Event, EventControl
-from queueing.line.archives import ArchiveRefused, archive_path, onsale_archive
+from queueing.line.archives import (
+    ArchiveRefused,
+    archive_path,
+    archive_removal_finish,
+    onsale_archive,
+)
 from queueing.models import PlaceLink, QueueEntry
 from queueing.rules.states import TERMINAL
 
@@ -52,6 +58,15 @@ def archives_due(*, now: datetime, days: int) -> list[Event]:
 def retention_run(*, now: datetime) -> RetentionOutcome:
     archived: list[str] = []
     refused: dict[str, str] = {}
+    # An archive cut short after the on-sale was marked: its removal finished (its chain
+    # head is the last thing removed, so it marks the unfinished).
+    for event_id in Event.objects.filter(
+        archived_at__isnull=False, audit_head__isnull=False
+    ).values_list("id", flat=True):
+        try:
+            archive_removal_finish(event_id=event_id)
+        except ArchiveRefused as refusal:  # another run holds it: that run finishes it
+            logger.info("retention: on-sale %s not finished here: %s", event_id, refusal)
     if settings.WR_RETENTION_DAYS:
         directory = Path(settings.WR_ARCHIVE_DIR)
         for event in archives_due(now=now, days=settings.WR_RETENTION_DAYS):

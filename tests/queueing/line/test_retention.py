@@ -13,9 +13,10 @@ from django.test import Client
 from django.utils import timezone
 
 from events.models import Event
+from queueing.line.archives import onsale_archive
 from queueing.line.place_links import place_link_create
 from queueing.line.retention import address_digests_erase, place_links_purge, retention_run
-from queueing.models import PlaceLink, QueueEntry
+from queueing.models import AuditChainHead, PlaceLink, QueueEntry
 from queueing.tasks import retention_run as retention_task
 from staff.services import event_close
 from tests.helpers import entry_of, fans_join, poll, shop_completes, tick
@@ -107,3 +108,14 @@ def test_an_ended_ticket_keeps_no_address_digest_unless_it_may_come_back(make_ev
     assert address_digests_erase(now=timezone.now()) == 0  # the window is still open
     assert address_digests_erase(now=timezone.now() + timedelta(seconds=61)) == 1
     assert entry_of(back).address is None
+
+
+def test_an_archive_cut_short_has_its_removal_finished(make_event, settings, tmp_path) -> None:
+    settings.WR_RETENTION_DAYS = 0
+    settings.WR_ARCHIVE_DIR = str(tmp_path)
+    event = ended(make_event, "cut", days_ago=1)
+    onsale_archive(event_id=event.id, now=timezone.now(), out=tmp_path / "cut.jsonl.gz")
+    # As if the run had died after marking the on-sale, before its last rows went.
+    AuditChainHead.objects.create(event=event, seq=3)
+    retention_run(now=timezone.now())
+    assert not AuditChainHead.objects.filter(event=event).exists()
