@@ -179,13 +179,12 @@ class ReentryNotAllowed(
 class EventArchived(
     QueueError,
     code=ErrorCode.EVENT_ARCHIVED,
-    detail=gettext_noop(
-        "This on-sale is archived: its line and audit trail left the room for an archive "
-        "file, and it can no longer change."
-    ),
+    detail="This on-sale is archived: its line and audit trail left the room for an archive "
+    "file, and it can no longer change.",
 ):
     """Staff asked to change an on-sale whose trail was archived (queueing/line/archives.py):
-    the change would need a chain that is no longer in the room."""
+    the change would need a chain that is no longer in the room. Staff's sentence only (the
+    dashboard may stay in English): not among the fans' strings to translate."""
 
 
 class LanesFixed(
