@@ -29,11 +29,15 @@ WORKDIR /app
 # Owned by root and read-only to the room: a process of the room cannot rewrite its own code.
 COPY . .
 # Production's static files: each also under its content's hash, with the manifest the pages
-# name them by (DEBUG off). The key only lets the settings load; it is not kept. And the code
-# compiled now, since the room may not write beside it: no process compiles it at each start.
+# name them by (DEBUG off). The keys only let the settings load; they are not kept (the
+# encryption key is 32 zero bytes). And the code compiled now, since the room may not write
+# beside it: no process compiles it at each start. The archives' directory belongs to the
+# room's user, so that a volume mounted there starts writable (docker-compose.yml).
 RUN DJANGO_DEBUG=0 DJANGO_SECRET_KEY=collectstatic-only-not-a-secret-0123456789abcdefghij \
+    WR_PASS_KEY_ENCRYPTION_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA= \
     python manage.py collectstatic --noinput -v0 \
-    && python -m compileall -q config dashboard events queueing staff
+    && python -m compileall -q config dashboard events queueing staff \
+    && mkdir -p /var/lib/waitingroom/archives && chown 10001:10001 /var/lib/waitingroom/archives
 USER 10001:10001
 # web (gunicorn), nginx's plain HTTP and TLS: unprivileged ports, published as 80 and 443.
 EXPOSE 8000 8080 8443

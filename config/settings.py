@@ -266,6 +266,19 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # also its time to live on RabbitMQ, which drops it unread; on Redis the worker discards it.
 WR_TICK_SECONDS = env_float("WR_TICK_SECONDS", 1.0, minimum=0.2)
 WR_TICK_STALE_SECONDS = env_float("WR_TICK_STALE_SECONDS", 2 * WR_TICK_SECONDS, minimum=0.5)
+# Retention (docs/operations.md, "Retention and archives"). An on-sale ended more than
+# WR_RETENTION_DAYS ago is archived to a file in WR_ARCHIVE_DIR and leaves the database; 0
+# (the default) archives nothing by itself: the file is then the trail's only copy, so the
+# directory must be on storage that is kept and backed up before it is turned on (a
+# commercial room would keep about 90 days).
+WR_RETENTION_DAYS = env_int("WR_RETENTION_DAYS", 0, minimum=0)
+WR_ARCHIVE_DIR = env_str("WR_ARCHIVE_DIR", str(BASE_DIR / "archives"))
+# On-sales archived per retention run (each one's rows are read and removed in batches).
+WR_RETENTION_PER_RUN = env_int("WR_RETENTION_PER_RUN", 2, minimum=1)
+WR_RETENTION_CHECK_SECONDS = env_float("WR_RETENTION_CHECK_SECONDS", 3600.0, minimum=60.0)
+# Staff login lockouts (who, from which address) are kept this long after they ended.
+WR_LOGIN_LOCKOUT_KEEP_DAYS = env_int("WR_LOGIN_LOCKOUT_KEEP_DAYS", 30, minimum=0)
+
 CELERY_BEAT_SCHEDULE = {
     "room-tick": {
         "task": "queueing.tasks.room_tick",
@@ -278,6 +291,20 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env_float("WR_HOT_INDEX_CHECK_SECONDS", 2.0, minimum=0.5),
         # A check that waited longer than its period is stale: the next one supersedes it.
         "options": {"expires": 2.0},
+    },
+    # Retention (docs/operations.md, "Retention and archives"): on-sales ended more than
+    # WR_RETENTION_DAYS ago archived a few a run; expired place links and address digests
+    # past their use purged. Staff login lockouts are the dashboard's (the layers: queueing
+    # may not import dashboard), purged by their own entry.
+    "retention": {
+        "task": "queueing.tasks.retention_run",
+        "schedule": WR_RETENTION_CHECK_SECONDS,
+        "options": {"expires": WR_RETENTION_CHECK_SECONDS},
+    },
+    "login-lockouts-purge": {
+        "task": "dashboard.tasks.login_lockouts_purge",
+        "schedule": WR_RETENTION_CHECK_SECONDS,
+        "options": {"expires": WR_RETENTION_CHECK_SECONDS},
     },
 }
 

@@ -25,12 +25,14 @@ from dashboard.permissions import IsStaffOrAuditorReadOnly
 from dashboard.reports import event_report
 from events.models import Event
 from events.validation import SLUG_RE
+from queueing.line.archives import archive_described
 from queueing.line.reads import event_by_slug
 from queueing.models import AuditAction, AuditRecord, QueueEntry
-from queueing.records.audit import canonical_json, hashed_at
+from queueing.records.archive_rows import audit_row
+from queueing.records.audit import canonical_json
 from queueing.records.audit_verify import EventVerdict, audit_event_verify
 from queueing.rules.ticket_codec import InvalidTicket, ticket_read
-from queueing.web.api_errors import errors
+from queueing.web.api_errors import ApiError, errors
 
 # The last four were added so that an outsider can recompute each hash (docs/api.md, "The
 # canonical form"; "Lanes"); they come after the earlier columns, which keep their places.
@@ -102,15 +104,34 @@ def _ticket_id(raw: str) -> uuid.UUID:
     return found
 
 
+def not_archived(event: Event) -> Event:
+    """``event``, unless its trail left the database for an archive: then 410 with what the
+    room keeps of that file (its digest, counts and last heads), never an empty answer."""
+    described = archive_described(event)
+    if described is None:
+        return event
+    root = described["heads"].get("root", {})
+    raise ApiError(
+        410,
+        "event_archived",
+        f"{event.slug} was archived at {described['archived_at']}: its {described['records']}"
+        f" audit records and {described['entries']} entries are in an archive file whose"
+        f" SHA-256 is {described['sha256']} (its root chain ending at seq {root.get('seq')},"
+        f" hash {root.get('hash')}), and no longer in the room. Check the file with"
+        " scripts/verify_trail.py (docs/archive-format.md).",
+        extra={"archive": described},
+    )
+
+
 def _filtered_records(params: Any) -> QuerySet[AuditRecord]:
     records = AuditRecord.objects.all()
     if slug := params.get("event"):
         if not SLUG_RE.match(slug):
             raise ValidationError({"event": ["No on-sale with that slug."]})
-        event_id = Event.objects.filter(slug=slug).values_list("id", flat=True).first()
-        if event_id is None:
+        event = Event.objects.filter(slug=slug).first()
+        if event is None:
             raise ValidationError({"event": ["No on-sale with that slug."]})
-        records = records.filter(event_id=event_id)
+        records = records.filter(event_id=not_archived(event).id)
     if ticket := params.get("ticket"):
         records = records.filter(ticket_id=_ticket_id(ticket[:300]))
     if action := params.get("action"):
@@ -125,24 +146,20 @@ def _filtered_records(params: Any) -> QuerySet[AuditRecord]:
 
 
 def _row(record: AuditRecord, slugs: dict[int, str]) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "at": record.at.isoformat(),
-        "event": slugs.get(record.event_id),
-        "ticket_id": str(record.ticket_id) if record.ticket_id else None,
-        "action": record.action,
-        "actor": record.actor,
-        "data": record.data,
-        "hash": record.hash,
-        "prev_hash": record.prev_hash,
-        # What the hash covers and the fields above do not show as hashed: the on-sale's id
-        # (``event`` is its slug), the place in the chain, and ``at`` in the hashed form.
-        "event_id": record.event_id,
-        "seq": record.seq,
-        "at_hashed": hashed_at(record.at),
-        # The record's chain within the on-sale: null for its root chain (docs/api.md, "Lanes").
-        "lane": record.lane,
-    }
+    return audit_row(
+        id=record.id,
+        at=record.at,
+        slug=slugs.get(record.event_id),
+        event_id=record.event_id,
+        lane=record.lane,
+        seq=record.seq,
+        ticket_id=record.ticket_id,
+        action=record.action,
+        actor=record.actor,
+        data=record.data,
+        prev_hash=record.prev_hash,
+        hash=record.hash,
+    )
 
 
 class RecordSerializer(serializers.Serializer):
@@ -249,7 +266,7 @@ class AuditRecordsApi(APIView):
         responses={
             (200, "application/json"): RecordPageSerializer,
             (200, "text/csv"): OpenApiTypes.STR,
-            **errors(400, 401, 403),
+            **errors(400, 401, 403, 410),
         },
     )
     def get(self, request: Request) -> Response | StreamingHttpResponse:
@@ -269,14 +286,15 @@ class AuditRecordsApi(APIView):
 class AuditVerifyApi(APIView):
     permission_classes = [IsStaffOrAuditorReadOnly]
 
-    @extend_schema(responses={200: VerdictSerializer, **errors(401, 403, 404)})
+    @extend_schema(responses={200: VerdictSerializer, **errors(401, 403, 404, 410)})
     def get(self, request: Request, slug: str) -> Response:
-        return Response(verdict_answer(audit_event_verify(event_id=event_by_slug(slug).id)))
+        event = not_archived(event_by_slug(slug))
+        return Response(verdict_answer(audit_event_verify(event_id=event.id)))
 
 
 class AuditReportApi(APIView):
     permission_classes = [IsStaffOrAuditorReadOnly]
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **errors(401, 403, 404)})
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **errors(401, 403, 404, 410)})
     def get(self, request: Request, slug: str) -> Response:
-        return Response(event_report(event_by_slug(slug)))
+        return Response(event_report(not_archived(event_by_slug(slug))))

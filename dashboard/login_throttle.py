@@ -230,3 +230,13 @@ def login_lockout_lift(*, username: str | None = None, address: str | None = Non
         for name, budget in named
         if lockouts.lockout_lift(budget.scope.value, budget.caller)
     ]
+
+
+def login_lockouts_purge(*, now: dt.datetime, keep_days: int) -> int:
+    """Remove the lockout records (who, from which address) that ended more than
+    ``keep_days`` ago; how many. The running lockouts themselves live in Redis and end by
+    their own TTL (``queueing/hot/lockouts.py``)."""
+    removed, _ = LoginLockout.objects.filter(
+        locked_until__lt=now - dt.timedelta(days=keep_days)
+    ).delete()
+    return removed

@@ -23,6 +23,7 @@ from dashboard.permissions import is_auditor
 from dashboard.report_csv import report_csv
 from dashboard.sale_report import sale_report
 from events.models import Event
+from queueing.line.archives import archive_described
 
 View = Callable[..., HttpResponse]
 
@@ -46,12 +47,25 @@ def _event(slug: str) -> Event:
     return event
 
 
+def archived_page(request: HttpRequest, event: Event) -> HttpResponse:
+    """410, saying when the on-sale was archived and what vouches for the file (its digest
+    and last head), rather than a report of nothing."""
+    return render(
+        request,
+        "dashboard/archived.html",
+        {"event": event, "archive": archive_described(event)},
+        status=410,
+    )
+
+
 @staff_or_auditor_required
 @require_safe
 def report_page(request: HttpRequest, slug: str) -> HttpResponse:
     """``?print=1`` is the printable layout: the same figures without the dashboard's
     navigation, laid out for A4, so printing needs no script."""
     event = _event(slug)
+    if event.archived_at is not None:
+        return archived_page(request, event)
     return render(
         request,
         "dashboard/report.html",
@@ -66,6 +80,8 @@ def report_page(request: HttpRequest, slug: str) -> HttpResponse:
 @require_safe
 def report_download(request: HttpRequest, slug: str) -> HttpResponse:
     event = _event(slug)
+    if event.archived_at is not None:
+        return archived_page(request, event)
     report = sale_report(event, now=timezone.now())
     stamp = report.generated_at.strftime("%Y%m%d-%H%M%S")
     response = HttpResponse(report_csv(report), content_type="text/csv; charset=utf-8")

@@ -30,6 +30,7 @@ from dashboard.event_figures import event_figures
 from dashboard.preview import preview, preview_form
 from events.catalogue import SEARCH_MAX_LENGTH
 from events.models import MESSAGE_MAX_LENGTH, Event, EventMode
+from queueing.line.archives import archive_described
 from staff.consequences import fans_now
 
 
@@ -107,6 +108,7 @@ def event_page(request: HttpRequest, slug: str) -> HttpResponse:
         "dashboard/event.html",
         {
             "event": event,
+            "archive": archive_described(event),
             "figures": figures,
             "modes": EventMode.choices,
             # Only what applies in this state (a closed on-sale: nothing to steer).

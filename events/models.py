@@ -302,6 +302,14 @@ class Event(models.Model):
     # Set when the hot index may disagree with PostgreSQL (a Redis write failed after a
     # commit); the maintenance task rebuilds the event's index and clears it.
     hot_index_dirty = models.BooleanField(default=False, editable=False)
+    # When the ended on-sale's entries and audit trail left the database for an archive file
+    # (queueing/line/archives.py); null while they are here. The row stays, so that every
+    # page and API can say "archived" and name the file's digest instead of "not found".
+    archived_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # What vouches for that file (docs/archive-format.md): {"sha256", "records", "entries",
+    # "file", "heads": {"root": {"seq", "hash"}, "lanes": [{"lane", "seq", "hash"}, ...]}}.
+    # Nullable: added to a live table without a default to write into every row.
+    archive = models.JSONField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -125,6 +125,13 @@ class QueueEntry(models.Model):
                 condition=Q(status__in=LIVE, address__isnull=False),
                 name="entry_live_address",
             ),
+            # Ended tickets still holding an address digest (kept for a possible re-entry):
+            # the retention run erases them past the re-entry window (line/retention.py).
+            models.Index(
+                fields=["ended_at"],
+                condition=Q(status__in=TERMINAL, address__isnull=False),
+                name="entry_ended_address",
+            ),
             # Rate window (admissions in the last minute) and throughput statistics.
             models.Index(
                 fields=["event", "admitted_at"],

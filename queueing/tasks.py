@@ -9,6 +9,7 @@ from django.utils import timezone
 from queueing import beat
 from queueing.line import index_sync
 from queueing.line.admission import admission_run
+from queueing.line.retention import retention_run as retention
 from queueing.line.turn_mail import turn_mail_send
 from queueing.live.ticks import broadcast_tick
 
@@ -61,3 +62,16 @@ def hot_index_maintain() -> list[int]:
 @shared_task(ignore_result=True)
 def hot_index_rebuild(event_id: int) -> bool:
     return index_sync.hot_index_rebuild(event_id=event_id)
+
+
+@shared_task(ignore_result=True)
+def retention_run() -> dict[str, object]:
+    """Hourly: ended on-sales past WR_RETENTION_DAYS archived (a few a run), expired place
+    links and address digests past their use purged (queueing/line/retention.py)."""
+    outcome = retention(now=timezone.now())
+    return {
+        "archived": outcome.archived,
+        "refused": outcome.refused,
+        "place_links": outcome.place_links,
+        "address_digests": outcome.address_digests,
+    }

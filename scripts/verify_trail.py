@@ -33,6 +33,13 @@ recomputed, but its prev_hash links to a record the file does not hold, so it is
 given, and the output says so. What the file cannot show is a chain cut short at its end:
 compare the last seq and hash printed with what the room reports.
 
+FILE may also be an archive of an ended on-sale (``manage.py archive_onsale``; its format is
+docs/archive-format.md), told by its gzip header: then every chain must be whole, from seq 1
+to the head the archive's header lists (with lanes, the last root record must list every
+lane's last record), its entries must keep only the archived fields, and its end line's counts
+and SHA-256 of every line before it must hold. The digest and root chain head printed are what
+the room keeps of the archived on-sale: compare them.
+
 Only Python's standard library is used, so this file runs on its own, anywhere with Python
 3.9 or later. Over 350 lines on purpose: one file to copy anywhere, nothing to install.
 """
@@ -41,10 +48,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import hashlib
 import io
 import json
 import sys
+import zlib
 from collections.abc import Iterator
 from datetime import datetime
 from typing import IO, Any, NamedTuple
@@ -343,8 +352,31 @@ def _chain_name(key: ChainKey) -> str:
     return f"on-sale {event_id}" + ("" if lane is None else f" lane {lane}")
 
 
+class Checked(NamedTuple):
+    """What a file's records were found to hold, every check having passed."""
+
+    total: int
+    chains: dict[ChainKey, Chain]
+    roots: Roots
+
+
 def verify(records: Iterator[Record], out: IO[str]) -> int:
     """0 when everything holds, 1 at the first record that does not (printed to ``out``)."""
+    checked = check(records, out)
+    if checked is None:
+        return 1
+    report(checked, out)
+    print(
+        "A chain cut short at its end cannot be seen in the file: compare each last seq and"
+        " hash with what the room reports.",
+        file=out,
+    )
+    return 0
+
+
+def check(records: Iterator[Record], out: IO[str]) -> Checked | None:
+    """Every record's hash, link and seq, and every root record; None after printing the
+    first that fails."""
     chains: dict[ChainKey, Chain] = {}
     roots = Roots()
     total = 0
@@ -358,7 +390,7 @@ def verify(records: Iterator[Record], out: IO[str]) -> int:
         if problems:
             print(f"FAILED at {record.where}: {'; '.join(problems)}.", file=out)
             print(f"{total} records before it held.", file=out)
-            return 1
+            return None
         key = _chain_key(fields)
         chain = chains.setdefault(key, Chain(fields["seq"]))
         chain.last_seq, chain.last_hash = fields["seq"], fields["hash"]
@@ -374,7 +406,7 @@ def verify(records: Iterator[Record], out: IO[str]) -> int:
                         f" {fields['seq']} is not that record's ({record.where}).",
                         file=out,
                     )
-                    return 1
+                    return None
                 roots.matched += 1
     if not total:
         raise BadInput("no audit records in the file")
@@ -389,7 +421,12 @@ def verify(records: Iterator[Record], out: IO[str]) -> int:
             " or a file that stops before them.",
             file=out,
         )
-        return 1
+        return None
+    return Checked(total=total, chains=chains, roots=roots)
+
+
+def report(checked: Checked, out: IO[str]) -> None:
+    total, chains, roots = checked
     print(
         f"OK: {total} records in {len(chains)} chain(s); every hash, link and seq holds.", file=out
     )
@@ -414,12 +451,6 @@ def verify(records: Iterator[Record], out: IO[str]) -> int:
             f" {roots.unchecked} not in the file (not checked).",
             file=out,
         )
-    print(
-        "A chain cut short at its end cannot be seen in the file: compare each last seq and"
-        " hash with what the room reports.",
-        file=out,
-    )
-    return 0
 
 
 def _is_root(fields: dict[str, Any]) -> bool:
@@ -496,20 +527,211 @@ def _record_problems(fields: dict[str, Any], chain: Chain | None) -> list[str]:
     return problems
 
 
+# Archives (docs/archive-format.md): an ended on-sale's whole trail and entries in one file.
+
+GZIP_MAGIC = b"\x1f\x8b"
+ARCHIVE_KIND = "waitingroom.archive"
+ARCHIVE_FORMATS = (1,)
+# What an archive keeps of an entry, exactly these keys: nothing a fan could be reached by.
+ENTRY_KEYS = (
+    "ticket_id",
+    "tier",
+    "lane",
+    "order_key",
+    "status",
+    "joined_at",
+    "status_changed_at",
+    "admitted_at",
+    "pass_issued_at",
+    "pass_expires_at",
+    "ended_at",
+    "reentered_at",
+    "passed_over_at",
+    "notified_at",
+    "quoted_p10",
+    "quoted_p50",
+    "quoted_p90",
+)
+
+
+class BadArchive(Exception):
+    """A line of an archive that is not what the format says (exit 1: it was an archive)."""
+
+    def __init__(self, line: int, problem: str) -> None:
+        super().__init__(problem)
+        self.line, self.problem = line, problem
+
+
+class Archive:
+    """An archive read line by line: its records handed to ``check`` as they come, the rest
+    (header, entries, end line, the digest of every line before the end) kept aside."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.lines = gzip.GzipFile(fileobj=stream, mode="rb")
+        self.header: dict[str, Any] = {}
+        self.end: dict[str, Any] | None = None
+        self.digest = hashlib.sha256()
+        self.records = 0
+        self.entries = 0
+        self.statuses: dict[str, int] = {}
+        self.last_root: Any = None
+
+    def read_header(self) -> None:
+        first = self.lines.readline()
+        try:
+            line = json.loads(first)
+        except ValueError:
+            line = None
+        header = line.get("archive") if isinstance(line, dict) and len(line) == 1 else None
+        if not isinstance(header, dict) or header.get("kind") != ARCHIVE_KIND:
+            raise BadInput("a compressed file, but not an archive of the waiting room")
+        if header.get("format") not in ARCHIVE_FORMATS:
+            raise BadInput(
+                f"an archive of format {header.get('format')!r}; this checker reads format"
+                f" {', '.join(map(str, ARCHIVE_FORMATS))}"
+            )
+        event = header.get("event")
+        if not isinstance(event, dict) or type(event.get("id")) is not int:
+            raise BadInput("an archive whose header names no on-sale")
+        self.header = header
+        self.digest.update(first)
+
+    def trail(self) -> Iterator[Record]:
+        for number, text in enumerate(self.lines, start=2):
+            where = f"line {number} of the archive"
+            if self.end is not None:
+                raise BadArchive(number, "a line after the end line")
+            try:
+                line = json.loads(text)
+            except ValueError:
+                raise BadArchive(number, "not a JSON line") from None
+            if not isinstance(line, dict) or len(line) != 1:
+                raise BadArchive(number, "not an object with one key (record, entry or end)")
+            ((kind, value),) = line.items()
+            if kind == "end":
+                self.end = value if isinstance(value, dict) else {}
+                continue
+            self.digest.update(text)
+            if kind == "record":
+                if self.entries:
+                    raise BadArchive(number, "a record after the entries")
+                if not isinstance(value, dict):
+                    raise BadArchive(number, "a record that is not an object")
+                if value.get("event_id") != self.header["event"]["id"]:
+                    raise BadArchive(number, "a record of another on-sale")
+                self.records += 1
+                if value.get("action") == "root" and value.get("lane") is None:
+                    self.last_root = value.get("data")
+                yield Record(_name(value, where), value)
+            elif kind == "entry":
+                if not isinstance(value, dict) or set(value) != set(ENTRY_KEYS):
+                    raise BadArchive(number, "an entry with other fields than an archive keeps")
+                self.entries += 1
+                status = str(value["status"])
+                self.statuses[status] = self.statuses.get(status, 0) + 1
+            else:
+                raise BadArchive(number, f"a line of an unknown kind ({kind})")
+
+    def problem(self, checked: Checked) -> str:
+        """What the whole file fails to hold, once its records all verified ("" if all)."""
+        if self.end is None:
+            return "the archive has no end line: it is cut short"
+        counted = {"records": self.records, "entries": self.entries}
+        if self.end != {**counted, "sha256": self.digest.hexdigest()}:
+            return (
+                f"its end line says {self.end}, but the lines before it are {counted} with"
+                f" sha256 {self.digest.hexdigest()}"
+            )
+        if self.header.get("entries_by_status") != self.statuses:
+            return "the header's counts of entries by status are not the entries'"
+        for key, chain in checked.chains.items():
+            if chain.first_seq != 1:
+                return f"{_chain_name(key)} starts at seq {chain.first_seq}, not at its start"
+        return self._heads_problem(checked.chains)
+
+    def _heads_problem(self, chains: dict[ChainKey, Chain]) -> str:
+        event_id = self.header["event"]["id"]
+        heads = self.header.get("heads")
+        try:
+            ends: dict[ChainKey, tuple[int, str]] = {
+                (event_id, None): (heads["root"]["seq"], heads["root"]["hash"])
+            }
+            lanes = [(h["lane"], h["seq"], h["hash"]) for h in heads["lanes"]]
+        except (KeyError, TypeError):
+            return "the header's heads are not a root chain's and lanes' seq and hash"
+        for lane, seq, digest in lanes:
+            ends[(event_id, json.dumps(lane, ensure_ascii=False))] = (seq, digest)
+        for key in chains.keys() - ends.keys():
+            return f"{_chain_name(key)} is not among the chains the header lists"
+        for key, (seq, digest) in ends.items():
+            chain = chains.get(key)
+            found = (chain.last_seq, chain.last_hash) if chain else (0, GENESIS_HASH)
+            if found != (seq, digest):
+                return (
+                    f"{_chain_name(key)} ends at seq {found[0]}, the header says at seq {seq}:"
+                    " records cut from its end, or added"
+                )
+        listed = [{"lane": lane, "seq": seq, "hash": digest} for lane, seq, digest in lanes]
+        if any(seq for _, seq, _ in lanes) and (
+            not isinstance(self.last_root, dict) or self.last_root.get("lanes") != listed
+        ):
+            return "the last root record does not list every lane at its last record"
+        return ""
+
+
+def verify_archive(stream: IO[bytes], out: IO[str]) -> int:
+    """An archive: every record as in ``verify``, each chain whole from seq 1 to the head
+    the header lists (an on-sale with lanes: the last root record listing them all), the
+    entries' fields and counts, and the end line's counts and sha256 of every line before."""
+    archive = Archive(stream)
+    try:
+        archive.read_header()
+        checked = check(archive.trail(), out)
+        problem = "" if checked is None else archive.problem(checked)
+    except BadArchive as exc:
+        print(f"FAILED at line {exc.line} of the archive: {exc.problem}.", file=out)
+        return 1
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        print(f"FAILED: the compressed file is damaged or cut short ({exc}).", file=out)
+        return 1
+    if checked is None:
+        return 1
+    if problem:
+        print(f"FAILED: {problem}.", file=out)
+        return 1
+    report(checked, out)
+    event, heads = archive.header["event"], archive.header["heads"]
+    print(
+        f"Archive of on-sale {event.get('slug')} (id {event['id']}), archived at"
+        f" {archive.header.get('archived_at')}: {archive.records} records and"
+        f" {archive.entries} entries, every chain whole from its start to the head listed.\n"
+        f"  root chain head: seq {heads['root']['seq']}, hash {heads['root']['hash']}\n"
+        f"  sha256 {archive.digest.hexdigest()}\n"
+        "Compare that sha256 and head with what the room says of the archived on-sale.",
+        file=out,
+    )
+    return 0
+
+
+def _binary(name: str) -> IO[bytes]:
+    return sys.stdin.buffer if name == "-" else open(name, "rb")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Check an export of the waiting room's audit trail (JSON pages, a JSON"
-        " array, JSON lines or the CSV export): every hash, link and seq.",
+        " array, JSON lines or the CSV export), or an archive of an ended on-sale: every"
+        " hash, link and seq.",
         epilog="Exit status: 0 all holds, 1 a bad record (named), 2 bad usage or input.",
     )
-    parser.add_argument("file", help="the export, or - for standard input")
+    parser.add_argument("file", help="the export or an archive, or - for standard input")
     args = parser.parse_args(argv)
     try:
-        if args.file == "-":
-            stream: IO[str] = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", newline="")
-        else:
-            stream = open(args.file, encoding="utf-8-sig", newline="")
-        with stream:
+        raw = io.BufferedReader(_binary(args.file))  # type: ignore[arg-type]
+        with raw:
+            if raw.peek(2)[:2] == GZIP_MAGIC:
+                return verify_archive(raw, sys.stdout)
+            stream = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
             return verify(records_of(stream), sys.stdout)
     except BadInput as exc:
         print(f"{parser.prog}: {args.file}: {exc}", file=sys.stderr)

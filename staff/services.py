@@ -38,7 +38,7 @@ from queueing.models import AuditAction
 from queueing.records.audit import audit_append, audit_chain_start, audit_lane_heads_ensure
 from queueing.records.entry_reads import anyone_joined
 from queueing.rules.branding import LogoRefused, logo_check
-from queueing.rules.errors import LanesFixed
+from queueing.rules.errors import EventArchived, LanesFixed
 from staff.queueit_settings import WRITE_ONLY_FIELDS, checked, write_only_audit
 
 logger = logging.getLogger(__name__)
@@ -83,7 +83,10 @@ class TierSpec:
 
 
 def _audit_changed(*, event_id: int, actor: str, now: datetime, data: dict[str, Any]) -> None:
-    """An ``event_changed`` record, in the caller's transaction."""
+    """An ``event_changed`` record, in the caller's transaction; an archived on-sale has no
+    chain to append it to, so its change is refused (and the caller's transaction undone)."""
+    if Event.objects.filter(pk=event_id, archived_at__isnull=False).exists():
+        raise EventArchived()
     audit_append(
         event_id=event_id, action=AuditAction.EVENT_CHANGED, actor=actor, at=now, data=data
     )

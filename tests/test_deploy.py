@@ -16,6 +16,7 @@ import fnmatch
 import http.client
 import importlib.metadata
 import itertools
+import os
 import re
 import shlex
 import subprocess
@@ -664,3 +665,29 @@ def test_the_room_runs_on_the_production_packages_alone(make_event, tmp_path) ->
     finally:
         stack.stop()
     assert "not in prod.txt" not in stack.log("web")
+
+
+def test_the_images_build_step_loads_the_production_settings(tmp_path) -> None:
+    """collectstatic as the Dockerfile runs it, with exactly the variables its RUN line sets:
+    a setting production requires (a key, say) that the build step does not give fails the
+    build."""
+    _, final = _stages()
+    step = re.search(
+        r"^RUN (DJANGO_DEBUG=0 .*?python manage\.py collectstatic)", final, re.M | re.S
+    )
+    assert step, "the image collects its static files with DEBUG off"
+    assignments = dict(re.findall(r"([A-Z_]+)=(\S+)", step.group(1).replace("\\\n", " ")))
+    env = {
+        "PATH": os.environ["PATH"],
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_STATIC_ROOT": str(tmp_path),
+        **assignments,
+    }
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=120,
+    )
+    assert (tmp_path / "staticfiles.json").exists()

@@ -24,6 +24,16 @@ def _event(event_id: int, lane: int = 0) -> str:
     return f"{prefix()}:{{{event_id}}}"
 
 
+def event_patterns(event_id: int, lanes: int) -> list[str]:
+    """SCAN patterns matching every key of the on-sale, one per lane's hash tag (an archived
+    on-sale's keys are dropped by them: ``hot/forget.py``)."""
+    return [f"{_glob_literal(_event(event_id, lane))}:*" for lane in range(max(lanes, 1))]
+
+
+def _glob_literal(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
+
+
 def epoch(event_id: int, lane: int = 0) -> str:
     """``building:<redis run id>:<token>`` or ``ready:<run id>:<token>``; missing, or another
     Redis run id, means the lane's index cannot be trusted, and the on-sale's (every lane)

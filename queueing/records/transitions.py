@@ -17,7 +17,7 @@ from django.db import connection, transaction
 
 from queueing.models import AuditAction, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many
-from queueing.rules.states import LIVE, EntryStatus, sources_of
+from queueing.rules.states import LIVE, REENTERABLE, EntryStatus, sources_of
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,18 @@ def ending_assignments(to: EntryStatus, now: datetime) -> tuple[list[str], list[
         params.append(now)
         # The fan's e-mail address was left for this ticket only: it goes with it.
         assignments.append("notify_email = ''")
+        # So does the digest of the address they joined from (it bounds the live places per
+        # address), unless the ticket may still go back in line: a fan let in whose session
+        # ended this way, who has not gone back yet (rules/states.py, REENTERABLE). Their
+        # return takes a live place again and is counted against it (line/reentry.py); the
+        # retention run erases it once the on-sale's re-entry window has passed.
+        if to in REENTERABLE:
+            assignments.append(
+                "address = CASE WHEN admitted_at IS NOT NULL AND reentered_at IS NULL"
+                " THEN address END"
+            )
+        else:
+            assignments.append("address = NULL")
     return assignments, params
 
 

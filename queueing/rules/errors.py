@@ -16,6 +16,7 @@ from django.utils.translation import gettext_noop
 class ErrorCode(StrEnum):
     BAD_REQUEST = "bad_request"
     CONFLICT = "conflict"
+    EVENT_ARCHIVED = "event_archived"
     EVENT_CLOSED = "event_closed"
     EVENT_MAINTENANCE = "event_maintenance"
     EVENT_NOT_FOUND = "event_not_found"
@@ -173,6 +174,17 @@ class ReentryNotAllowed(
     detail=gettext_noop("This ticket cannot go back in line."),
 ):
     """A ``reenter`` the rules refuse; ``detail`` says why (queueing/rules/states.py)."""
+
+
+class EventArchived(
+    QueueError,
+    code=ErrorCode.EVENT_ARCHIVED,
+    detail="This on-sale is archived: its line and audit trail left the room for an archive "
+    "file, and it can no longer change.",
+):
+    """Staff asked to change an on-sale whose trail was archived (queueing/line/archives.py):
+    the change would need a chain that is no longer in the room. Staff's sentence only (the
+    dashboard may stay in English): not among the fans' strings to translate."""
 
 
 class LanesFixed(

@@ -1,6 +1,7 @@
 """Staff password logins are throttled per account and per client address
 (dashboard/login_throttle.py, on the admin's login, which /dashboard/ sends staff to)."""
 
+import datetime as dt
 import logging
 import re
 import time
@@ -13,10 +14,12 @@ from django.contrib.auth.signals import user_login_failed
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
+from django.utils import timezone
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from dashboard.models import LoginLockout
+from dashboard.login_throttle import login_lockouts_purge
+from dashboard.models import LockoutScope, LoginLockout
 from tests.helpers import staff_client, staff_user
 
 pytestmark = pytest.mark.django_db
@@ -230,3 +233,24 @@ def test_an_operator_can_lift_a_lockout_early(settings) -> None:
     assert log_in(Client(REMOTE_ADDR="2001:db8::7"), "ann").status_code == 302
     with pytest.raises(CommandError):
         call_command("login_unlock")
+
+
+def test_lockout_records_are_purged_once_past_their_keeping_time() -> None:
+    now = timezone.now()
+
+    def lockout(ended_days_ago: float) -> LoginLockout:
+        until = now - dt.timedelta(days=ended_days_ago)
+        return LoginLockout.objects.create(
+            at=until - dt.timedelta(minutes=15),
+            scope=LockoutScope.ACCOUNT,
+            username="ann",
+            address="198.51.100.7",
+            address_bucket="198.51.100.7",
+            failures=5,
+            locked_until=until,
+        )
+
+    old, recent, running = lockout(31), lockout(29), lockout(-0.01)
+    assert login_lockouts_purge(now=now, keep_days=30) == 1
+    assert set(LoginLockout.objects.values_list("pk", flat=True)) == {recent.pk, running.pk}
+    assert not LoginLockout.objects.filter(pk=old.pk).exists()
