@@ -242,6 +242,18 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # also its time to live on RabbitMQ, which drops it unread; on Redis the worker discards it.
 WR_TICK_SECONDS = env_float("WR_TICK_SECONDS", 1.0, minimum=0.2)
 WR_TICK_STALE_SECONDS = env_float("WR_TICK_STALE_SECONDS", 2 * WR_TICK_SECONDS, minimum=0.5)
+# The room's scheduler (queueing/scheduler.py, `manage.py room_scheduler`, two or more
+# replicas) sends CELERY_BEAT_SCHEDULE's tasks; one leads, by a lease in PostgreSQL renewed
+# every WR_SCHEDULER_RENEW_SECONDS for WR_SCHEDULER_LEASE_SECONDS. A killed leader is replaced
+# within the sum; a shorter lease fails over sooner but is lost to a leader that stalls longer.
+WR_SCHEDULER_LEASE_SECONDS = env_float("WR_SCHEDULER_LEASE_SECONDS", 2.0, minimum=0.5)
+WR_SCHEDULER_RENEW_SECONDS = env_float("WR_SCHEDULER_RENEW_SECONDS", 0.5, minimum=0.05)
+if WR_SCHEDULER_RENEW_SECONDS * 2 > WR_SCHEDULER_LEASE_SECONDS:
+    raise ImproperlyConfigured(
+        "WR_SCHEDULER_LEASE_SECONDS must be at least twice WR_SCHEDULER_RENEW_SECONDS"
+    )
+# Every entry: the task's name, its period in seconds (or a celery crontab, read in UTC) and
+# the options it is sent with (an `expires`, so that a late one is dropped).
 CELERY_BEAT_SCHEDULE = {
     "room-tick": {
         "task": "queueing.tasks.room_tick",
