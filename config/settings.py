@@ -246,8 +246,8 @@ WR_TICK_STALE_SECONDS = env_float("WR_TICK_STALE_SECONDS", 2 * WR_TICK_SECONDS, 
 # replicas) sends CELERY_BEAT_SCHEDULE's tasks; one leads, by a lease in PostgreSQL renewed
 # every WR_SCHEDULER_RENEW_SECONDS for WR_SCHEDULER_LEASE_SECONDS. A killed leader is replaced
 # within the sum; a shorter lease fails over sooner but is lost to a leader that stalls longer.
-WR_SCHEDULER_LEASE_SECONDS = env_float("WR_SCHEDULER_LEASE_SECONDS", 2.0, minimum=0.5)
-WR_SCHEDULER_RENEW_SECONDS = env_float("WR_SCHEDULER_RENEW_SECONDS", 0.5, minimum=0.05)
+WR_SCHEDULER_LEASE_SECONDS = env_float("WR_SCHEDULER_LEASE_SECONDS", 1.5, minimum=0.5)
+WR_SCHEDULER_RENEW_SECONDS = env_float("WR_SCHEDULER_RENEW_SECONDS", 0.3, minimum=0.05)
 if WR_SCHEDULER_RENEW_SECONDS * 2 > WR_SCHEDULER_LEASE_SECONDS:
     raise ImproperlyConfigured(
         "WR_SCHEDULER_LEASE_SECONDS must be at least twice WR_SCHEDULER_RENEW_SECONDS"
