@@ -20,7 +20,7 @@ from django.core.management import call_command
 from queueing.scheduler import Job, RoomScheduler, jobs_from_schedule
 
 LEASE = "test-scheduler"
-LEASE_SECONDS, RENEW_SECONDS = 0.6, 0.15
+LEASE_SECONDS, RENEW_SECONDS = 1.0, 0.2
 
 
 def test_the_jobs_are_the_settings_schedule() -> None:
@@ -161,3 +161,30 @@ def test_the_healthcheck_reads_the_heartbeat_of_the_loop(tmp_path: Path) -> None
     with pytest.raises(SystemExit) as stale:
         call_command("room_scheduler", "--heartbeat-file", str(heartbeat), "--check")
     assert stale.value.code == 1
+
+
+@pytest.mark.django_db
+def test_a_slot_the_broker_refused_is_not_sent_again_and_the_next_one_is() -> None:
+    jobs = jobs_from_schedule({"tick": {"task": "t", "schedule": 0.2}})
+    sent: list[int] = []
+    refusals: list[int] = []
+    replica: RoomScheduler
+
+    def send(job: Job) -> None:
+        slot = replica.sent_slots[job.name]
+        if not refusals:
+            refusals.append(slot)
+            raise ConnectionRefusedError
+        sent.append(slot)
+
+    replica = RoomScheduler(
+        jobs=jobs,
+        send=send,
+        holder="a",
+        lease_seconds=LEASE_SECONDS,
+        renew_seconds=RENEW_SECONDS,
+        lease_name=LEASE,
+    )
+    _turn([replica], 0.7)
+    assert refusals and sent and refusals[0] not in sent
+    assert min(sent) > refusals[0]
