@@ -64,7 +64,6 @@ INSTALLED_APPS = [
     # intcomma: the fans' figures grouped as their language groups thousands.
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "channels",
     "events",
@@ -317,8 +316,9 @@ AUTH_PASSWORD_VALIDATORS = [
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        # Token first so that an anonymous API call gets 401 with WWW-Authenticate.
-        "rest_framework.authentication.TokenAuthentication",
+        # Token first so that an anonymous API call gets 401 with WWW-Authenticate. Hashed,
+        # expiring, scoped tokens (staff/api_tokens.py); the scope is checked there too.
+        "staff.api_tokens.StaffTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
