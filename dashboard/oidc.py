@@ -11,6 +11,7 @@ provider took out of every mapped group is refused, and loses what the room had 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -19,9 +20,9 @@ import requests
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
 from mozilla_django_oidc.views import (
@@ -35,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 USERNAME_PREFIX = "oidc:"
 REFUSAL_KEY = "oidc_refusal"
+# Between the provider's clock and the room's.
+CLOCK_SKEW_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,27 @@ class RoomOIDCBackend(OIDCAuthenticationBackend):
         # Only the callback's call (it passes the nonce); a password login is not ours.
         if "nonce" not in kwargs:
             return None
-        return super().authenticate(request, **kwargs)
+        try:
+            return super().authenticate(request, **kwargs)
+        except (SuspiciousOperation, requests.RequestException) as refusal:
+            # A forged or stale answer, or the provider unreachable: back to the sign-in page.
+            logger.warning("OIDC sign-in failed: %s", refusal)
+            return None
+
+    def verify_token(self, token: str, **kwargs: Any) -> dict[str, Any]:
+        """The library checks the signature and the nonce; the rest of what the standard asks
+        of an ID token is checked here: for this client, from this issuer, not expired."""
+        payload: dict[str, Any] = super().verify_token(token, **kwargs)
+        audience = payload.get("aud")
+        if settings.OIDC_RP_CLIENT_ID not in (
+            audience if isinstance(audience, list) else [audience]
+        ):
+            raise SuspiciousOperation("the ID token is for another client")
+        if settings.OIDC_ISSUER and str(payload.get("iss", "")).rstrip("/") != settings.OIDC_ISSUER:
+            raise SuspiciousOperation("the ID token is from another issuer")
+        if float(payload.get("exp", 0)) < time.time() - CLOCK_SKEW_SECONDS:
+            raise SuspiciousOperation("the ID token has expired")
+        return payload
 
     def filter_users_by_claims(self, claims: dict[str, Any]) -> Any:
         return self.UserModel.objects.filter(username=self._username(claims))
@@ -156,7 +179,12 @@ class RoomOIDCBackend(OIDCAuthenticationBackend):
         return bool(claims.get("sub"))
 
     def get_or_create_user(self, access_token: str, id_token: str, payload: dict[str, Any]) -> Any:
-        claims = self.get_userinfo(access_token, id_token, payload)
+        # The ID token's claims (checked: signature, audience, nonce) under userinfo's: some
+        # providers (Entra ID) put the groups in the ID token only.
+        userinfo = self.get_userinfo(access_token, id_token, payload)
+        if userinfo.get("sub") != payload.get("sub"):
+            raise SuspiciousOperation("userinfo is about someone else than the ID token")
+        claims = {**payload, **userinfo}
         if not self.verify_claims(claims):
             return None
         roles = roles_of(claims)
@@ -183,10 +211,18 @@ class RoomOIDCBackend(OIDCAuthenticationBackend):
 
 
 def _enabled(view: Any) -> Any:
+    """404 while single sign-on is off; the sign-in page, saying so, while the provider cannot
+    be reached (its discovery document is read on the first sign-in)."""
+
     def dispatch(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not settings.OIDC_ENABLED:
             raise Http404("Single sign-on is not configured.")
-        return view(request, *args, **kwargs)
+        try:
+            return view(request, *args, **kwargs)
+        except requests.RequestException as failure:
+            logger.warning("OIDC provider unreachable: %s", failure)
+            request.session[REFUSAL_KEY] = "unreachable"
+            return HttpResponseRedirect(settings.LOGIN_REDIRECT_URL_FAILURE)
 
     return dispatch
 
@@ -213,4 +249,5 @@ def sign_in_choices(request: HttpRequest) -> dict[str, Any]:
         "oidc_provider_name": settings.OIDC_PROVIDER_NAME,
         "oidc_refused": bool(request.GET.get("oidc")),
         "oidc_no_role": refusal == "no_role",
+        "oidc_unreachable": refusal == "unreachable",
     }

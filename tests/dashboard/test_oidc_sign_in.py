@@ -208,3 +208,28 @@ def test_roles_are_set_exactly_leaving_other_groups_alone(settings) -> None:  # 
 
 def test_the_roles_named_in_settings_are_the_roles_defined(settings) -> None:  # type: ignore[no-untyped-def]
     assert set(settings.OIDC_ROLES) == set(oidc.ROLES)
+
+
+def test_passwords_work_while_the_provider_is_unreachable(settings) -> None:  # type: ignore[no-untyped-def]
+    oidc.discovery.cache_clear()
+    settings.OIDC_ENABLED = True
+    settings.OIDC_RP_CLIENT_ID = CLIENT_ID
+    settings.OIDC_ISSUER = f"http://127.0.0.1:{free_port()}"  # nobody listens there
+    settings.OIDC_GROUP_MAP = GROUP_MAP
+    settings.AUTHENTICATION_BACKENDS = [
+        "django.contrib.auth.backends.ModelBackend",
+        "dashboard.oidc.RoomOIDCBackend",
+    ]
+    staff_user("ann", "view_event")
+    client = Client()
+    response = client.post("/dashboard/sign-in/", {"username": "ann", "password": PASSWORD})
+    assert response.status_code == 302
+    assert client.get("/dashboard/").status_code == 200
+    # The button needs the provider: the sign-in page says it cannot be reached.
+    browser = Client()
+    sent_back = browser.get("/dashboard/oidc/authenticate/")
+    assert sent_back.status_code == 302 and sent_back["Location"].endswith("?oidc=refused")
+    assert "could not be reached" in browser.get(sent_back["Location"]).content.decode()
+    # A callback the room did not start (no state of its own in the session) is refused.
+    refused = Client().get("/dashboard/oidc/callback/?code=x&state=y")
+    assert refused.status_code == 302 and refused["Location"].endswith("?oidc=refused")
