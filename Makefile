@@ -40,6 +40,7 @@ test: setup
 	scripts/ensure_nginx.sh
 	scripts/ensure_gettext.sh
 	scripts/ensure_node_shop.sh
+	scripts/ensure_oidc_provider.sh
 	$(PY) manage.py compilemessages --ignore=.venv -v0
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/pytest

@@ -71,6 +71,22 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_group_map(name: str, *, roles: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """``provider-group:role,other-group:role`` as {provider group: its roles}. A group may
+    appear twice (two roles); a role not in ``roles`` is an error, not a silent no-access."""
+    mapping: dict[str, tuple[str, ...]] = {}
+    for item in env_list(name, []):
+        group, colon, role = item.rpartition(":")
+        group, role = group.strip(), role.strip()
+        if not colon or not group or role not in roles:
+            raise ImproperlyConfigured(
+                f"{name}: {item!r} is not 'provider-group:role' with a role among "
+                f"{', '.join(roles)}"
+            )
+        mapping[group] = (*mapping.get(group, ()), role)
+    return mapping
+
+
 def env_secret(name: str, default: str) -> str:
     """``name``'s value, or the content of the file ``<name>_FILE`` names (one trailing newline
     dropped, as editors and ``echo`` add one). Both set is an error: which one wins would be a

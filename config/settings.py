@@ -20,6 +20,7 @@ from config.env import (
     database_options,
     env_bool,
     env_float,
+    env_group_map,
     env_int,
     env_list,
     env_secret,
@@ -64,7 +65,6 @@ INSTALLED_APPS = [
     # intcomma: the fans' figures grouped as their language groups thousands.
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "channels",
     "events",
@@ -329,8 +329,9 @@ AUTH_PASSWORD_VALIDATORS = [
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        # Token first so that an anonymous API call gets 401 with WWW-Authenticate.
-        "rest_framework.authentication.TokenAuthentication",
+        # Token first so that an anonymous API call gets 401 with WWW-Authenticate. Hashed,
+        # expiring, scoped tokens (staff/api_tokens.py); the scope is checked there too.
+        "staff.api_tokens.StaffTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
@@ -597,6 +598,44 @@ WR_LOGIN_FAILURES_PER_ACCOUNT = env_int("WR_LOGIN_FAILURES_PER_ACCOUNT", 5, mini
 WR_LOGIN_FAILURES_PER_ADDRESS = env_int("WR_LOGIN_FAILURES_PER_ADDRESS", 20, minimum=0)
 WR_LOGIN_FAILURE_WINDOW_SECONDS = env_int("WR_LOGIN_FAILURE_WINDOW_SECONDS", 900, minimum=1)
 WR_LOGIN_LOCKOUT_SECONDS = env_int("WR_LOGIN_LOCKOUT_SECONDS", 900, minimum=1)
+
+# Staff and auditors signing in through the company's OpenID Connect provider
+# (mozilla-django-oidc; dashboard/oidc.py; docs/operations.md, "Staff sign-in"): on once a
+# client id is set. The provider's endpoints come from its discovery document under
+# OIDC_ISSUER, or each is named. Who gets in, with what, is OIDC_GROUP_MAP: the provider's
+# groups to the room's roles (the names below; what each grants: dashboard/oidc.py).
+OIDC_ROLES = ("viewer", "staff", "integration-keys", "auditor", "superuser")
+OIDC_RP_CLIENT_ID = env_str("OIDC_CLIENT_ID", "")
+OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID)
+OIDC_RP_CLIENT_SECRET = env_secret("OIDC_CLIENT_SECRET", "")
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")
+OIDC_ISSUER = env_str("OIDC_ISSUER", "").rstrip("/")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_USERINFO_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = env_str("OIDC_SIGN_ALGORITHM", "RS256")
+OIDC_RP_SCOPES = env_str("OIDC_SCOPES", "openid email profile groups")
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+OIDC_GROUP_MAP = env_group_map("OIDC_GROUP_MAP", roles=OIDC_ROLES)
+if OIDC_ENABLED and not OIDC_GROUP_MAP:
+    raise ImproperlyConfigured(
+        "OIDC_CLIENT_ID is set but OIDC_GROUP_MAP is empty: nobody could sign in"
+    )
+if OIDC_ENABLED and not (OIDC_ISSUER or OIDC_OP_AUTHORIZATION_ENDPOINT):
+    raise ImproperlyConfigured("OIDC_CLIENT_ID is set: set OIDC_ISSUER (or every OIDC_*_ENDPOINT)")
+# The library's own protections, all on: state, nonce, and PKCE (S256).
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT_SECONDS", 10, minimum=1)
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
+LOGIN_REDIRECT_URL = "/dashboard/"
+LOGIN_REDIRECT_URL_FAILURE = "/dashboard/sign-in/?oidc=refused"
+if OIDC_ENABLED:
+    AUTHENTICATION_BACKENDS = [
+        "django.contrib.auth.backends.ModelBackend",
+        "dashboard.oidc.RoomOIDCBackend",
+    ]
 
 # "It's your turn" mails (queueing/line/turn_mail.py), through Django's e-mail API. Without an
 # EMAIL_HOST they are written to the worker's output (the console backend), which is what the

@@ -14,6 +14,7 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.cache import never_cache
 
 from dashboard.login_forms import ThrottledAdminAuthenticationForm, lockout_status
+from dashboard.oidc import sign_in_choices
 
 
 class WaitingRoomAdminSite(admin.AdminSite):
@@ -24,6 +25,7 @@ class WaitingRoomAdminSite(admin.AdminSite):
     def login(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
+        extra_context = {**(extra_context or {}), **sign_in_choices(request)}
         response = super().login(request, extra_context)
         lockout_status(response)
         return response

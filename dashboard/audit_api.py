@@ -33,6 +33,7 @@ from queueing.records.audit import canonical_json
 from queueing.records.audit_verify import EventVerdict, audit_event_verify
 from queueing.rules.ticket_codec import InvalidTicket, ticket_read
 from queueing.web.api_errors import ApiError, errors
+from staff.models import TokenScope
 
 # The last four were added so that an outsider can recompute each hash (docs/api.md, "The
 # canonical form"; "Lanes"); they come after the earlier columns, which keep their places.
@@ -257,8 +258,15 @@ def _csv_stream(records: QuerySet[AuditRecord], slugs: dict[int, str]) -> Iterat
         yield writer.writerow([row[column] for column in CSV_COLUMNS])
 
 
-class AuditRecordsApi(APIView):
+class AuditApiView(APIView):
+    """Every view of the auditors' API: staff or auditors, reading; a token needs the
+    ``audit`` scope (staff/api_tokens.py), whatever the method."""
+
     permission_classes = [IsStaffOrAuditorReadOnly]
+    required_scope = TokenScope.AUDIT
+
+
+class AuditRecordsApi(AuditApiView):
     renderer_classes = [JSONRenderer, CSVRenderer]
 
     @extend_schema(
@@ -283,18 +291,14 @@ class AuditRecordsApi(APIView):
         return paginator.get_paginated_response([_row(r, slugs) for r in page or []])
 
 
-class AuditVerifyApi(APIView):
-    permission_classes = [IsStaffOrAuditorReadOnly]
-
+class AuditVerifyApi(AuditApiView):
     @extend_schema(responses={200: VerdictSerializer, **errors(401, 403, 404, 410)})
     def get(self, request: Request, slug: str) -> Response:
         event = not_archived(event_by_slug(slug))
         return Response(verdict_answer(audit_event_verify(event_id=event.id)))
 
 
-class AuditReportApi(APIView):
-    permission_classes = [IsStaffOrAuditorReadOnly]
-
+class AuditReportApi(AuditApiView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **errors(401, 403, 404, 410)})
     def get(self, request: Request, slug: str) -> Response:
         return Response(event_report(not_archived(event_by_slug(slug))))

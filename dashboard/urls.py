@@ -1,11 +1,15 @@
 from django.urls import path
 
-from dashboard import audit_home, report_views, views
-from dashboard.sign_in import SignInView
+from dashboard import audit_home, oidc, report_views, views
+from dashboard.sign_in import SignInView, SignOutView
 
 urlpatterns = [
     path("", audit_home.dashboard_landing, name="dashboard"),
     path("sign-in/", SignInView.as_view(), name="dashboard-sign-in"),
+    path("sign-out/", SignOutView.as_view(), name="dashboard-sign-out"),
+    # The library's URL names, which it reverses itself (mozilla-django-oidc).
+    path("oidc/authenticate/", oidc.oidc_authenticate, name="oidc_authentication_init"),
+    path("oidc/callback/", oidc.oidc_callback, name="oidc_authentication_callback"),
     path("audit/", audit_home.audit_home, name="dashboard-audit"),
     path("audit/<slug:slug>/verify", audit_home.audit_verify, name="dashboard-audit-verify"),
     path("catalogue/figures", views.catalogue_figures, name="dashboard-catalogue-figures"),

@@ -11,12 +11,13 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from events.models import Event
 from queueing.models import QueueEntry
 from queueing.rules.ticket_codec import InvalidTicket, ticket_read
 from rehearsal.scenarios import Scenario
+from staff.api_tokens import staff_token_create
+from staff.models import TokenScope
 from staff.services import TierSpec, event_create
 
 STAFF_USERNAME = "rehearsal"
@@ -35,8 +36,10 @@ def staff_token() -> str:
     user, _ = get_user_model().objects.get_or_create(
         username=STAFF_USERNAME, defaults={"is_staff": True, "is_superuser": True}
     )
-    token, _ = Token.objects.get_or_create(user=user)
-    return str(token.key)
+    # A day is more than any rehearsal lasts; the token is the run's own.
+    return staff_token_create(
+        user=user, scope=TokenScope.CONTROL, days=1, label="rehearsal", now=timezone.now()
+    ).plain
 
 
 def sale_create(scenario: Scenario, *, now: datetime | None = None) -> RehearsalSale:

@@ -27,12 +27,14 @@ from staff.admin_filters import StateFilter, state_label
 from staff.admin_queueit import EventQueueitAdminForm, QueueitSecretShown
 from staff.admin_sold_out import sell_out_events
 from staff.admin_tiers import TierInline
+from staff.admin_tokens import StaffTokenAdmin
 from staff.branding_preview import (
     branding_preview_response,
     contrast_display,
     logo_change_requested,
     logo_display,
 )
+from staff.models import StaffToken
 
 
 class AccessCodeInline(admin.TabularInline):
@@ -296,3 +298,6 @@ class AuditRecordAdmin(ReadOnlyAdmin):
     search_fields = ("=ticket_id",)
     list_select_related = ("event",)
     ordering = ("-id",)
+
+
+admin.site.register(StaffToken, StaffTokenAdmin)

@@ -13,7 +13,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.test import Client
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from dashboard.permissions import AUDITORS_GROUP
@@ -21,6 +20,7 @@ from queueing.beat import event_tick
 from queueing.line.place_links import place_link_create
 from queueing.models import PlaceLink, QueueEntry
 from queueing.rules.ticket_codec import TicketRef, ticket_issue, ticket_read
+from staff.api_tokens import staff_token_create
 from staff.services import event_pause
 
 # Fans and their line.
@@ -158,10 +158,17 @@ def staff_user(
     return user
 
 
-def staff_token(username: str = "ann", *codenames: str, **account: Any) -> str:
-    """A new account's API token (the staff API's ``Authorization: Token …``); the account as
-    ``staff_user`` makes it."""
-    return Token.objects.create(user=staff_user(username, *codenames, **account)).key
+def token_for(user: Any, scope: str = "control", days: int = 90) -> str:
+    """A new API token of the account (``Authorization: Token …``), with this scope."""
+    return staff_token_create(user=user, scope=scope, days=days, now=timezone.now()).plain
+
+
+def staff_token(
+    username: str = "ann", *codenames: str, scope: str = "control", **account: Any
+) -> str:
+    """A new account's API token (the staff API's ``Authorization: Token …``), of ``scope``;
+    the account as ``staff_user`` makes it."""
+    return token_for(staff_user(username, *codenames, **account), scope)
 
 
 def staff_client(
@@ -169,16 +176,17 @@ def staff_client(
     *codenames: str,
     api: bool = False,
     token: bool = False,
+    scope: str = "control",
     csrf_checks: bool = False,
     **account: Any,
 ) -> Any:
     """A client signed in as a new account (``staff_user``'s arguments). Django's test client,
     logged in (checking CSRF tokens when asked), or sending the account's API token
-    (``token``); with ``api``, DRF's ``APIClient``, authenticated as the account or by its
-    token."""
+    (``token``, of ``scope``); with ``api``, DRF's ``APIClient``, authenticated as the account
+    or by its token."""
     user = staff_user(username, *codenames, **account)
     if token:
-        header = f"Token {Token.objects.create(user=user).key}"
+        header = f"Token {token_for(user, scope)}"
         if not api:
             return Client(headers={"authorization": header})
         client = APIClient()
