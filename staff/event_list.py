@@ -3,8 +3,9 @@ filtered by state, newest first, a page at a time.
 
 Pages as the auditors' records are paged (``{"next", "previous", "results"}``, a cursor and
 ``page_size``), so that one client walks both the same way. Whatever a client sends that is
-not a page this list gave is ``400 validation_error``: DRF would answer a bad cursor 404
-(as if the list were gone) and a bad page size with the default (as if it were taken).
+not a page this list gave is ``400 validation_error`` (``CheckedCursor``, which the records
+use too): DRF would answer a bad cursor 404 (as if the list were gone), a bad page size with
+the default (as if it were taken), and a forged position with a 500.
 """
 
 from __future__ import annotations
@@ -28,22 +29,26 @@ PAGE_SIZE = 50
 PAGE_SIZE_MAX = 500
 
 
-class EventCursor(CursorPagination):
-    """Newest first. The cursor holds a creation time; on-sales created in the same
-    microsecond are told apart by their place after it (DRF's offset), so none is skipped."""
+class CheckedCursor(CursorPagination):
+    """DRF's cursor pages, with what a client sends checked: a page size out of range, or a
+    cursor whose position is not one of the ordering's values, is ``400 validation_error``
+    (the auditors' records page with it too, dashboard/audit_api.py)."""
 
-    ordering = ("-created_at", "-id")
-    page_size = PAGE_SIZE
     page_size_query_param = "page_size"
-    max_page_size = PAGE_SIZE_MAX
+
+    def position_ok(self, position: str) -> bool:
+        """Whether ``position`` can be compared with the ordering's first field in SQL:
+        anything else would fail there, as a 500, not here."""
+        raise NotImplementedError
 
     def get_page_size(self, request: Request) -> int:
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size
-        if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= PAGE_SIZE_MAX):
+        most = self.max_page_size
+        if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= most):
             raise ValidationError(
-                {"page_size": [f"A whole number from 1 to {PAGE_SIZE_MAX} ({PAGE_SIZE} if none)."]}
+                {"page_size": [f"A whole number from 1 to {most} ({self.page_size} if none)."]}
             )
         return int(raw)
 
@@ -55,16 +60,26 @@ class EventCursor(CursorPagination):
             cursor = super().decode_cursor(request)
         except NotFound as exc:
             raise refused from exc
-        # The position is compared with created_at in SQL: anything but a time would fail
-        # there, as a 500, not here.
         if cursor is not None and cursor.position is not None:
-            try:
-                parsed = parse_datetime(cursor.position)
-            except ValueError:
-                parsed = None
-            if parsed is None or parsed.tzinfo is None:
+            if not self.position_ok(cursor.position):
                 raise refused
         return cursor
+
+
+class EventCursor(CheckedCursor):
+    """Newest first. The cursor holds a creation time; on-sales created in the same
+    microsecond are told apart by their place after it (DRF's offset), so none is skipped."""
+
+    ordering = ("-created_at", "-id")
+    page_size = PAGE_SIZE
+    max_page_size = PAGE_SIZE_MAX
+
+    def position_ok(self, position: str) -> bool:
+        try:
+            parsed = parse_datetime(position)
+        except ValueError:
+            return False
+        return parsed is not None and parsed.tzinfo is not None
 
 
 def _states(asked: Sequence[str]) -> list[EventState]:
