@@ -156,6 +156,20 @@ def _errors(*statuses: int) -> dict[str, Any]:
     return {str(status): _json(ERROR, "An error.") for status in statuses}
 
 
+CHALLENGE = {
+    "type": "object",
+    "required": ["challenge", "difficulty", "expires_in", "algorithm"],
+    "properties": {
+        "challenge": {"type": "string"},
+        # The on-sale's pow_difficulty: leading zero bits asked of sha256(challenge:nonce).
+        "difficulty": {"type": "integer", "minimum": 0, "maximum": 20},
+        "expires_in": {"type": "integer", "minimum": 1},
+        "algorithm": {"type": "string"},
+    },
+}
+NO_STORE = {
+    "Cache-Control": {"description": "no-store: never cache it.", "schema": {"type": "string"}}
+}
 SLUG = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
 TICKET = {"name": "ticket", "in": "path", "required": True, "schema": {"type": "string"}}
 POLL = {
@@ -221,6 +235,26 @@ HOT_PATHS: dict[str, Any] = {
                 "201": {**_json(TICKET_JOIN, "A new ticket."), "headers": POLL},
                 "200": {**_json(TICKET_JOIN, "This identity's live ticket."), "headers": POLL},
                 **_errors(400, 404, 409, 410, 429, 503),
+            },
+        }
+    },
+    "/api/v1/events/{slug}/challenge": {
+        "get": {
+            "operationId": "challenge",
+            "tags": ["fans"],
+            "summary": "A proof-of-work puzzle for the next join (signed, bound to the on-sale, "
+            "spent once).",
+            "parameters": [SLUG],
+            "responses": {
+                "200": {
+                    **_json(
+                        CHALLENGE,
+                        "Solve it when `difficulty` is above 0, then join with "
+                        '`{"pow": {"challenge", "nonce"}}`.',
+                    ),
+                    "headers": NO_STORE,
+                },
+                **_errors(404, 503),
             },
         }
     },
@@ -410,6 +444,25 @@ HOT_PATHS: dict[str, Any] = {
             },
         }
     },
+    "/metrics": {
+        "get": {
+            "operationId": "metrics",
+            "tags": ["operations"],
+            "summary": "Prometheus text: with the bearer token when WR_METRICS_TOKEN is set, "
+            "otherwise from loopback and private addresses only.",
+            "security": [{"metricsToken": []}, {}],
+            "responses": {
+                "200": {
+                    "description": "The room's figures in the Prometheus text format.",
+                    "content": {"text/plain": {"schema": {"type": "string"}}},
+                },
+                "403": {
+                    "description": "Neither the token nor an address allowed to scrape.",
+                    "content": {"text/plain": {"schema": {"type": "string"}}},
+                },
+            },
+        }
+    },
     "/healthz": {
         "get": {
             "operationId": "healthz",
@@ -449,4 +502,5 @@ def add_hot_paths(result: dict[str, Any], generator: Any, request: Any, public: 
     result.setdefault("paths", {}).update(HOT_PATHS)
     schemes = result.setdefault("components", {}).setdefault("securitySchemes", {})
     schemes["integrationKey"] = {"type": "http", "scheme": "bearer"}
+    schemes["metricsToken"] = {"type": "http", "scheme": "bearer"}
     return result

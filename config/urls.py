@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from config.health import healthz, readyz
 from config.metrics import metrics_view
+from dashboard.api_reference import api_reference
 from queueing.web import (
     api_fan,
     api_passes,
@@ -33,6 +34,7 @@ api_v1 = [
     path("tickets/<str:ticket>/reenter", api_fan.reenter, name="api-ticket-reenter"),
     path("passes/verify", api_passes.verify, name="api-pass-verify"),
     path("passes/complete", api_passes.complete, name="api-pass-complete"),
+    path("docs/", api_reference, name="api-reference"),
     path("manage/", include("staff.urls")),
     path("audit/", include("dashboard.urls_api")),
 ]

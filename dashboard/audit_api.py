@@ -15,7 +15,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import CursorPagination
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -33,6 +32,7 @@ from queueing.records.audit import canonical_json
 from queueing.records.audit_verify import EventVerdict, audit_event_verify
 from queueing.rules.ticket_codec import InvalidTicket, ticket_read
 from queueing.web.api_errors import ApiError, errors
+from staff.event_list import CheckedCursor
 from staff.models import TokenScope
 
 # The last four were added so that an outsider can recompute each hash (docs/api.md, "The
@@ -67,11 +67,14 @@ class CSVRenderer(BaseRenderer):
         return b"" if data is None else str(data).encode()
 
 
-class RecordCursor(CursorPagination):
+class RecordCursor(CheckedCursor):
     ordering = "id"
     page_size = 100
-    page_size_query_param = "page_size"
     max_page_size = 1000
+
+    def position_ok(self, position: str) -> bool:
+        # A record id: a bigint, 19 digits at most.
+        return position.isascii() and position.isdigit() and len(position) <= 18
 
 
 def _parse_time(name: str, raw: str | None) -> datetime | None:
@@ -237,7 +240,8 @@ _RECORD_FILTERS = [
     OpenApiParameter("action", str, enum=AuditAction.values),
     OpenApiParameter("since", OpenApiTypes.DATETIME),
     OpenApiParameter("until", OpenApiTypes.DATETIME),
-    OpenApiParameter("page_size", int),
+    OpenApiParameter("page_size", {"type": "integer", "minimum": 1, "maximum": 1000}),
+    OpenApiParameter("cursor", str, description="From `next` or `previous`."),
     OpenApiParameter("format", str, enum=["json", "csv"]),
 ]
 

@@ -21,8 +21,7 @@ from queueing.rules.errors import QueueError
 from staff import services
 from staff.sell_out import event_sell_out
 
-# As the admin's "admit N now" and the staff API's admit.
-ADMIT_MAX = 10_000
+ADMIT_MAX = services.ADMIT_NOW_MAX
 # As the staff API's capacity and rate_per_minute.
 SETTING_MAX = 10_000_000
 

@@ -53,7 +53,10 @@ class AccessCodeInline(admin.TabularInline):
 
 class EventActionForm(ActionForm):
     count = forms.IntegerField(
-        min_value=1, max_value=10_000, required=False, label="N (for “admit N now”)"
+        min_value=1,
+        max_value=services.ADMIT_NOW_MAX,
+        required=False,
+        label="N (for “admit N now”)",
     )
 
 
@@ -240,7 +243,7 @@ class EventAdmin(QueueitSecretShown, admin.ModelAdmin):
     )
     def admit_now(self, request: HttpRequest, queryset: QuerySet[Event]) -> None:
         count = request.POST.get("count", "")
-        if not count.isdigit() or not 1 <= int(count) <= 10_000:
+        if not count.isdigit() or not 1 <= int(count) <= services.ADMIT_NOW_MAX:
             self.message_user(request, "Give N, the number of fans to admit.", messages.ERROR)
             return
         for event in queryset:

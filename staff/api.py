@@ -38,6 +38,7 @@ from queueing.rules.branding import accent_is_low_contrast
 from queueing.web.api_errors import errors
 from queueing.web.branding import logo_url
 from staff import services
+from staff.event_list import LIST_PARAMETERS, EventCursor, events_listed
 from staff.services import EDITABLE_FIELDS, TierSpec
 
 VIEW_EVENT = "events.view_event"
@@ -278,6 +279,12 @@ class EventOutputSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
+class EventPageSerializer(serializers.Serializer):
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = EventOutputSerializer(many=True)
+
+
 def _tier_output(tier: Tier) -> dict[str, Any]:
     return {
         "name": tier.name,
@@ -352,11 +359,13 @@ class EventListCreateApi(APIView):
 
     @extend_schema(
         operation_id="manage_events_list",
-        responses={200: EventOutputSerializer(many=True), **errors(401, 403)},
+        parameters=LIST_PARAMETERS,
+        responses={200: EventPageSerializer, **errors(400, 401, 403)},
     )
     def get(self, request: Request) -> Response:
-        events = Event.objects.order_by("-created_at")[:500]
-        return Response([_output(request, event) for event in events])
+        paginator = EventCursor()
+        page = paginator.paginate_queryset(events_listed(request.query_params), request, self)
+        return paginator.get_paginated_response([_output(request, event) for event in page or []])
 
     @extend_schema(
         operation_id="manage_events_create",

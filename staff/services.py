@@ -395,6 +395,11 @@ EVENT_CONTROLS: dict[str, Callable[..., Event]] = {
 }
 
 
+# The most fans one "admit N now" lets in: the admin's action, the dashboard's control and the
+# staff API's admit-now alike.
+ADMIT_NOW_MAX = 10_000
+
+
 def event_admit_now(*, event: Event, count: int, actor: str, now: datetime) -> AdmissionOutcome:
     """Staff let ``count`` fans in at once: past the pace, never past the capacity. The
     admission run audits each admission as staff's (``actor``)."""

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from staff import api, services, sold_out_api
+from staff import admit_now_api, api, services, sold_out_api
 
 urlpatterns = [
     path("events/", api.EventListCreateApi.as_view(), name="manage-events"),
@@ -17,6 +17,11 @@ urlpatterns = [
         "events/<slug:slug>/sold-out",
         sold_out_api.EventSoldOutApi.as_view(),
         name="manage-event-sold-out",
+    ),
+    path(
+        "events/<slug:slug>/admit-now",
+        admit_now_api.EventAdmitNowApi.as_view(),
+        name="manage-event-admit-now",
     ),
     path(
         "events/<slug:slug>/rotate-key",

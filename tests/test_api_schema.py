@@ -5,12 +5,15 @@ breaks the documented schema, also with NUL and lone surrogates in its strings
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from django.test import Client
+from django.urls import URLResolver, get_resolver
+from django.urls.resolvers import RoutePattern
 
 from tests.helpers import staff_token
 from tests.processes import BIN, ROOT, running_stack
@@ -35,6 +38,7 @@ def test_the_schema_describes_every_part_of_the_api() -> None:
     for path in [
         "/api/v1/events/{slug}/join",
         "/api/v1/events/{slug}",
+        "/api/v1/events/{slug}/challenge",
         "/api/v1/tickets/{ticket}",
         "/api/v1/tickets/{ticket}/reenter",
         "/api/v1/passes/verify",
@@ -46,11 +50,47 @@ def test_the_schema_describes_every_part_of_the_api() -> None:
         "/api/v1/manage/events/{slug}/",
         "/api/v1/manage/events/{slug}/pause",
         "/api/v1/manage/events/{slug}/rotate-key",
+        "/api/v1/manage/events/{slug}/admit-now",
         "/api/v1/audit/records/",
         "/api/v1/audit/events/{slug}/verify",
         "/api/v1/audit/events/{slug}/report",
+        "/metrics",
+        "/healthz",
+        "/readyz",
     ]:
         assert path in paths, path
+
+
+# Where machines call the room: every route under these is in the document. The pages (the
+# fans', the dashboard, the admin, Queue-it's redirects) are HTML, not API.
+MACHINE_PREFIXES = ("api/", "gate/", ".well-known/", "healthz", "readyz", "metrics")
+# The document itself, and the staff's browsable reference to it.
+NOT_API = {"/api/schema/", "/api/v1/docs/"}
+
+
+def _routes(patterns: list, prefix: str = "") -> list[str]:
+    routes: list[str] = []
+    for entry in patterns:
+        if not isinstance(entry.pattern, RoutePattern):
+            continue
+        route = prefix + str(entry.pattern)
+        if isinstance(entry, URLResolver):
+            routes += _routes(entry.url_patterns, route)
+        else:
+            routes.append(route)
+    return routes
+
+
+@pytest.mark.django_db
+def test_every_route_machines_call_is_in_the_schema() -> None:
+    paths = set(Client().get("/api/schema/", {"format": "json"}).json()["paths"])
+    routes = {
+        "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
+        for route in _routes(get_resolver().url_patterns)
+        if route.startswith(MACHINE_PREFIXES)
+    }
+    assert "/api/v1/events/{slug}/challenge" in routes
+    assert routes - NOT_API - paths == set()
 
 
 @pytest.mark.processes

@@ -197,3 +197,12 @@ class LanesFixed(
 ):
     """Staff asked to change an on-sale's ``lanes`` after its first join
     (queueing/rules/lanes.py)."""
+
+
+class AdmissionBusy(
+    QueueError,
+    code=ErrorCode.CONFLICT,
+    detail="Fans are being let in for this on-sale at this moment; ask again in a second.",
+):
+    """Staff's "admit N now" found another admission run holding the on-sale's lock: nobody
+    was let in by it (queueing/line/admission.py)."""

@@ -1,3 +1,4 @@
+import base64
 import csv
 import io
 from datetime import timedelta
@@ -142,6 +143,31 @@ def test_records_are_cursor_paginated(make_event, auditor) -> None:
         page = auditor.get(page["next"]).json()
         seen += [r["id"] for r in page["results"]]
     assert seen == sorted(seen) and len(seen) == 6
+
+
+def _cursor(raw: str) -> str:
+    return base64.b64encode(raw.encode()).decode()
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"page_size": "0"}, "page_size"),
+        ({"page_size": "1001"}, "page_size"),
+        ({"page_size": "many"}, "page_size"),
+        ({"cursor": _cursor("o=x")}, "cursor"),
+        ({"cursor": _cursor("p=abc")}, "cursor"),
+        ({"cursor": _cursor("p=" + "9" * 40)}, "cursor"),
+    ],
+)
+def test_paging_input_the_records_did_not_give_is_a_400(event, auditor, params, field) -> None:
+    """As the staff API's on-sale list (staff/event_list.py): never a 404 or a 500."""
+    response = auditor.get("/api/v1/audit/records/", params)
+    assert response.status_code == 400, response.content
+    assert (response.json()["error"], set(response.json()["fields"])) == (
+        "validation_error",
+        {field},
+    )
 
 
 @pytest.mark.parametrize("how", ["query", "accept"])
