@@ -22,6 +22,7 @@ from django.db import connection
 from django.db.models import Q
 
 from events.models import Event, EventControl
+from queueing.line.line_watch import events_watched_in_line
 from queueing.models import QueueEntry
 from queueing.rules.states import LIVE
 
@@ -66,4 +67,7 @@ def events_due_to_start(now: datetime) -> list[int]:
 
 
 def events_with_work(now: datetime) -> list[int]:
-    return sorted(set(events_with_fans()) | set(events_due_to_start(now)))
+    # And those last seen with fans in line, until their tick sees it empty (line_watch.py).
+    return sorted(
+        set(events_with_fans()) | set(events_due_to_start(now)) | set(events_watched_in_line())
+    )

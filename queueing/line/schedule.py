@@ -25,6 +25,7 @@ from queueing.records.bulk_ends import entries_end_all
 from queueing.records.transitions import Moved, transition_audited
 from queueing.rules.shuffle import shuffled_order
 from queueing.rules.states import QUEUED, EntryStatus
+from queueing.webhooks.emitting import webhook_emit
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +98,12 @@ def line_start(*, event_id: int, now: datetime, only_without_prequeue: bool = Fa
                 "algorithm": SHUFFLE_ALGORITHM,
                 "order_keys": "the cohort's own keys, ascending, handed out in that order",
             },
+        )
+        webhook_emit(
+            event=event,
+            type="onsale.started",
+            now=now,
+            data={"prequeue": len(ids), "shuffled": event.shuffle_at_start},
         )
     if ids:
         # Every cohort member moves from the pre-queue to its tier: reload the index.
