@@ -90,6 +90,12 @@ class DeliveryOutputSerializer(serializers.Serializer):
     body = serializers.CharField(help_text="the exact JSON POSTed")
 
 
+class DeliveryPageSerializer(serializers.Serializer):
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = DeliveryOutputSerializer(many=True)
+
+
 def endpoint_output(endpoint: WebhookEndpoint, *, secret: str | None = None) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": str(endpoint.public_id),
@@ -247,7 +253,7 @@ class EndpointDeliveriesApi(_Endpoints):
     @extend_schema(
         operation_id="manage_webhook_deliveries",
         parameters=[OpenApiParameter("cursor", str), OpenApiParameter("page_size", int)],
-        responses={200: DeliveryOutputSerializer(many=True), **errors(401, 403, 404)},
+        responses={200: DeliveryPageSerializer, **errors(401, 403, 404)},
     )
     def get(self, request: Request, endpoint_id: str) -> Response:
         endpoint = endpoint_by_id(endpoint_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import time
 from datetime import timedelta
 
 import pytest
@@ -15,6 +16,7 @@ from queueing.models import WebhookDelivery, WebhookDeliveryState, WebhookEndpoi
 from queueing.webhooks.delivering import deliveries_sweep, delivery_attempt
 from queueing.webhooks.emitting import webhook_emit
 from staff.webhooks import endpoint_create, endpoint_rotate_secret, endpoint_update
+from tests.processes import ROOT
 from tests.webhook_receiver import verify, webhook_receiver
 
 pytestmark = pytest.mark.django_db
@@ -152,3 +154,30 @@ def test_a_rotated_secret_signs_beside_the_old_one_for_a_day(event) -> None:
     assert verify(rotated.secret, first.headers, first.body, now=now.timestamp())
     assert second.headers["x-waitingroom-webhook-signature"].count("v1=") == 1
     assert not verify(made.secret, second.headers, second.body, now=a_day_later.timestamp())
+
+
+def _documented_check():
+    """The verification snippet of docs/api.md ("Verifying the signature"), run as written."""
+    text = (ROOT / "docs" / "api.md").read_text()
+    section = text[text.index("### Verifying the signature") :]
+    code = section[section.index("```python") + len("```python") : section.index("```\n", 10)]
+    scope: dict = {}
+    exec(code, scope)  # our own documentation, run as a receiver would copy it
+    return scope["webhook_verified"]
+
+
+def test_the_documented_snippet_verifies_a_real_delivery(event) -> None:
+    webhook_verified = _documented_check()
+    with webhook_receiver([200]) as receiver:
+        made, delivery = _told(event, receiver.url)
+        assert delivery_attempt(delivery_id=delivery.id, now=timezone.now()) == "delivered"
+    got = receiver.got[0]
+    headers = {
+        "X-Waitingroom-Webhook-Timestamp": got.headers["x-waitingroom-webhook-timestamp"],
+        "X-Waitingroom-Webhook-Signature": got.headers["x-waitingroom-webhook-signature"],
+    }
+    assert webhook_verified(made.secret, headers, got.body)
+    assert not webhook_verified("whsec_wrong", headers, got.body)
+    assert not webhook_verified(made.secret, headers, got.body + b"\n")
+    stale = {**headers, "X-Waitingroom-Webhook-Timestamp": str(int(time.time()) - 301)}
+    assert not webhook_verified(made.secret, stale, got.body)
