@@ -18,12 +18,6 @@ from queueing.rules.states import QUEUED
 from queueing.webhooks.emitting import webhook_emit
 
 
-def events_watched_in_line() -> list[int]:
-    """On-sales the tick last saw with fans in line: they tick until it sees the line empty,
-    even once nobody is left in the room to make them tick."""
-    return list(LineWatch.objects.filter(in_line=True).values_list("event_id", flat=True))
-
-
 def line_watch(event: Event, *, now: datetime) -> None:
     """After the tick: tell what changed in the line since the last tick (module docstring)."""
     in_line = QueueEntry.objects.filter(event_id=event.pk, status__in=QUEUED).exists()

@@ -15,6 +15,7 @@ from django.utils import timezone
 from dashboard.audit_verdicts import verdict_check
 from events.models import Event
 from queueing.beat import event_beat
+from queueing.line.activity import events_with_work
 from queueing.models import AuditRecord, WebhookDelivery
 from queueing.rules.webhooks import WEBHOOK_TYPES
 from staff import services
@@ -196,3 +197,17 @@ def test_joining_and_polling_do_no_webhook_work(hears_all, make_event) -> None:
     touched = [q["sql"] for q in queries.captured_queries if "webhook" in q["sql"].lower()]
     assert touched == []
     assert not [q for q in queries.captured_queries if "linewatch" in q["sql"].lower()]
+
+
+def test_a_line_left_by_its_last_fan_with_nobody_in_the_room_still_ticks_once_more(
+    hears_all, event
+) -> None:
+    now = timezone.now()
+    services.event_pause(event=event, actor="staff:ann", now=now)
+    fan = join(new_fan(), event.slug).json()
+    event_beat(event_id=event.id, now=now)
+    new_fan().delete(f"/api/v1/tickets/{fan['ticket']}")
+    assert events_with_work(now) == [event.id]  # nobody in the room, but the line was seen
+    event_beat(event_id=event.id, now=now + timedelta(seconds=1))
+    assert told()["onsale.line_emptied"] == 1
+    assert events_with_work(now) == []
