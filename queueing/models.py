@@ -444,6 +444,10 @@ class LineWatch(models.Model):
     seen_at = models.DateTimeField()
     # The end of the on-sale (its ends_at passing) told: once.
     end_told = models.BooleanField(default=False)
+    # The line's start told. False only when a fan's join started it (line/schedule.py): the
+    # join does no webhook work, so the next tick tells it. A row the tick makes for an
+    # on-sale started before it had one says True: nothing old is told.
+    start_told = models.BooleanField(default=True)
 
     def __str__(self) -> str:
         return f"line watch of event {self.event_id}"

@@ -1,6 +1,7 @@
 """The moments of the line itself that endpoints hear of, noticed by the on-sale's tick (never
 by a fan's join or poll): the line emptied while open, fans beginning to queue in safety net,
-and the end of an on-sale passing (its ``ends_at``) while anyone is in the room.
+the end of an on-sale passing (its ``ends_at``) while anyone is in the room, and a start that
+a fan's join made (line/schedule.py).
 
 What the tick saw last is kept in ``LineWatch``; a moment is told when what it sees now
 differs, and the row moves by compare-and-set in the same transaction as the webhook's
@@ -13,6 +14,7 @@ from datetime import datetime
 from django.db import transaction
 
 from events.models import Event, EventMode, EventState
+from queueing.line.schedule import started_data
 from queueing.models import LineWatch, QueueEntry
 from queueing.rules.states import QUEUED
 from queueing.webhooks.emitting import webhook_emit
@@ -25,6 +27,14 @@ def line_watch(event: Event, *, now: datetime) -> None:
         event_id=event.pk, defaults={"in_line": False, "seen_at": now}
     )
     state = event.state_at(now)
+    if not watch.start_told and event.started_at is not None:
+        # A fan's join started the line (line/schedule.py): told here, once. Nobody was in
+        # a pre-queue then (the join starts only a line without one).
+        with transaction.atomic():
+            if LineWatch.objects.filter(pk=event.pk, start_told=False).update(start_told=True):
+                webhook_emit(
+                    event=event, type="onsale.started", now=now, data=started_data(event, 0)
+                )
     if watch.in_line != in_line:
         with transaction.atomic():
             moved = LineWatch.objects.filter(pk=event.pk, in_line=watch.in_line).update(

@@ -211,3 +211,24 @@ def test_a_line_left_by_its_last_fan_with_nobody_in_the_room_still_ticks_once_mo
     event_beat(event_id=event.id, now=now + timedelta(seconds=1))
     assert told()["onsale.line_emptied"] == 1
     assert events_with_work(now) == []
+
+
+def test_a_start_made_by_a_join_is_told_by_the_next_tick(hears_all, make_event) -> None:
+    now = timezone.now()
+    event = make_event(starts_at=now + timedelta(minutes=5))
+    Event.objects.filter(pk=event.pk).update(starts_at=now - timedelta(seconds=1))
+    join(new_fan(), event.slug)
+    assert Event.objects.get(pk=event.pk).started_at is not None  # the join started it
+    assert told()["onsale.started"] == 0
+    event_beat(event_id=event.id, now=now)
+    event_beat(event_id=event.id, now=now + timedelta(seconds=1))
+    assert told()["onsale.started"] == 1
+    assert body_of("onsale.started")["data"] == {"prequeue": 0, "shuffled": True}
+
+
+def test_an_endpoint_registered_after_the_start_hears_no_old_start(make_event) -> None:
+    event = make_event()
+    join(new_fan(), event.slug)
+    endpoint_create(url="https://hooks.example.com/", types=ALL, actor="x", now=timezone.now())
+    event_beat(event_id=event.id, now=timezone.now())
+    assert told()["onsale.started"] == 0
