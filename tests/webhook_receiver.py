@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ssl
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 
 @dataclass
@@ -45,10 +47,13 @@ def verify(secret: str, headers: dict[str, str], body: bytes, *, now: float | No
 
 
 @contextmanager
-def webhook_receiver(script: list[int | str], *, hang_seconds: float = 3.0) -> Iterator[Receiver]:
+def webhook_receiver(
+    script: list[int | str], *, hang_seconds: float = 3.0, tls: tuple[Path, Path] | None = None
+) -> Iterator[Receiver]:
     """A receiver at ``Receiver.url`` answering its n-th POST with ``script[n]`` (the last
     item again once the script runs out): a status, or ``"hang"``: nothing for
-    ``hang_seconds``, then 200 (after the sender gave up)."""
+    ``hang_seconds``, then 200 (after the sender gave up). With ``tls`` (a certificate and
+    its key), an https:// receiver at ``localhost``."""
     receiver = Receiver(url="", script=list(script), hang_seconds=hang_seconds)
     lock = threading.Lock()
 
@@ -83,6 +88,11 @@ def webhook_receiver(script: list[int | str], *, hang_seconds: float = 3.0) -> I
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/room"
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        receiver.url = f"https://localhost:{server.server_address[1]}/hooks/room"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

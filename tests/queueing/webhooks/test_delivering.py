@@ -16,6 +16,7 @@ from queueing.models import WebhookDelivery, WebhookDeliveryState, WebhookEndpoi
 from queueing.webhooks.delivering import deliveries_sweep, delivery_attempt
 from queueing.webhooks.emitting import webhook_emit
 from staff.webhooks import endpoint_create, endpoint_rotate_secret, endpoint_update
+from tests.edge import self_signed_certificate
 from tests.processes import ROOT
 from tests.webhook_receiver import verify, webhook_receiver
 
@@ -181,3 +182,19 @@ def test_the_documented_snippet_verifies_a_real_delivery(event) -> None:
     assert not webhook_verified(made.secret, headers, got.body + b"\n")
     stale = {**headers, "X-Waitingroom-Webhook-Timestamp": str(int(time.time()) - 301)}
     assert not webhook_verified(made.secret, stale, got.body)
+
+
+def test_over_https_the_pinned_connection_still_checks_the_hosts_certificate(
+    event, tmp_path, monkeypatch
+) -> None:
+    certificate = self_signed_certificate(tmp_path)
+    with webhook_receiver([200], tls=certificate) as receiver:
+        _, delivery = _told(event, receiver.url)
+        # Not yet trusted: the certificate is refused, nothing is delivered.
+        assert delivery_attempt(delivery_id=delivery.id, now=timezone.now()) == "retry"
+        assert "CERTIFICATE_VERIFY_FAILED" in delivery.tries.get().error
+        monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
+        later = timezone.now() + timedelta(minutes=5)
+        assert delivery_attempt(delivery_id=delivery.id, now=later) == "delivered"
+    assert receiver.url.startswith("https://localhost:")
+    assert len(receiver.got) == 1
