@@ -9,6 +9,7 @@ they need not sit in the process's environment. docs/configuration.md lists ever
 from __future__ import annotations
 
 import base64
+import ipaddress
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -170,3 +171,16 @@ def fernet_key_derived(secret: str) -> str:
         algorithm=hashes.SHA256(), length=32, salt=None, info=b"waitingroom.pass-key-sealing"
     ).derive(secret.encode())
     return base64.urlsafe_b64encode(derived).decode()
+
+
+def networks_checked(
+    name: str, cidrs: list[str]
+) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """``name``'s networks (``10.0.0.0/8``, ``::1/128``, or a bare address), each checked now."""
+    networks = []
+    for cidr in cidrs:
+        try:
+            networks.append(ipaddress.ip_network(cidr, strict=False))
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: {cidr!r} is not a network") from exc
+    return networks

@@ -27,6 +27,7 @@ from config.env import (
     env_str,
     fernet_key_derived,
     fernet_keys_checked,
+    networks_checked,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -282,6 +283,26 @@ WR_RETENTION_CHECK_SECONDS = env_float("WR_RETENTION_CHECK_SECONDS", 3600.0, min
 # Staff login lockouts (who, from which address) are kept this long after they ended.
 WR_LOGIN_LOCKOUT_KEEP_DAYS = env_int("WR_LOGIN_LOCKOUT_KEEP_DAYS", 30, minimum=0)
 
+# Webhooks (docs/api.md, "Webhooks"; docs/operations.md, "Webhooks"). A delivery is tried
+# WR_WEBHOOK_ATTEMPTS times, WR_WEBHOOK_RETRY_SECONDS after the first failure and twice as long
+# after each next one (10 and 180 s: about a day), each attempt given WR_WEBHOOK_TIMEOUT_SECONDS.
+WR_WEBHOOK_TIMEOUT_SECONDS = env_float("WR_WEBHOOK_TIMEOUT_SECONDS", 5.0, minimum=0.1)
+WR_WEBHOOK_ATTEMPTS = env_int("WR_WEBHOOK_ATTEMPTS", 10, minimum=1)
+WR_WEBHOOK_RETRY_SECONDS = env_float("WR_WEBHOOK_RETRY_SECONDS", 180.0, minimum=0.1)
+# An endpoint whose attempts failed this many times in a row is turned off, with the reason.
+WR_WEBHOOK_DISABLE_AFTER = env_int("WR_WEBHOOK_DISABLE_AFTER", 20, minimum=1)
+# How often the beat looks for deliveries due (retries, and first attempts whose task was lost).
+WR_WEBHOOK_SWEEP_SECONDS = env_float("WR_WEBHOOK_SWEEP_SECONDS", 5.0, minimum=0.5)
+# Plain http:// endpoints (on by default only with DEBUG on).
+WR_WEBHOOK_ALLOW_HTTP = env_bool("WR_WEBHOOK_ALLOW_HTTP", DEBUG)
+# Networks an endpoint may reach although they are not public (loopback, private, link-local:
+# a webhook must not become a way to call the room's own network). Comma-separated CIDRs;
+# with DEBUG on, every address.
+WR_WEBHOOK_ALLOWED_NETWORKS = networks_checked(
+    "WR_WEBHOOK_ALLOWED_NETWORKS",
+    env_list("WR_WEBHOOK_ALLOWED_NETWORKS", ["0.0.0.0/0", "::/0"] if DEBUG else []),
+)
+
 # The room's scheduler (queueing/scheduler.py, `manage.py room_scheduler`, two or more
 # replicas) sends CELERY_BEAT_SCHEDULE's tasks; one leads, by a lease in PostgreSQL renewed
 # every WR_SCHEDULER_RENEW_SECONDS for WR_SCHEDULER_LEASE_SECONDS. A killed leader is replaced
@@ -315,6 +336,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "queueing.tasks.retention_run",
         "schedule": WR_RETENTION_CHECK_SECONDS,
         "options": {"expires": WR_RETENTION_CHECK_SECONDS},
+    },
+    # Webhook deliveries due: retries, and first attempts whose task never ran.
+    "webhooks-sweep": {
+        "task": "queueing.tasks.webhooks_sweep",
+        "schedule": WR_WEBHOOK_SWEEP_SECONDS,
+        "options": {"expires": WR_WEBHOOK_SWEEP_SECONDS},
     },
     "login-lockouts-purge": {
         "task": "dashboard.tasks.login_lockouts_purge",

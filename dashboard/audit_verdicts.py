@@ -14,10 +14,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.conf import settings
+from django.db import transaction
 
 from dashboard.models import AuditVerdict
 from events.models import Event
 from queueing.records.audit_verify import EventVerdict, Progress, audit_event_verify
+from queueing.webhooks.emitting import webhook_emit
 
 
 def _progress(kept: AuditVerdict) -> dict[int | None, Progress]:
@@ -47,6 +49,27 @@ def verdict_check(
     after = _progress(kept) if kept is not None and kept.ok and not from_start else {}
     most = settings.WR_AUDIT_VERIFY_MAX if limit is None else (limit or None)
     verdict = audit_event_verify(event_id=event.id, after=after, limit=most)
+    with transaction.atomic():
+        # Read again under its lock: of two checks at once, one tells.
+        before = AuditVerdict.objects.select_for_update().filter(event=event).first()
+        stored = _verdict_keep(event, verdict, now=now)
+        # Told when a trail kept as intact (or never checked) is found broken: once, not at
+        # every check that finds it still broken.
+        if not verdict.ok and (before is None or before.ok):
+            webhook_emit(
+                event=event,
+                type="onsale.chain_verification_failed",
+                now=now,
+                data={
+                    "problem": stored.problem,
+                    "first_bad_seq": stored.first_bad_seq,
+                    "lane": stored.first_bad_lane,
+                },
+            )
+    return verdict, stored
+
+
+def _verdict_keep(event: Event, verdict: EventVerdict, *, now: datetime) -> AuditVerdict:
     root = verdict.root
     stored, _ = AuditVerdict.objects.update_or_create(
         event=event,
@@ -70,4 +93,4 @@ def verdict_check(
             },
         },
     )
-    return verdict, stored
+    return stored

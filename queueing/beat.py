@@ -26,6 +26,7 @@ from queueing.line.activity import events_with_work
 from queueing.line.admission import AdmissionOutcome, admission_run
 from queueing.line.expiry import queued_expire_unseen, sessions_expire
 from queueing.line.index_sync import index_heal_head
+from queueing.line.line_watch import line_watch
 from queueing.line.schedule import line_admit_stragglers, line_revoke_closed, line_start
 from queueing.live.ticks import event_broadcast
 from queueing.records.audit_roots import audit_root_write
@@ -112,9 +113,12 @@ def event_beat(*, event_id: int, now: datetime, claim: str = "") -> None:
             # pages learn of the close at once, from this one message.
             event_broadcast(event, now=now)
             _event_tick(event, now=now, claim=claim)
+            line_watch(event, now=now)
         else:
             _event_tick(event, now=now, claim=claim)
             event_broadcast(event, now=now)
+            # The line's own moments for the webhooks: read once a tick, never per fan.
+            line_watch(event, now=now)
             if event.lanes > 1:
                 # After the broadcast: the pages are told first, the proof follows.
                 audit_root_write(event_id=event_id, now=now)

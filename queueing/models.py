@@ -1,7 +1,9 @@
-"""The queue's system of record: entries and their append-only, hash-chained audit trail.
+"""The queue's system of record: entries and their append-only, hash-chained audit trail, the
+pass keys, the scheduler's lease, and the webhooks that tell the world outside what happened to
+an on-sale.
 
-Over 350 lines on purpose: Django finds an app's models in this one module, and the
-entries, the trail, its heads, the pass keys and the scheduler's lease are read together."""
+Over 350 lines on purpose: every table of the queue is declared here, where Django's app
+registry looks for them, each with the constraints that hold its states."""
 
 from __future__ import annotations
 
@@ -360,3 +362,126 @@ class SchedulerJob(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class WebhookEndpoint(models.Model):
+    """A URL staff registered to hear of an on-sale's moments (docs/api.md, "Webhooks"): one
+    on-sale's, or every on-sale's (``event`` null)."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    event = models.ForeignKey(
+        "events.Event",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="webhook_endpoints",
+        verbose_name="on-sale",
+        help_text="Empty: every on-sale.",
+    )
+    url = models.URLField(max_length=500)
+    # The webhook types it hears (queueing/rules/webhooks.py, WEBHOOK_TYPES).
+    types = models.JSONField(default=list)
+    description = models.CharField(max_length=200, blank=True)
+    enabled = models.BooleanField(default=True)
+    # Why it is off when the room turned it off (failures in a row), "" otherwise.
+    disabled_reason = models.CharField(max_length=500, blank=True)
+    # The signing secret, sealed like the pass keys (queueing/webhooks/secrets.py): it must be
+    # read to sign, so it cannot be hashed; a copy of the database alone cannot sign.
+    secret_sealed = models.TextField()
+    # After a rotation the previous secret signs too, until then: a receiver has time to
+    # take the new one without refusing the deliveries meanwhile.
+    previous_secret_sealed = models.TextField(blank=True)
+    previous_secret_until = models.DateTimeField(null=True, blank=True)
+    failures_in_a_row = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField()
+    created_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class WebhookDeliveryState(models.TextChoices):
+    PENDING = "pending", "Pending"  # an attempt is due at ``due_at`` (or under way)
+    DELIVERED = "delivered", "Delivered"  # the receiver answered 2xx
+    FAILED = "failed", "Failed"  # every attempt failed
+    CANCELLED = "cancelled", "Cancelled"  # the endpoint was turned off or removed first
+
+
+class WebhookDelivery(models.Model):
+    """One webhook for one endpoint: its body fixed when it happened, sent until a 2xx."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    endpoint = models.ForeignKey(
+        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    type = models.CharField(max_length=64)
+    # The exact bytes POSTed (as text), so that every attempt signs and sends the same body.
+    body = models.TextField()
+    state = models.CharField(
+        max_length=16, choices=WebhookDeliveryState.choices, default=WebhookDeliveryState.PENDING
+    )
+    # When the next attempt may start. Claiming an attempt moves it past the attempt's
+    # timeout (compare-and-set on ``attempts``): a worker killed mid-attempt leaves a
+    # delivery the sweep picks up again once that time has passed.
+    due_at = models.DateTimeField()
+    attempts = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField()
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [
+            models.Index(
+                fields=["due_at"],
+                name="webhook_delivery_due",
+                condition=Q(state="pending"),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} to {self.endpoint_id}"
+
+
+class WebhookAttempt(models.Model):
+    """One POST of a delivery and what came back (or why nothing did)."""
+
+    delivery = models.ForeignKey(WebhookDelivery, on_delete=models.CASCADE, related_name="tries")
+    number = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    duration_ms = models.PositiveIntegerField()
+    # The receiver's status, null when none came (refused, timed out, connection failed).
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    response_excerpt = models.TextField(blank=True)
+    error = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["delivery_id", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["delivery", "number"], name="one_attempt_per_number")
+        ]
+
+    def __str__(self) -> str:
+        return f"attempt {self.number} of delivery {self.delivery_id}"
+
+
+class LineWatch(models.Model):
+    """What the tick saw of an on-sale's line last time, so that the moments the line empties
+    and (in safety net) starts queueing are told once each (queueing/line/line_watch.py)."""
+
+    event = models.OneToOneField(
+        "events.Event", on_delete=models.CASCADE, primary_key=True, related_name="line_watch"
+    )
+    in_line = models.BooleanField(default=False)
+    seen_at = models.DateTimeField()
+    # The end of the on-sale (its ends_at passing) told: once.
+    end_told = models.BooleanField(default=False)
+    # The line's start told. False only when a fan's join started it (line/schedule.py): the
+    # join does no webhook work, so the next tick tells it. A row the tick makes for an
+    # on-sale started before it had one says True: nothing old is told.
+    start_told = models.BooleanField(default=True)
+
+    def __str__(self) -> str:
+        return f"line watch of event {self.event_id}"

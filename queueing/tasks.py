@@ -12,6 +12,7 @@ from queueing.line.admission import admission_run
 from queueing.line.retention import retention_run as retention
 from queueing.line.turn_mail import turn_mail_send
 from queueing.live.ticks import broadcast_tick
+from queueing.webhooks import delivering
 
 
 @shared_task(ignore_result=True)
@@ -75,3 +76,15 @@ def retention_run() -> dict[str, object]:
         "place_links": outcome.place_links,
         "address_digests": outcome.address_digests,
     }
+
+
+@shared_task(ignore_result=True)
+def webhook_deliver(delivery_id: int) -> str | None:
+    """One attempt of a webhook delivery, if it is due and nobody else is making one."""
+    return delivering.delivery_attempt(delivery_id=delivery_id, now=timezone.now())
+
+
+@shared_task(ignore_result=True)
+def webhooks_sweep() -> int:
+    """Every WR_WEBHOOK_SWEEP_SECONDS: an attempt asked for each delivery due (retries)."""
+    return len(delivering.deliveries_sweep(now=timezone.now()))

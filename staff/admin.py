@@ -28,6 +28,7 @@ from staff.admin_queueit import EventQueueitAdminForm, QueueitSecretShown
 from staff.admin_sold_out import sell_out_events
 from staff.admin_tiers import TierInline
 from staff.admin_tokens import StaffTokenAdmin
+from staff.admin_webhooks import WebhookEndpointAdmin  # noqa: F401 (registers the webhooks')
 from staff.branding_preview import (
     branding_preview_response,
     contrast_display,

@@ -23,6 +23,7 @@ from events.models import MESSAGE_MAX_LENGTH, Event, EventControl, EventState
 from queueing.models import AuditAction
 from queueing.records.audit import audit_append
 from queueing.rules.errors import EventClosed, InvalidInput
+from queueing.webhooks.emitting import webhook_emit
 from staff.services import after_commit_broadcast
 
 ALREADY_CLOSED = "This on-sale was closed before it sold out: it can no longer be marked sold out."
@@ -67,4 +68,10 @@ def event_sell_out(*, event: Event, message: str | None, actor: str, now: dateti
             data={"message": text or None, "by": "shop" if actor == "shop" else "staff"},
         )
         after_commit_broadcast(locked.pk)
+        webhook_emit(
+            event=locked,
+            type="onsale.sold_out",
+            now=now,
+            data={"message": text or None, "by": "shop" if actor == "shop" else actor},
+        )
     return locked

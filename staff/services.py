@@ -39,6 +39,7 @@ from queueing.records.audit import audit_append, audit_chain_start, audit_lane_h
 from queueing.records.entry_reads import anyone_joined
 from queueing.rules.branding import LogoRefused, logo_check
 from queueing.rules.errors import EventArchived, LanesFixed
+from queueing.webhooks.emitting import webhook_emit
 from staff.queueit_settings import WRITE_ONLY_FIELDS, checked, write_only_audit
 
 logger = logging.getLogger(__name__)
@@ -242,6 +243,7 @@ def event_create(
                 "shuffle_seed_sha256": event.shuffle_seed_sha256,
             },
         )
+        webhook_emit(event=event, type="onsale.created", now=now, data={"by": actor})
         # Nothing scheduled (or a start already past): the line starts with the on-sale, not
         # at the first tick, whose "shuffled" record (of nobody) is then this one.
         if line_start(event_id=event.id, now=now):
@@ -292,6 +294,13 @@ def event_update(
             _audit_changed(event_id=locked.id, actor=actor, now=now, data={"changes": diff})
         if _SHOWN_LIVE & diff.keys():
             after_commit_broadcast(locked.id)
+        if "mode" in diff:
+            webhook_emit(
+                event=locked,
+                type="onsale.mode_changed",
+                now=now,
+                data={"from": diff["mode"][0], "to": diff["mode"][1], "by": actor},
+            )
         if lanes_change:  # the new lanes' (empty) indexes are whole from the start
             _after_commit_mark_ready(locked.id, lanes=locked.lanes)
     return locked
@@ -355,15 +364,19 @@ def integration_key_rotate(*, event: Event, actor: str, now: datetime) -> Event:
     return locked
 
 
-_CONTROL_CHANGES: dict[EventControl, tuple[tuple[EventControl, ...], AuditAction]] = {
-    EventControl.PAUSED: ((EventControl.RUNNING,), AuditAction.EVENT_PAUSED),
-    EventControl.RUNNING: ((EventControl.PAUSED,), AuditAction.EVENT_RESUMED),
-    EventControl.CLOSED: ((EventControl.RUNNING, EventControl.PAUSED), AuditAction.EVENT_CLOSED),
+_CONTROL_CHANGES: dict[EventControl, tuple[tuple[EventControl, ...], AuditAction, str]] = {
+    EventControl.PAUSED: ((EventControl.RUNNING,), AuditAction.EVENT_PAUSED, "onsale.paused"),
+    EventControl.RUNNING: ((EventControl.PAUSED,), AuditAction.EVENT_RESUMED, "onsale.resumed"),
+    EventControl.CLOSED: (
+        (EventControl.RUNNING, EventControl.PAUSED),
+        AuditAction.EVENT_CLOSED,
+        "onsale.closed",
+    ),
 }
 
 
 def _event_set_control(*, event: Event, to: EventControl, actor: str, now: datetime) -> Event:
-    expected, action = _CONTROL_CHANGES[to]
+    expected, action, webhook = _CONTROL_CHANGES[to]
     fields: dict[str, Any] = {"control": to}
     if to == EventControl.CLOSED:
         fields["closed_at"] = now
@@ -371,6 +384,10 @@ def _event_set_control(*, event: Event, to: EventControl, actor: str, now: datet
         changed = Event.objects.filter(pk=event.pk, control__in=expected).update(**fields)
         if changed:
             audit_append(event_id=event.pk, action=action, actor=actor, at=now)
+            # Told once: only the call whose compare-and-set changed the control.
+            webhook_emit(
+                event=Event.objects.get(pk=event.pk), type=webhook, now=now, data={"by": actor}
+            )
     return Event.objects.get(pk=event.pk)
 
 

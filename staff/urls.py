@@ -1,6 +1,6 @@
 from django.urls import path
 
-from staff import admit_now_api, api, services, sold_out_api
+from staff import admit_now_api, api, services, sold_out_api, webhooks_api
 
 urlpatterns = [
     path("events/", api.EventListCreateApi.as_view(), name="manage-events"),
@@ -27,5 +27,21 @@ urlpatterns = [
         "events/<slug:slug>/rotate-key",
         api.EventKeyRotateApi.as_view(),
         name="manage-event-rotate-key",
+    ),
+    path("webhooks/", webhooks_api.EndpointListCreateApi.as_view(), name="manage-webhooks"),
+    path(
+        "webhooks/<uuid:endpoint_id>/",
+        webhooks_api.EndpointDetailApi.as_view(),
+        name="manage-webhook",
+    ),
+    path(
+        "webhooks/<uuid:endpoint_id>/rotate-secret",
+        webhooks_api.EndpointRotateSecretApi.as_view(),
+        name="manage-webhook-rotate-secret",
+    ),
+    path(
+        "webhooks/<uuid:endpoint_id>/deliveries/",
+        webhooks_api.EndpointDeliveriesApi.as_view(),
+        name="manage-webhook-deliveries",
     ),
 ]

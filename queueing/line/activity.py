@@ -12,6 +12,9 @@ scheduled or ended on-sale costs nothing here beyond its share of two small quer
   (the pre-queue shuffle, or ``started_at`` for an empty line). Schedule moments with nobody
   in the room need nothing else: the join page refreshes itself until the pre-queue opens,
   and an on-sale whose end passes with nobody in it has nobody to send away.
+- **A line last seen with fans in it** (``LineWatch``): its tick tells the webhooks when the
+  line empties (line/line_watch.py), so it goes on until it has seen the line empty, also
+  once the last fan left with nobody in the shop. Asked in the same query as the starts.
 """
 
 from __future__ import annotations
@@ -53,17 +56,23 @@ def events_with_fans() -> list[int]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def events_due_to_start(now: datetime) -> list[int]:
-    """On-sales whose start has come (running or paused) but whose line has not started."""
-    return list(
-        Event.objects.filter(started_at__isnull=True)
-        .exclude(control=EventControl.CLOSED)
-        .filter(Q(ends_at__isnull=True) | Q(ends_at__gt=now))
-        .filter(Q(starts_at__isnull=True) | Q(starts_at__lte=now))
-        .filter(Q(prequeue_opens_at__isnull=True) | Q(prequeue_opens_at__lte=now))
-        .values_list("id", flat=True)
+def _start_due(now: datetime) -> Q:
+    return (
+        Q(started_at__isnull=True)
+        & ~Q(control=EventControl.CLOSED)
+        & (Q(ends_at__isnull=True) | Q(ends_at__gt=now))
+        & (Q(starts_at__isnull=True) | Q(starts_at__lte=now))
+        & (Q(prequeue_opens_at__isnull=True) | Q(prequeue_opens_at__lte=now))
     )
 
 
+def events_due_to_start(now: datetime) -> list[int]:
+    """On-sales whose start has come (running or paused) but whose line has not started."""
+    return list(Event.objects.filter(_start_due(now)).values_list("id", flat=True))
+
+
 def events_with_work(now: datetime) -> list[int]:
-    return sorted(set(events_with_fans()) | set(events_due_to_start(now)))
+    # Besides a start due, a line the tick last saw with fans in it ticks until the tick sees
+    # it empty, even once nobody is left in the room (line/line_watch.py): in the same query.
+    due = Event.objects.filter(_start_due(now) | Q(line_watch__in_line=True))
+    return sorted(set(events_with_fans()) | set(due.values_list("id", flat=True)))

@@ -19,12 +19,13 @@ from queueing.line.index_sync import (
     index_line_drop,
 )
 from queueing.line.reads import event_layout
-from queueing.models import AuditAction, QueueEntry
+from queueing.models import AuditAction, LineWatch, QueueEntry
 from queueing.records.audit import audit_append, audit_chains_lock
 from queueing.records.bulk_ends import entries_end_all
 from queueing.records.transitions import Moved, transition_audited
 from queueing.rules.shuffle import shuffled_order
 from queueing.rules.states import QUEUED, EntryStatus
+from queueing.webhooks.emitting import webhook_emit
 
 logger = logging.getLogger(__name__)
 
@@ -98,11 +99,27 @@ def line_start(*, event_id: int, now: datetime, only_without_prequeue: bool = Fa
                 "order_keys": "the cohort's own keys, ascending, handed out in that order",
             },
         )
+        if only_without_prequeue:
+            # A fan's join started it: told by the next tick (line/line_watch.py), not here.
+            LineWatch.objects.update_or_create(
+                event_id=event_id,
+                defaults={"start_told": False},
+                create_defaults={"start_told": False, "seen_at": now},
+            )
+        else:
+            webhook_emit(
+                event=event, type="onsale.started", now=now, data=started_data(event, len(ids))
+            )
     if ids:
         # Every cohort member moves from the pre-queue to its tier: reload the index.
         Event.objects.filter(pk=event_id).update(hot_index_dirty=True)
         hot_index_rebuild(event_id=event_id, now=now)
     return True
+
+
+def started_data(event: Event, cohort: int) -> dict[str, object]:
+    """``onsale.started``'s data: how many the pre-queue let go, and whether shuffled."""
+    return {"prequeue": cohort, "shuffled": event.shuffle_at_start}
 
 
 def _prequeue_exists(event_id: int) -> bool:

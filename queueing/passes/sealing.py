@@ -66,3 +66,20 @@ def private_key_reseal(sealed: str) -> str:
         return _sealer().rotate(sealed.encode()).decode()
     except InvalidToken as exc:
         raise SealedKeyUnreadable("a pass-signing key cannot be opened to reseal it") from exc
+
+
+def text_seal(text: str) -> str:
+    """Any other secret the room must read back to use (a webhook endpoint's signing secret),
+    sealed under the same keys as the pass keys, and resealed with them."""
+    return _sealer().encrypt(text.encode()).decode()
+
+
+def text_open(sealed: str) -> str:
+    try:
+        return (
+            _fernet(tuple(settings.WR_PASS_KEY_ENCRYPTION_KEYS)).decrypt(sealed.encode()).decode()
+        )
+    except InvalidToken as exc:
+        raise SealedKeyUnreadable(
+            "a sealed secret cannot be opened with WR_PASS_KEY_ENCRYPTION_KEY"
+        ) from exc
