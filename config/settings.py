@@ -315,6 +315,7 @@ if WR_SCHEDULER_RENEW_SECONDS * 2 > WR_SCHEDULER_LEASE_SECONDS:
     )
 # Every entry: the task's name, its period in seconds (or a celery crontab, read in UTC) and
 # the options it is sent with (an `expires`, so that a late one is dropped).
+WR_MAINTENANCE_EXPIRES = 10.0
 CELERY_BEAT_SCHEDULE = {
     "room-tick": {
         "task": "queueing.tasks.room_tick",
@@ -332,10 +333,13 @@ CELERY_BEAT_SCHEDULE = {
     # WR_RETENTION_DAYS ago archived a few a run; expired place links and address digests
     # past their use purged. Staff login lockouts are the dashboard's (the layers: queueing
     # may not import dashboard), purged by their own entry.
+    # An hourly run not started within WR_MAINTENANCE_EXPIRES is skipped (the next comes
+    # within the hour): on RabbitMQ, which drops an expired message only at the queue's head,
+    # an hour's time to live would hold every expired tick behind it while no worker runs.
     "retention": {
         "task": "queueing.tasks.retention_run",
         "schedule": WR_RETENTION_CHECK_SECONDS,
-        "options": {"expires": WR_RETENTION_CHECK_SECONDS},
+        "options": {"expires": WR_MAINTENANCE_EXPIRES},
     },
     # Webhook deliveries due: retries, and first attempts whose task never ran.
     "webhooks-sweep": {
@@ -346,7 +350,7 @@ CELERY_BEAT_SCHEDULE = {
     "login-lockouts-purge": {
         "task": "dashboard.tasks.login_lockouts_purge",
         "schedule": WR_RETENTION_CHECK_SECONDS,
-        "options": {"expires": WR_RETENTION_CHECK_SECONDS},
+        "options": {"expires": WR_MAINTENANCE_EXPIRES},
     },
 }
 

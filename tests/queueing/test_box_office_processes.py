@@ -81,17 +81,24 @@ def test_two_workers_share_the_ticks(make_event) -> None:
     for event in events:
         fans_join(event.slug, 1)
         event_pause(event=event, actor="test", now=timezone.now())  # fans wait: ticks go on
+    succeeded = r"Task queueing\.tasks\.event_tick\[[^\]]+\] succeeded"
+
+    def ticks_done(stack) -> dict[str, int]:
+        return {
+            name: len(re.findall(succeeded, stack.log(name))) for name in ("worker-a", "worker-b")
+        }
+
     with running_stack() as stack:
         stack.worker(name="worker-a", concurrency=1)
         stack.worker(name="worker-b", concurrency=1)
         stack.beat()
-        time.sleep(8)
-        done = {
-            name: len(re.findall(r"Task queueing\.tasks\.event_tick\[[^\]]+\] succeeded", log))
-            for name in ("worker-a", "worker-b")
-            if (log := stack.log(name))
-        }
-    assert set(done) == {"worker-a", "worker-b"}
+        # Counted from when both workers take ticks: on a loaded machine, starting three
+        # processes may take longer than the seconds measured.
+        wait_until(lambda: min(ticks_done(stack).values()) > 0, timeout=60, what="ticks on both")
+        before = ticks_done(stack)
+        time.sleep(6)
+        after = ticks_done(stack)
+    done = {name: after[name] - before[name] for name in after}
     # Both took a fair share of about one tick per on-sale per second.
     assert min(done.values()) >= 0.25 * sum(done.values()), done
-    assert sum(done.values()) >= 24 * 4, done
+    assert sum(done.values()) >= 24 * 3, done
