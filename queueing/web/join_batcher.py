@@ -20,6 +20,7 @@ from queueing.web.api_errors import (
     unavailable_response,
 )
 from queueing.web.api_fan import join_batch
+from queueing.web.edge_figures import JOIN_QUEUE_DEPTH
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ class JoinBatcher:
             now,
         )
         self._pending.append(waiting)
+        JOIN_QUEUE_DEPTH.set(len(self._pending))
         if len(self._pending) >= settings.WR_JOIN_BATCH_MAX and self._full is not None:
             if not self._full.done():
                 self._full.set_result(None)
@@ -96,6 +98,7 @@ class JoinBatcher:
     def _refuse_expired(self, now: float) -> None:
         while self._pending and self._pending[0].deadline <= now:
             late = self._pending.popleft()
+            JOIN_QUEUE_DEPTH.set(len(self._pending))
             if not late.future.done():
                 late.future.set_result(unavailable_response())
 
@@ -108,6 +111,7 @@ class JoinBatcher:
                 self._refuse_expired(loop.time())
                 size = min(settings.WR_JOIN_BATCH_MAX, len(self._pending))
                 batch = [self._pending.popleft() for _ in range(size)]
+                JOIN_QUEUE_DEPTH.set(len(self._pending))
                 if not self._pending and self._expiry is not None:
                     self._expiry.cancel()  # nothing left to expire
                     self._expiry = None
