@@ -27,7 +27,6 @@ from typing import Any
 import prometheus_client
 from django.conf import settings
 from django.db import DatabaseError
-from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -44,8 +43,8 @@ from queueing.hot.client import HotIndexUnavailable
 from queueing.in_process import ProcessCache
 from queueing.line.activity import events_with_fans
 from queueing.line.reads import event_layout, line_reads
+from queueing.records.entry_reads import entry_totals
 from queueing.records.scheduler_lease import scheduler_state
-from queueing.rules.states import EntryStatus
 from queueing.scheduler import LEASE_NAME, ROOM_TICK_TASK
 from queueing.web.callers import client_ip
 from queueing.web.edge_figures import pools_sample
@@ -75,22 +74,17 @@ class EventCollector(Collector):
     def collect(self) -> Iterator[Any]:
         waiting, active, admissions, expirations = self._families()
         # On-sales with fans in the room only: a scrape costs what the busy ones cost, not
-        # what the catalogue holds (an on-sale nobody is in has no line and nobody inside).
-        events = Event.objects.filter(pk__in=events_with_fans()).annotate(
-            # A fan who went back in line counts the admission of their earlier session
-            # (cleared from admitted_at while they wait again): the counter never goes back.
-            admitted_total=Count("entries", filter=Q(entries__admitted_at__isnull=False))
-            + Count("entries", filter=Q(entries__reentered_at__isnull=False)),
-            active_now=Count("entries", filter=Q(entries__status=EntryStatus.ADMITTED)),
-            expired_total=Count("entries", filter=Q(entries__status=EntryStatus.EXPIRED)),
-        )
-        for event in events:
-            layout = event_layout(event.id)
+        # what the catalogue holds (an on-sale nobody is in has no line and nobody inside);
+        # and per on-sale, never per fan in line (records/entry_reads.py, entry_totals).
+        slugs = dict(Event.objects.filter(pk__in=events_with_fans()).values_list("pk", "slug"))
+        totals = entry_totals(list(slugs))
+        for event_id, slug in slugs.items():
+            layout = event_layout(event_id)
             line = line_reads.counts(layout).queue_length if layout else 0
-            waiting.add_metric([event.slug], line)
-            active.add_metric([event.slug], event.active_now)
-            admissions.add_metric([event.slug], event.admitted_total)
-            expirations.add_metric([event.slug], event.expired_total)
+            waiting.add_metric([slug], line)
+            active.add_metric([slug], totals[event_id].active)
+            admissions.add_metric([slug], totals[event_id].admitted)
+            expirations.add_metric([slug], totals[event_id].expired)
         yield from (waiting, active, admissions, expirations)
 
 

@@ -1,3 +1,5 @@
+from datetime import timedelta
+
 import pytest
 from django.conf import settings
 from django.test import Client
@@ -6,8 +8,10 @@ from django.utils import timezone
 from dashboard.models import AuditVerdict
 from queueing.beat import room_dispatch
 from queueing.hot import stats
+from queueing.line.expiry import sessions_expire
+from queueing.models import QueueEntry
 from queueing.web.latency import REGISTRY
-from tests.helpers import fans_join
+from tests.helpers import entry_of, fans_join, poll, tick
 
 pytestmark = pytest.mark.django_db
 
@@ -36,8 +40,9 @@ def test_a_scrape_costs_what_the_busy_on_sales_cost(
     for i in range(30):
         make_event(slug=f"idle-{i}")
     Client().get("/metrics")  # layouts cached, as in a running process
-    # Readiness, the on-sales with fans, their figures, the scheduler, the chain verdicts.
-    with django_assert_max_num_queries(5):
+    # Readiness, the on-sales with fans, their slugs, their figures (three grouped counts),
+    # the scheduler, the chain verdicts: as many with 30 idle on-sales as with none.
+    with django_assert_max_num_queries(8):
         text = Client().get("/metrics").content.decode()
     assert 'waitingroom_waiting{event="busy"} 2.0' in text
     assert 'event="idle-0"' not in text
@@ -136,3 +141,22 @@ def test_pools_queue_and_chain_failures_are_exported(make_event) -> None:
     assert f'waitingroom_celery_queue_depth{{queue="{settings.CELERY_TASK_DEFAULT_QUEUE}"}}' in text
     # django-prometheus's figures of the requests Django served.
     assert "django_http_requests_total_by_method_total" in text
+
+
+def test_admissions_never_go_back_when_a_fan_goes_back_in_line(make_event) -> None:
+    """A re-entry clears the fan's admitted_at; the counter keeps the earlier admission (from
+    the trail's ``reentered`` record), and the next one adds to it."""
+    event = make_event(capacity=1, rate_per_minute=0, heartbeat_seconds=600, reentry_seconds=300)
+    first, _ = fans_join(event.slug, 2)
+    tick(event)
+    assert poll(first)["status"] == "admitted"  # the pass collected
+    QueueEntry.objects.filter(pk=entry_of(first).pk).update(
+        pass_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    sessions_expire(event_id=event.id, now=timezone.now())
+    tick(event)  # the freed place goes to the second fan
+    assert Client().post(f"/api/v1/tickets/{first}/reenter").status_code == 200
+    text = Client().get("/metrics").content.decode()
+    assert _sample(text, f'waitingroom_admissions_total{{event="{event.slug}"}}') == 2
+    assert _sample(text, f'waitingroom_active{{event="{event.slug}"}}') == 1
+    assert _sample(text, f'waitingroom_waiting{{event="{event.slug}"}}') == 1
