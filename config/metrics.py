@@ -47,7 +47,7 @@ from queueing.records.entry_reads import entry_totals
 from queueing.records.scheduler_lease import scheduler_state
 from queueing.scheduler import LEASE_NAME, ROOM_TICK_TASK
 from queueing.web.callers import client_ip
-from queueing.web.edge_figures import pools_sample
+from queueing.web.edge_figures import process_sample
 from queueing.web.latency import REGISTRY
 
 
@@ -321,8 +321,9 @@ def _may_scrape(request: HttpRequest) -> bool:
 def metrics_view(request: HttpRequest) -> HttpResponse:
     if not _may_scrape(request):
         return HttpResponse("forbidden\n", status=403, content_type="text/plain")
-    # This process's pools as they are now (the others' are sampled: queueing/web/edge_figures.py).
-    pools_sample()
+    # This process's pools and join queue as they are now (the others' are sampled:
+    # queueing/web/edge_figures.py).
+    process_sample()
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Every process's own figures (ours and django-prometheus's) from the shared
         # directory, and the room's read here once.

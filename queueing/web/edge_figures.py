@@ -4,9 +4,11 @@ Redis pools. Dashboards add them up over processes (``sum``).
 
 With ``PROMETHEUS_MULTIPROC_DIR`` (gunicorn's several workers) each process writes its
 figures to the shared directory and the one answering a scrape adds up the live ones: the
-gauges are ``livesum``, and the pools, which change without anyone here hearing of it, are
-sampled every few seconds by a thread of each process (``figures_sampler_start``) and again
-by the process answering the scrape.
+gauges are ``livesum``. The pools and the join queue are sampled every few seconds by a
+thread of each process (``figures_sampler_start``) and again by the process answering the
+scrape, rather than set on the hot paths: a gauge written to the shared directory costs a
+few microseconds, a join's share of which would be paid by every join for a figure
+Prometheus reads every 15 s.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import logging
 import os
 import threading
 import time
+import weakref
+from typing import Protocol
 
 from django.db.backends.postgresql.base import DatabaseWrapper
 from prometheus_client import Counter, Gauge
@@ -78,8 +82,21 @@ def refusal_counted(status: int, body: bytes, content_type: str) -> None:
     REFUSALS.labels(str(status), reason).inc()
 
 
-def pools_sample() -> None:
-    """This process's pools, as they are now."""
+class JoinQueue(Protocol):
+    def depth(self) -> int: ...
+
+
+# The lean join paths' queues of this process (queueing/web/join_batcher.py): one per app.
+_join_queues: weakref.WeakSet[JoinQueue] = weakref.WeakSet()
+
+
+def join_queue_watch(queue: JoinQueue) -> None:
+    _join_queues.add(queue)
+
+
+def process_sample() -> None:
+    """This process's pools and join queue, as they are now."""
+    JOIN_QUEUE_DEPTH.set(sum(queue.depth() for queue in list(_join_queues)))
     pool = DatabaseWrapper._connection_pools.get("default")
     if pool is not None:
         figures = pool.get_stats()
@@ -108,7 +125,7 @@ def figures_sampler_start() -> None:
 def _sample_forever() -> None:
     while True:
         try:
-            pools_sample()
+            process_sample()
         except Exception:
             logger.exception("pool figures not sampled")
         time.sleep(SAMPLE_SECONDS)

@@ -20,7 +20,7 @@ from queueing.web.api_errors import (
     unavailable_response,
 )
 from queueing.web.api_fan import join_batch
-from queueing.web.edge_figures import JOIN_QUEUE_DEPTH
+from queueing.web.edge_figures import join_queue_watch
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +60,12 @@ class JoinBatcher:
         # of the chain head, rather than contending for it (two in flight measured slower
         # on the benchmark's two cores: more lock waits and context switches).
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="join-batch")
+        # Sampled for waitingroom_join_queue_depth, rather than set at every join.
+        join_queue_watch(self)
+
+    def depth(self) -> int:
+        """Joins waiting for a batch now."""
+        return len(self._pending)
 
     async def submit(self, request: HttpRequest, slug: str) -> HttpResponse:
         if len(self._pending) >= settings.WR_JOIN_QUEUE_MAX:
@@ -74,7 +80,6 @@ class JoinBatcher:
             now,
         )
         self._pending.append(waiting)
-        JOIN_QUEUE_DEPTH.set(len(self._pending))
         if len(self._pending) >= settings.WR_JOIN_BATCH_MAX and self._full is not None:
             if not self._full.done():
                 self._full.set_result(None)
@@ -98,7 +103,6 @@ class JoinBatcher:
     def _refuse_expired(self, now: float) -> None:
         while self._pending and self._pending[0].deadline <= now:
             late = self._pending.popleft()
-            JOIN_QUEUE_DEPTH.set(len(self._pending))
             if not late.future.done():
                 late.future.set_result(unavailable_response())
 
@@ -111,7 +115,6 @@ class JoinBatcher:
                 self._refuse_expired(loop.time())
                 size = min(settings.WR_JOIN_BATCH_MAX, len(self._pending))
                 batch = [self._pending.popleft() for _ in range(size)]
-                JOIN_QUEUE_DEPTH.set(len(self._pending))
                 if not self._pending and self._expiry is not None:
                     self._expiry.cancel()  # nothing left to expire
                     self._expiry = None
