@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.processes import ROOT, running_stack, wait_until
+from config.celery import app as celery_app
+from tests.processes import ROOT, celery_queue, running_stack, wait_until
 
 PROMETHEUS_DIR = ROOT / "deploy" / "prometheus"
 GRAFANA_DIR = ROOT / "deploy" / "grafana"
@@ -226,6 +228,11 @@ def test_a_running_room_exports_every_metric_its_rules_and_dashboards_use(
             shared.mkdir()
             stack.env["PROMETHEUS_MULTIPROC_DIR"] = str(shared)
             urls.append(stack.web(workers=workers, name=name))
+        # A tick that waited past its expiry before any worker took it: dropped, and counted.
+        celery_app.send_task(
+            "queueing.tasks.event_tick", args=[event.pk, ""], expires=0.2, queue=celery_queue()
+        )
+        time.sleep(0.5)
         stack.worker(concurrency=2)
         stack.beat()
         web_a, web_b = urls
@@ -252,6 +259,8 @@ def test_a_running_room_exports_every_metric_its_rules_and_dashboards_use(
         assert len(_room_series(scrapes[0])) == 4
         assert 'waitingroom_refusals_total{reason="rate_limited",status="429"} 1.0' in scrapes[0]
         assert "waitingroom_ticks_dispatched_total" in scrapes[0]
+        dropped = re.search(r"^waitingroom_ticks_dropped_total (\S+)$", scrapes[0], re.M)
+        assert dropped and float(dropped[1]) >= 1
         missing = (
             referenced_metric_names() - exported_names(scrapes[0]) - exported_names(scrapes[1])
         )
