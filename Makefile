@@ -38,6 +38,7 @@ test: setup
 	scripts/ensure_browser.sh
 	scripts/ensure_rabbitmq.sh
 	scripts/ensure_nginx.sh
+	scripts/ensure_prometheus.sh
 	scripts/ensure_gettext.sh
 	scripts/ensure_node_shop.sh
 	scripts/ensure_oidc_provider.sh

@@ -13,6 +13,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from queueing.web.edge_figures import figures_sampler_start  # noqa: E402
 from queueing.web.hot_paths import HotPaths  # noqa: E402
 from queueing.web.request_limits import RequestLimits  # noqa: E402
 from queueing.web.routing import websocket_urlpatterns  # noqa: E402
@@ -66,6 +67,9 @@ application = RequestLimits(
         )
     )
 )
+
+# This process's pools, sampled for /metrics every few seconds (queueing/web/edge_figures.py).
+figures_sampler_start()
 
 # Everything loaded so far (Django, the project, its libraries) lives as long as the process:
 # keep it out of the cyclic collector's full passes, which would otherwise walk it all and

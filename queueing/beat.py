@@ -21,7 +21,7 @@ from datetime import datetime
 from django.conf import settings
 
 from events.models import Event, EventState
-from queueing.hot import tick_claims
+from queueing.hot import stats, tick_claims
 from queueing.line.activity import events_with_work
 from queueing.line.admission import AdmissionOutcome, admission_run
 from queueing.line.expiry import queued_expire_unseen, sessions_expire
@@ -139,4 +139,7 @@ def room_dispatch(
     claims = tick_claims.ticks_claim(event_ids, ttl_seconds=claim_seconds)
     for event_id, claim in claims.items():
         send(event_id, claim)
+    if claims:
+        # waitingroom_ticks_dispatched_total (config/metrics.py): one count a second.
+        stats.room_counter_add(stats.TICKS_DISPATCHED, len(claims))
     return list(claims)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
+from celery.signals import task_revoked
 from django.conf import settings
 from django.utils import timezone
 
 from queueing import beat
+from queueing.hot import stats
 from queueing.line import index_sync
 from queueing.line.admission import admission_run
 from queueing.line.retention import retention_run as retention
@@ -35,6 +39,20 @@ def _send_event_tick(event_id: int, claim: str) -> None:
 def event_tick(event_id: int, claim: str = "") -> None:
     """One on-sale's tick: schedule, expiry, admission, live broadcast."""
     beat.event_beat(event_id=event_id, now=timezone.now(), claim=claim)
+
+
+EVENT_TICK_TASK = "queueing.tasks.event_tick"
+
+
+@task_revoked.connect
+def tick_dropped_counted(
+    sender: Any = None, request: Any = None, expired: bool = False, **_: Any
+) -> None:
+    """A worker that receives a tick past its ``expires`` drops it unrun: counted for
+    waitingroom_ticks_dropped_total. (On RabbitMQ the broker itself drops most stale ticks
+    unseen, the message's time to live: those are never counted here.)"""
+    if expired and getattr(sender, "name", None) == EVENT_TICK_TASK:
+        stats.room_counter_add(stats.TICKS_DROPPED)
 
 
 @shared_task(ignore_result=True)

@@ -5,6 +5,10 @@ from PostgreSQL. Every function of this room raises ``HotIndexUnavailable`` inst
 error, so that one place above decides what to do without it (line/reads.py for the line's
 reads, line/index_sync.py for writes after a commit, line/expiry.py for heartbeats); or it is
 declared ``fails_open`` and says itself what it answers while Redis is away.
+
+Over 350 lines on purpose: the connections (sync, per event loop, a cluster's), their pools'
+figures for ``/metrics`` and the one error every failure becomes are one concern; split, a
+call could reach Redis without passing through that error.
 """
 
 from __future__ import annotations
@@ -123,6 +127,23 @@ def async_client() -> aioredis.Redis | AsyncRedisCluster:
             loop_client = aioredis.Redis(connection_pool=pool)
         _ASYNC_CLIENTS[loop] = loop_client
     return loop_client
+
+
+def pool_connections() -> tuple[int, int]:
+    """This process's Redis connections to the hot index, (in use, idle): the sync pool's
+    (Django's cache, the tasks, the views) and the lean paths' per event loop. A cluster's
+    pools are per node and not counted."""
+    pools = [getattr(client(), "connection_pool", None)]
+    pools += [
+        getattr(loop_client, "connection_pool", None)
+        for loop_client in list(_ASYNC_CLIENTS.values())
+    ]
+    in_use = idle = 0
+    for pool in pools:
+        # Read without the pool's lock: a figure a moment old is good enough for a gauge.
+        in_use += len(getattr(pool, "_in_use_connections", ()))
+        idle += len(getattr(pool, "_available_connections", ()))
+    return in_use, idle
 
 
 async def async_client_ready() -> aioredis.Redis | AsyncRedisCluster:

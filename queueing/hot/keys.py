@@ -180,3 +180,10 @@ def room_owner() -> str:
     that a second room pointed at the same prefix is refused, not mixed in
     (queueing/checks.py)."""
     return f"{prefix()}:room-owner"
+
+
+def room_counters() -> str:
+    """Hash of the room's own counters for ``/metrics`` (queueing/hot/stats.py): ticks
+    dispatched and dropped, index rebuilds and their durations' histogram. Written by the
+    workers, read by every web process at scrape; a tag of its own on a cluster."""
+    return f"{prefix()}:{{room}}:counters"

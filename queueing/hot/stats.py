@@ -1,11 +1,18 @@
 """Figures the room keeps beside the line: measured throughput, per-minute line samples for
-the dashboard, and the last tick (for snapshots of newly opened pages).
+the dashboard, the last tick (for snapshots of newly opened pages), and the room's own
+counters for ``/metrics`` (ticks dispatched and dropped, index rebuilds).
+
+The room's counters are counted where they happen, in the workers, which serve no
+``/metrics`` of their own: in one Redis hash, so that every web process reads the same
+figures at scrape (dashboards take ``max`` over processes). Counting them fails open: a
+counter is not worth a tick or a rebuild, and Redis away loses only the count.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from django.conf import settings
 
@@ -15,6 +22,7 @@ from queueing.hot.client import (
     HotIndexUnavailable,
     async_client_ready,
     client,
+    fails_open,
     unavailable_on_redis_error,
 )
 from queueing.rules.eta import Throughput
@@ -94,3 +102,65 @@ async def last_tick_async(event_id: int) -> str | None:
     except ASYNC_REDIS_FAILURES as exc:
         raise HotIndexUnavailable(str(exc)) from exc
     return raw.decode() if raw is not None else None
+
+
+# The room's counters (fields of keys.room_counters()).
+TICKS_DISPATCHED = "ticks_dispatched"
+TICKS_DROPPED = "ticks_dropped"
+REBUILDS = "rebuilds"
+REBUILD_SECONDS_SUM = "rebuild_seconds_sum"
+# Upper bounds of the rebuild durations' histogram, in seconds: a small line's rebuild takes
+# milliseconds, a million fans' about 45 s (docs/benchmarks.md).
+REBUILD_BUCKETS = (0.1, 0.5, 1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0)
+
+
+def _bucket_field(bound: float) -> str:
+    return f"rebuild_le_{bound:g}"
+
+
+@fails_open()
+@unavailable_on_redis_error
+def room_counter_add(name: str, amount: int = 1) -> None:
+    client().hincrby(keys.room_counters(), name, amount)
+
+
+@fails_open()
+@unavailable_on_redis_error
+def rebuild_observe(seconds: float) -> None:
+    """One rebuild of an on-sale's index, and how long it took (cumulative buckets, as
+    Prometheus's histograms count them)."""
+    pipe = client().pipeline(transaction=False)
+    pipe.hincrby(keys.room_counters(), REBUILDS, 1)
+    pipe.hincrbyfloat(keys.room_counters(), REBUILD_SECONDS_SUM, seconds)
+    for bound in REBUILD_BUCKETS:
+        if seconds <= bound:
+            pipe.hincrby(keys.room_counters(), _bucket_field(bound), 1)
+    pipe.execute()
+
+
+@dataclass(frozen=True)
+class RoomCounters:
+    ticks_dispatched: int
+    ticks_dropped: int
+    rebuilds: int
+    rebuild_seconds_sum: float
+    rebuild_buckets: tuple[tuple[float, int], ...]  # (upper bound, rebuilds that short)
+
+
+@unavailable_on_redis_error
+def room_counters() -> RoomCounters:
+    """One read of the room's counters (0 for those never counted)."""
+    raw = client().hgetall(keys.room_counters())
+
+    def number(field: str) -> float:
+        return float(raw.get(field.encode(), b"0"))
+
+    return RoomCounters(
+        ticks_dispatched=int(number(TICKS_DISPATCHED)),
+        ticks_dropped=int(number(TICKS_DROPPED)),
+        rebuilds=int(number(REBUILDS)),
+        rebuild_seconds_sum=number(REBUILD_SECONDS_SUM),
+        rebuild_buckets=tuple(
+            (bound, int(number(_bucket_field(bound)))) for bound in REBUILD_BUCKETS
+        ),
+    )

@@ -291,6 +291,8 @@ def hot_index_rebuild(*, event_id: int, now: datetime | None = None) -> bool:
         epoch.rebuild_abandon(handle)
         mark_index_dirty(event_id)
         raise
+    # waitingroom_hot_index_rebuilds_total and _rebuild_seconds: finished or given up.
+    stats.rebuild_observe(time.monotonic() - started)
     if not promoted:
         mark_index_dirty(event_id)
         return False

@@ -39,6 +39,7 @@ from queueing.rules.layout import EventLayout
 from queueing.rules.states import EntryStatus
 from queueing.rules.ticket_codec import InvalidTicket, TicketRef, ticket_read
 from queueing.web.callers import rate_key_for_ip, scope_client_ip
+from queueing.web.edge_figures import OPEN_SOCKETS
 
 CLOSE_BAD_TICKET = 4401
 CLOSE_TICKET_GONE = 4404
@@ -84,6 +85,7 @@ class LineConsumer(AsyncWebsocketConsumer):
     watching: bool = False  # keeping the ticket alive (live/watchers.py)
     replaced: bool = False
     left: bool = False
+    counted: bool = False  # in waitingroom_open_sockets
     in_prequeue: bool = False  # the page was last shown the pre-queue
     place: Place | None = None  # where its last snapshot placed it, if waiting
     placing: asyncio.Task[None] | None = None  # the pre-queue page's new snapshot, on its way
@@ -123,6 +125,8 @@ class LineConsumer(AsyncWebsocketConsumer):
         try:
             await self.channel_layer.group_add(ticket_group(ref.entry_id), self.channel_name)
             await self.accept()
+            OPEN_SOCKETS.inc()
+            self.counted = True
             watchers.add(ref.event_id, ref.entry_id, layout.heartbeat_seconds, ref.lane)
             self.watching = True
             if await self._send_personal(snapshot=True, opening=True):
@@ -202,6 +206,8 @@ class LineConsumer(AsyncWebsocketConsumer):
         if self.left:
             return
         self.left = True
+        if self.counted:
+            OPEN_SOCKETS.dec()
         if self.address is not None:
             address_slots.give_back(self.address)
         if self.ref is None:

@@ -65,6 +65,7 @@ from queueing.web.asgi_io import (
     reply,
     served_securely,
 )
+from queueing.web.edge_figures import REFUSED_STATUSES, refusal_counted
 from queueing.web.gate import gate_lean
 from queueing.web.join_batcher import JoinBatcher
 from queueing.web.lean_routes import LeanRoute, lean_routes
@@ -98,6 +99,8 @@ class HotPaths:
                         )
                         await send({"type": "http.response.body", "body": reply.body})
                         route.seconds.observe(time.perf_counter() - started)
+                        if reply.status in REFUSED_STATUSES:
+                            refusal_counted(reply.status, reply.body, "application/json")
                     return
                 break
         await self.inner(scope, receive, send)

@@ -20,6 +20,7 @@ from queueing.web.api_errors import (
     unavailable_response,
 )
 from queueing.web.api_fan import join_batch
+from queueing.web.edge_figures import join_queue_watch
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +60,12 @@ class JoinBatcher:
         # of the chain head, rather than contending for it (two in flight measured slower
         # on the benchmark's two cores: more lock waits and context switches).
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="join-batch")
+        # Sampled for waitingroom_join_queue_depth, rather than set at every join.
+        join_queue_watch(self)
+
+    def depth(self) -> int:
+        """Joins waiting for a batch now."""
+        return len(self._pending)
 
     async def submit(self, request: HttpRequest, slug: str) -> HttpResponse:
         if len(self._pending) >= settings.WR_JOIN_QUEUE_MAX:

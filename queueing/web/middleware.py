@@ -25,6 +25,7 @@ from queueing.web.api_errors import (
     exception_response,
     unreadable_request,
 )
+from queueing.web.edge_figures import REFUSED_STATUSES, refusal_counted
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +105,13 @@ class ApiErrorMiddleware:
             for header in ("Allow", "Retry-After", "WWW-Authenticate"):
                 if header in response:
                     replacement[header] = response[header]
-            return replacement
+            response = replacement
+        if response.status_code in REFUSED_STATUSES:
+            refusal_counted(
+                response.status_code,
+                b"" if response.streaming else response.content,
+                response.get("Content-Type", ""),
+            )
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:

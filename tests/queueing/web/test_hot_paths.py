@@ -69,11 +69,14 @@ def test_the_middleware_the_lean_paths_mirror_is_pinned(settings) -> None:
     # they skip knowingly: CSP is for HTML pages; Locale's Content-Language is the documented
     # difference; CSRF, auth and messages do not concern an anonymous JSON join (a session
     # cookie sends the join to Django); NulInput is for pages, not /api/ (a join's JSON
-    # fields are judged one by one, as the view judges them). Whoever
+    # fields are judged one by one, as the view judges them); django-prometheus's two count
+    # the requests Django serves, and the lean paths have their own latency histograms and
+    # count their refusals themselves (queueing/web/edge_figures.py). Whoever
     # adds, removes or reorders a middleware must decide whether the lean paths
     # (queueing/web/hot_paths.py) have to mirror it too, and then update this list: that is
     # why it is pinned.
     assert settings.MIDDLEWARE == [
+        "django_prometheus.middleware.PrometheusBeforeMiddleware",
         "django.middleware.security.SecurityMiddleware",
         "queueing.web.middleware.ContentSecurityPolicyMiddleware",
         "queueing.web.middleware.ApiErrorMiddleware",
@@ -85,6 +88,7 @@ def test_the_middleware_the_lean_paths_mirror_is_pinned(settings) -> None:
         "django.contrib.auth.middleware.AuthenticationMiddleware",
         "django.contrib.messages.middleware.MessageMiddleware",
         "django.middleware.clickjacking.XFrameOptionsMiddleware",
+        "django_prometheus.middleware.PrometheusAfterMiddleware",
     ]
 
 
