@@ -13,7 +13,9 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from config.observability import tracing_enabled  # noqa: E402
 from queueing.web.hot_paths import HotPaths  # noqa: E402
+from queueing.web.request_ids import RequestIds  # noqa: E402
 from queueing.web.request_limits import RequestLimits  # noqa: E402
 from queueing.web.routing import websocket_urlpatterns  # noqa: E402
 
@@ -53,19 +55,28 @@ if settings.WR_SERVE_STATIC:
 
     django_asgi_app = StaticFiles(django_asgi_app)
 
-# In front of everything, a cap on what a request may make the room read (a body sent chunked
-# included: queueing/web/request_limits.py); then ticket status and joins take a lean path in front
-# of Django (queueing/web/hot_paths.py).
-application = RequestLimits(
-    HotPaths(
-        ProtocolTypeRouter(
-            {
-                "http": django_asgi_app,
-                "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
-            }
+# In front of everything, the request's id (queueing/web/request_ids.py), then a cap on what a
+# request may make the room read (a body sent chunked included: queueing/web/request_limits.py);
+# then ticket status and joins take a lean path in front of Django (queueing/web/hot_paths.py).
+application = RequestIds(
+    RequestLimits(
+        HotPaths(
+            ProtocolTypeRouter(
+                {
+                    "http": django_asgi_app,
+                    "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
+                }
+            )
         )
     )
 )
+
+if tracing_enabled():
+    # A span for every request, the lean paths' too (Django's own spans nest under it).
+    # Only when tracing is on: without it, not even the wrapper's call is paid.
+    from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+
+    application = OpenTelemetryMiddleware(application, exclude_spans=["receive", "send"])
 
 # Everything loaded so far (Django, the project, its libraries) lives as long as the process:
 # keep it out of the cyclic collector's full passes, which would otherwise walk it all and

@@ -1,0 +1,92 @@
+"""Tracing (OpenTelemetry) and error reports (Sentry), each off unless configured, set up
+once per process after it forked: a gunicorn worker (config/workers.py), a Celery pool
+process and beat (config/celery.py). Their exporters' threads would not survive a fork.
+
+Tracing is on when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``..._TRACES_ENDPOINT``) is set and
+``OTEL_SDK_DISABLED`` is not: spans of Django's views, Celery's tasks (sent and run, one
+trace across both), psycopg's statements and redis-py's commands, plus one span per request
+of the lean ASGI paths (config/asgi.py), exported over OTLP/HTTP. The SDK reads the standard
+``OTEL_*`` variables itself (sampler, service name, headers, timeouts: docs/configuration.md).
+
+Sentry is on when ``SENTRY_DSN`` is set: unhandled errors of Django, Celery and the lean
+paths (their ``logger.exception`` lines), without personal data (no addresses, cookies or
+users: ``send_default_pii`` off), and no performance tracing of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+
+from config.version import VERSION
+
+logger = logging.getLogger(__name__)
+
+_done: set[str] = set()
+
+
+def observability_setup(*, service: str) -> None:
+    """Tracing and error reports for this process (``service``: web, worker or beat); a
+    second call does nothing."""
+    if "setup" in _done:
+        return
+    _done.add("setup")
+    if settings.WR_TRACING:
+        _tracing_setup(service)
+    if settings.SENTRY_DSN:
+        _sentry_setup(service)
+
+
+def tracing_enabled() -> bool:
+    return "tracing" in _done
+
+
+# The libraries are imported only when configured: a process without tracing or Sentry
+# neither loads nor patches anything.
+
+
+def _tracing_setup(service: str) -> None:
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.instrumentation.celery import CeleryInstrumentor
+    from opentelemetry.instrumentation.django import DjangoInstrumentor
+    from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+    from opentelemetry.instrumentation.redis import RedisInstrumentor
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, when set, win over these defaults.
+    resource = Resource.create(
+        {"service.name": "waitingroom", "service.version": VERSION, "wr.process": service}
+    )
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    DjangoInstrumentor().instrument()
+    # Both ends: the web's span around sending a task, the worker's around running it.
+    CeleryInstrumentor().instrument()
+    # No SQL comments: they would make every statement's text unique to psycopg's cache.
+    PsycopgInstrumentor().instrument(enable_commenter=False)
+    RedisInstrumentor().instrument()
+    _done.add("tracing")
+    logger.info("tracing on", extra={"wr_process": service})
+
+
+def _sentry_setup(service: str) -> None:
+    import sentry_sdk
+    from sentry_sdk.integrations.celery import CeleryIntegration
+    from sentry_sdk.integrations.django import DjangoIntegration
+
+    sentry_sdk.init(
+        dsn=settings.SENTRY_DSN,
+        environment=settings.SENTRY_ENVIRONMENT,
+        release=VERSION,
+        integrations=[DjangoIntegration(), CeleryIntegration()],
+        send_default_pii=False,
+        # Tracing is OpenTelemetry's (above); Sentry only hears of errors.
+        traces_sample_rate=None,
+        server_name=service,
+    )
+    logger.info("error reports on", extra={"wr_process": service})
