@@ -8,6 +8,7 @@ from celery import Celery
 from celery.signals import (
     beat_init,
     before_task_publish,
+    celeryd_init,
     setup_logging,
     task_postrun,
     task_prerun,
@@ -16,7 +17,7 @@ from celery.signals import (
 from django.conf import settings
 from django.db import close_old_connections
 
-from config.observability import observability_setup
+from config.observability import error_reports_setup, observability_setup, tracing_setup
 from queueing.web.request_ids import current_request_id, request_id_valid
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -66,11 +67,19 @@ def request_id_forgotten(**_: Any) -> None:
     current_request_id.set(None)
 
 
+@celeryd_init.connect
+def worker_reports_errors(**_: Any) -> None:
+    """Error reports in the worker's main process, before it forks: Sentry wraps the tasks'
+    tracers, which the pool processes build before worker_process_init (its sending thread
+    starts again in each of them)."""
+    error_reports_setup(service="worker")
+
+
 @worker_process_init.connect
-def worker_observed(**_: Any) -> None:
-    """Tracing and error reports in each pool process, after the fork (their exporters'
-    threads do not survive one)."""
-    observability_setup(service="worker")
+def worker_traced(**_: Any) -> None:
+    """Tracing in each pool process, after the fork (the exporter's thread would not survive
+    one)."""
+    tracing_setup(service="worker")
 
 
 @beat_init.connect

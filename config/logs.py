@@ -30,6 +30,17 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+class PlainLines(logging.Formatter):
+    """Plain text, the request id in brackets (``-`` outside a request)."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        request_id = getattr(record, "request_id", None) or "-"
+        return f"{record.asctime} {record.levelname} {record.name} [{request_id}] {record.message}"
+
+
 class JsonLines(JsonFormatter):
     """python-json-logger's formatter under the room's field names; ``request_id`` only when
     there is one (a beat's line has none: no ``null`` to filter out downstream)."""
@@ -62,7 +73,7 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
         "filters": {"request_id": {"()": RequestIdFilter}},
         "formatters": {
             "json": {"()": JsonLines},
-            "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+            "plain": {"()": PlainLines},
         },
         "handlers": {
             "console": {

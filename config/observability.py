@@ -27,15 +27,23 @@ _done: set[str] = set()
 
 
 def observability_setup(*, service: str) -> None:
-    """Tracing and error reports for this process (``service``: web, worker or beat); a
-    second call does nothing."""
-    if "setup" in _done:
-        return
-    _done.add("setup")
-    if settings.WR_TRACING:
+    """Tracing and error reports for this process (``service``: web, worker or beat)."""
+    tracing_setup(service=service)
+    error_reports_setup(service=service)
+
+
+def tracing_setup(*, service: str) -> None:
+    """Tracing for this process, if configured; a second call does nothing."""
+    if settings.WR_TRACING and "tracing" not in _done:
         _tracing_setup(service)
-    if settings.SENTRY_DSN:
+        _done.add("tracing")
+
+
+def error_reports_setup(*, service: str) -> None:
+    """Error reports for this process, if configured; a second call does nothing."""
+    if settings.SENTRY_DSN and "errors" not in _done:
         _sentry_setup(service)
+        _done.add("errors")
 
 
 def tracing_enabled() -> bool:
@@ -70,7 +78,6 @@ def _tracing_setup(service: str) -> None:
     # No SQL comments: they would make every statement's text unique to psycopg's cache.
     PsycopgInstrumentor().instrument(enable_commenter=False)
     RedisInstrumentor().instrument()
-    _done.add("tracing")
     logger.info("tracing on", extra={"wr_process": service})
 
 
