@@ -24,12 +24,12 @@ fi
 web=("$BIN/gunicorn" config.asgi:application
   -k config.workers.UvicornWorker -w "${WEB_CONCURRENCY:-4}"
   -b "$BIND" --graceful-timeout 5 --no-control-socket)
-worker=("$BIN/celery" -A config worker -l info -c "${WORKER_CONCURRENCY:-2}" --without-gossip
+worker=("$BIN/celery" -A config --quiet worker -l info -c "${WORKER_CONCURRENCY:-2}" --without-gossip
   --without-mingle)
 # Per bind address: a second room from this checkout (README, "A second room on one machine")
 # keeps its own beat schedule and metrics files.
 RUN_DIR=".run/${BIND//[^A-Za-z0-9._-]/_}"
-beat=("$BIN/celery" -A config beat -l info -s "$RUN_DIR/celerybeat-schedule")
+beat=("$BIN/celery" -A config --quiet beat -l info -s "$RUN_DIR/celerybeat-schedule")
 
 if [[ ${1:-} == --dry-run ]]; then
   for command in web worker beat; do
