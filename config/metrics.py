@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -29,7 +30,9 @@ from config.version import BUILD
 from events.models import Event
 from queueing.line.activity import events_with_fans
 from queueing.line.reads import event_layout, line_reads
+from queueing.records.scheduler_lease import scheduler_state
 from queueing.rules.states import EntryStatus
+from queueing.scheduler import LEASE_NAME, ROOM_TICK_TASK
 from queueing.web.callers import client_ip
 from queueing.web.latency import REGISTRY
 
@@ -81,7 +84,7 @@ REGISTRY.register(EventCollector())
 
 class ReadinessCollector(Collector):
     """The mode ``/readyz`` reports, per dependency: 1 while it is out (the room is down
-    without PostgreSQL, degraded without Redis), 0 otherwise."""
+    without PostgreSQL, degraded without Redis or the broker), 0 otherwise."""
 
     def describe(self) -> Iterator[Any]:
         yield self._family()
@@ -98,6 +101,7 @@ class ReadinessCollector(Collector):
         state = readiness()
         family.add_metric(["postgresql", "down"], 1 if "postgresql" in state.down else 0)
         family.add_metric(["redis", "degraded"], 1 if "redis" in state.degraded else 0)
+        family.add_metric(["broker", "degraded"], 1 if "broker" in state.degraded else 0)
         yield family
 
 
@@ -127,6 +131,42 @@ class BuildInfoCollector(Collector):
 REGISTRY.register(BuildInfoCollector())
 
 
+class SchedulerCollector(Collector):
+    """How old the last room tick sent is (the scheduler's, queueing/scheduler.py: above a few
+    seconds, no scheduler leads and nobody is let in on a tick) and how often the lead
+    changed hands, from one query at scrape time."""
+
+    def describe(self) -> Iterator[Any]:
+        yield from self._families()
+
+    def _families(self) -> tuple[GaugeMetricFamily, CounterMetricFamily]:
+        return (
+            GaugeMetricFamily(
+                "waitingroom_room_tick_age_seconds",
+                "Seconds since the scheduler last sent the room's tick (absent: never).",
+            ),
+            CounterMetricFamily(
+                "waitingroom_scheduler_leader_changes",
+                "Times the scheduler's lease went to another replica (the first lead counts).",
+            ),
+        )
+
+    def collect(self) -> Iterator[Any]:
+        age, changes = self._families()
+        try:
+            state = scheduler_state(lease=LEASE_NAME, tick_task=ROOM_TICK_TASK)
+        except DatabaseError:
+            # Without PostgreSQL the room is down, which waitingroom_dependency_out says.
+            return
+        if state.room_tick_age_seconds is not None:
+            age.add_metric([], state.room_tick_age_seconds)
+        changes.add_metric([], state.leader_changes)
+        yield from (age, changes)
+
+
+REGISTRY.register(SchedulerCollector())
+
+
 def _may_scrape(request: HttpRequest) -> bool:
     """A bearer token when WR_METRICS_TOKEN is set; otherwise loopback and private networks
     only (the figures name every on-sale, unannounced ones too)."""
@@ -154,4 +194,5 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         registry.register(EventCollector())
         registry.register(ReadinessCollector())
         registry.register(BuildInfoCollector())
+        registry.register(SchedulerCollector())
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

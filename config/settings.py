@@ -283,6 +283,18 @@ WR_RETENTION_CHECK_SECONDS = env_float("WR_RETENTION_CHECK_SECONDS", 3600.0, min
 # Staff login lockouts (who, from which address) are kept this long after they ended.
 WR_LOGIN_LOCKOUT_KEEP_DAYS = env_int("WR_LOGIN_LOCKOUT_KEEP_DAYS", 30, minimum=0)
 
+# The room's scheduler (queueing/scheduler.py, `manage.py room_scheduler`, two or more
+# replicas) sends CELERY_BEAT_SCHEDULE's tasks; one leads, by a lease in PostgreSQL renewed
+# every WR_SCHEDULER_RENEW_SECONDS for WR_SCHEDULER_LEASE_SECONDS. A killed leader is replaced
+# within the sum; a shorter lease fails over sooner but is lost to a leader that stalls longer.
+WR_SCHEDULER_LEASE_SECONDS = env_float("WR_SCHEDULER_LEASE_SECONDS", 1.5, minimum=0.5)
+WR_SCHEDULER_RENEW_SECONDS = env_float("WR_SCHEDULER_RENEW_SECONDS", 0.3, minimum=0.05)
+if WR_SCHEDULER_RENEW_SECONDS * 2 > WR_SCHEDULER_LEASE_SECONDS:
+    raise ImproperlyConfigured(
+        "WR_SCHEDULER_LEASE_SECONDS must be at least twice WR_SCHEDULER_RENEW_SECONDS"
+    )
+# Every entry: the task's name, its period in seconds (or a celery crontab, read in UTC) and
+# the options it is sent with (an `expires`, so that a late one is dropped).
 CELERY_BEAT_SCHEDULE = {
     "room-tick": {
         "task": "queueing.tasks.room_tick",

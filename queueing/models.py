@@ -1,4 +1,7 @@
-"""The queue's system of record: entries and their append-only, hash-chained audit trail."""
+"""The queue's system of record: entries and their append-only, hash-chained audit trail.
+
+Over 350 lines on purpose: Django finds an app's models in this one module, and the
+entries, the trail, its heads, the pass keys and the scheduler's lease are read together."""
 
 from __future__ import annotations
 
@@ -329,3 +332,36 @@ class PassKey(models.Model):
 
     def __str__(self) -> str:
         return self.kid
+
+
+class SchedulerLease(models.Model):
+    """Which of the room's scheduler processes sends the periodic tasks (queueing/scheduler.py):
+    the ``holder`` whose lease has not run out by PostgreSQL's clock. Taken and renewed by one
+    conditional upsert (records/scheduler_lease.py), never read-then-written."""
+
+    name = models.CharField(max_length=64, primary_key=True)
+    holder = models.CharField(max_length=200)
+    expires_at = models.DateTimeField()
+    # Since when this holder leads; kept through its renewals.
+    acquired_at = models.DateTimeField()
+    # How many times the lease went to another holder: the metric of takeovers.
+    leader_changes = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.holder}"
+
+
+class SchedulerJob(models.Model):
+    """One entry of CELERY_BEAT_SCHEDULE and the last period it was sent for. ``last_slot`` (the
+    period's start, in milliseconds since the epoch) only grows, by a compare-and-set that also
+    checks the sender's lease: two schedulers, even both believing they lead, send a period
+    once."""
+
+    name = models.CharField(max_length=200, primary_key=True)
+    task = models.CharField(max_length=200)
+    last_slot = models.BigIntegerField(default=-1)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    sent_by = models.CharField(max_length=200, blank=True)
+
+    def __str__(self) -> str:
+        return self.name

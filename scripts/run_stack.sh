@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Web (gunicorn + uvicorn workers), Celery worker and beat; one Ctrl-C stops them all.
-# `make run` runs it as the local demo. `--dry-run` prints the three command lines it would
-# start and exits (tests read the bind from there).
+# Web (gunicorn + uvicorn workers), Celery worker and two replicas of the room's scheduler (one
+# leads, the other takes over within 3 s if it dies: queueing/scheduler.py); one Ctrl-C stops
+# them all. `make run` runs it as the local demo. `--dry-run` prints the four command lines it
+# would start and exits (tests read the bind from there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
@@ -27,12 +28,13 @@ web=("$BIN/gunicorn" config.asgi:application
 worker=("$BIN/celery" -A config --quiet worker -l info -c "${WORKER_CONCURRENCY:-2}" --without-gossip
   --without-mingle)
 # Per bind address: a second room from this checkout (README, "A second room on one machine")
-# keeps its own beat schedule and metrics files.
+# keeps its own scheduler heartbeats and metrics files.
 RUN_DIR=".run/${BIND//[^A-Za-z0-9._-]/_}"
-beat=("$BIN/celery" -A config --quiet beat -l info -s "$RUN_DIR/celerybeat-schedule")
+scheduler_1=("$BIN/python" manage.py room_scheduler --heartbeat-file "$RUN_DIR/scheduler-1.heartbeat")
+scheduler_2=("$BIN/python" manage.py room_scheduler --heartbeat-file "$RUN_DIR/scheduler-2.heartbeat")
 
 if [[ ${1:-} == --dry-run ]]; then
-  for command in web worker beat; do
+  for command in web worker scheduler_1 scheduler_2; do
     declare -n line=$command
     printf '%q ' "${line[@]}"
     echo
@@ -58,7 +60,10 @@ trap stop INT TERM EXIT
 pids+=($!)
 "${worker[@]}" &
 pids+=($!)
-"${beat[@]}" &
+essential=("${pids[@]}")
+"${scheduler_1[@]}" &
+pids+=($!)
+"${scheduler_2[@]}" &
 pids+=($!)
 
 if [[ $DEBUG == 1 ]]; then
@@ -66,5 +71,6 @@ if [[ $DEBUG == 1 ]]; then
 else
   echo "waiting room on http://$BIND/. Ctrl-C stops it."
 fi
-# If any of the three dies, stop the others rather than run half a room.
-wait -n
+# If the web or the worker dies, stop the others rather than run half a room; a scheduler
+# may die (the other one leads on).
+wait -n "${essential[@]}"

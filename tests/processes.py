@@ -1,5 +1,5 @@
-"""Run the real processes (gunicorn with uvicorn workers, Celery worker and beat) against the
-test database and this test's Redis prefix."""
+"""Run the real processes (gunicorn with uvicorn workers, Celery worker, the room's scheduler)
+against the test database and this test's Redis prefix."""
 
 from __future__ import annotations
 
@@ -119,11 +119,22 @@ def worker_command(*, concurrency: int, queue: str, node: str) -> list[str]:
     ]
 
 
-def beat_command(*, schedule: str) -> list[str]:
+def scheduler_command(*, heartbeat: str) -> list[str]:
+    """One replica of the room's scheduler (queueing/scheduler.py), the beat of the room."""
     return [
-        str(BIN / "celery"),
-        *("-A", "config", "--quiet", "beat", "-l", "info", "-s", schedule),
+        str(BIN / "python"),
+        *("manage.py", "room_scheduler", "--heartbeat-file", heartbeat),
     ]
+
+
+def scheduler_check_command(*, heartbeat: str) -> list[str]:
+    """The scheduler's healthcheck: exits 1 unless its loop reached PostgreSQL lately."""
+    return [*scheduler_command(heartbeat=heartbeat), "--check"]
+
+
+def _celery_beat_command(*, schedule: str) -> list[str]:
+    # The room before its scheduler (bench/far_back.py runs an earlier source tree).
+    return [str(BIN / "celery"), *("-A", "config", "beat", "-l", "info", "-s", schedule)]
 
 
 class Stack:
@@ -170,7 +181,16 @@ class Stack:
         )
 
     def beat(self, name: str = "beat") -> subprocess.Popen[bytes]:
-        return self.start(name, beat_command(schedule=str(self.logdir / f"{name}-schedule")))
+        """A replica of the room's scheduler; start two (by name) for the redundant shape."""
+        if not (self.root / "queueing" / "management" / "commands" / "room_scheduler.py").exists():
+            return self.start(
+                name, _celery_beat_command(schedule=str(self.logdir / f"{name}-schedule"))
+            )
+        return self.start(name, scheduler_command(heartbeat=self.heartbeat(name)))
+
+    def heartbeat(self, name: str) -> str:
+        """The heartbeat file of the scheduler started as ``name``."""
+        return str(self.logdir / f"{name}.heartbeat")
 
     def log(self, name: str) -> str:
         return (self.logdir / f"{name}.log").read_text(errors="replace")

@@ -1,10 +1,10 @@
 """docker-compose.yml and the Dockerfile are the production shape, and nothing here runs them
 (no Docker engine in CI): these checks hold them to what the tests do run. The same commands
 as tests/processes.py and scripts/run_stack.sh, environment the settings read, the nginx the
-edge tests run, exactly one beat; an image of the locked production packages alone, run by an
-unprivileged user; exact images, no default password, healthchecks, and PostgreSQL
-connections that fit its max_connections. And the room runs with the production packages
-alone: every other one made impossible to import.
+edge tests run, the scheduler in two replicas with its healthcheck and the worker's; an image
+of the locked production packages alone, run by an unprivileged user; exact images, no
+default password, healthchecks, and PostgreSQL connections that fit its max_connections. And
+the room runs with the production packages alone: every other one made impossible to import.
 
 Longer than 350 lines on purpose: the deployment's files are read together (the image's
 command is compose's, compose's pools are the budget's, the locks are the image's), so their
@@ -33,7 +33,15 @@ from django.conf import settings
 from django.db import connection
 
 from tests.edge import PAGES, PRODUCTION, RUN, TEMPLATE
-from tests.processes import ROOT, Stack, beat_command, process_env, web_command, worker_command
+from tests.processes import (
+    ROOT,
+    Stack,
+    process_env,
+    scheduler_check_command,
+    scheduler_command,
+    web_command,
+    worker_command,
+)
 
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, Any] = COMPOSE["services"]
@@ -42,8 +50,8 @@ IMAGE = COMPOSE["x-app"]["image"]
 APP_DIR = "/app"  # the Dockerfile's WORKDIR
 
 # Flags whose values may differ between production and a test: how many, where, how long,
-# the schedule file; and the flags only tests give (their own queue and node name).
-PER_RUN = {"-w", "-b", "--graceful-timeout", "-c", "-s"}
+# the scheduler's heartbeat file; and the flags only tests give (their own queue and node name).
+PER_RUN = {"-w", "-b", "--graceful-timeout", "-c", "--heartbeat-file"}
 TEST_ONLY = {"-Q", "-n"}
 
 
@@ -77,13 +85,17 @@ def replicas(service: str) -> int:
     return SERVICES[service].get("deploy", {}).get("replicas", 1)
 
 
-def test_the_shape_runs_exactly_one_beat_and_several_of_the_rest() -> None:
+def test_the_shape_runs_several_of_each_process_the_scheduler_too() -> None:
     assert {"nginx", "web", "worker", "beat", "migrate", "rabbitmq", "postgres", "redis"} <= set(
         SERVICES
     )
-    beats = [name for name, service in SERVICES.items() if "beat" in service.get("command", [])]
-    assert beats == ["beat"] and replicas("beat") == 1
-    assert replicas("web") >= 2 and replicas("worker") >= 2
+    schedulers = [
+        name for name, service in SERVICES.items() if "room_scheduler" in service.get("command", [])
+    ]
+    assert schedulers == ["beat"]
+    # No Celery beat: it would send every tick once more, unfenced.
+    assert not any("beat" in service.get("command", []) for service in SERVICES.values())
+    assert replicas("beat") >= 2 and replicas("web") >= 2 and replicas("worker") >= 2
     # One image for every process of the room, nginx included.
     for name in ("web", "worker", "beat", "migrate", "nginx"):
         assert SERVICES[name]["image"] == IMAGE, name
@@ -96,7 +108,7 @@ def test_the_processes_run_what_the_tests_run() -> None:
     worker = compose_command("worker")
     assert shape(worker) == shape(worker_command(concurrency=1, queue="q", node="n"))
     assert "-Q" not in worker  # production workers take the default queue
-    assert shape(compose_command("beat")) == shape(beat_command(schedule="s"))
+    assert shape(compose_command("beat")) == shape(scheduler_command(heartbeat="h"))
     # The image's own command is the web process's.
     dockerfile = (ROOT / "Dockerfile").read_text()
     cmd = re.search(r"^CMD (\[.*\])$", dockerfile, re.M).group(1)
@@ -110,8 +122,27 @@ def test_make_run_starts_the_same_processes() -> None:
     assert result.returncode == 0, result.stderr
     lines = [shlex.split(line) for line in result.stdout.splitlines() if ".venv/bin/" in line]
     assert [shape(argv) for argv in lines] == [
-        shape(compose_command(name)) for name in ("web", "worker", "beat")
+        shape(compose_command(name)) for name in ("web", "worker", "beat", "beat")
     ]
+    # Each scheduler its own heartbeat, which its healthcheck would read.
+    heartbeats = [flags(argv)["--heartbeat-file"] for argv in lines[2:]]
+    assert len(set(heartbeats)) == 2
+
+
+def test_the_scheduler_and_worker_have_healthchecks_that_the_tests_run() -> None:
+    beat = SERVICES["beat"]
+    heartbeat = flags(compose_command("beat"))["--heartbeat-file"]
+    check = beat["healthcheck"]["test"]
+    assert check[0] == "CMD"
+    assert check[1:] == [
+        Path(arg).name if i == 0 else arg
+        for i, arg in enumerate(scheduler_check_command(heartbeat=heartbeat))
+    ]
+    # The worker's: a ping through the broker to its own node (Celery's default name).
+    worker = SERVICES["worker"]["healthcheck"]["test"]
+    assert worker[0] == "CMD-SHELL"
+    assert "celery -A config inspect ping -d celery@$$HOSTNAME" in worker[1]
+    assert "-n" not in compose_command("worker")
 
 
 def _settings_reads() -> set[str]:

@@ -6,8 +6,12 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.test import Client
 
+from config import health
+from config.celery import app as celery_app
 from config.env import database_from_url, env_bool, env_int
+from config.health import broker_answers
 from config.version import VERSION
+from queueing import in_process
 from tests.brokers import AMQP_URL, amqp_require
 from tests.processes import ROOT
 
@@ -18,11 +22,36 @@ def test_healthz_is_up_and_names_the_release(db) -> None:
     assert response.json() == {"status": "ok", "version": VERSION}
 
 
-def test_readyz_checks_postgresql_and_redis(db) -> None:
+def test_readyz_checks_postgresql_redis_and_the_broker(db) -> None:
     ready = Client().get("/readyz")
     assert ready.status_code == 200 and ready.content == b"ok"
     metrics = Client().get("/metrics").content.decode()
     assert 'waitingroom_dependency_out{dependency="redis",impact="degraded"} 0.0' in metrics
+    assert 'waitingroom_dependency_out{dependency="broker",impact="degraded"} 0.0' in metrics
+
+
+def test_readyz_says_degraded_when_the_broker_does_not_answer(db, settings) -> None:
+    """Joins and polls go on without the broker (the web stays in rotation), but nobody is let
+    in on a tick: the probe names it."""
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    ready = Client().get("/readyz")
+    assert (ready.status_code, ready.content) == (200, b"degraded: broker")
+    metrics = Client().get("/metrics").content.decode()
+    assert 'waitingroom_dependency_out{dependency="broker",impact="degraded"} 1.0' in metrics
+
+
+def test_the_brokers_answer_is_kept_for_a_moment(db, monkeypatch) -> None:
+    """Probes every few seconds from each balancer open no broker connection each."""
+    assert broker_answers()
+
+    def refused(*args, **kwargs):
+        raise ConnectionRefusedError
+
+    monkeypatch.setattr(celery_app, "connection_for_write", refused)
+    assert broker_answers()  # kept
+    monkeypatch.setattr(health, "BROKER_ANSWER_SECONDS", 0.0)
+    in_process.clear_all()
+    assert not broker_answers()
 
 
 @pytest.mark.parametrize(

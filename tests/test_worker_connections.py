@@ -78,13 +78,14 @@ def test_workers_recover_by_themselves_when_postgresql_comes_back(make_event, re
     db = connection.settings_dict
     proxy = TcpProxy(int(db["PORT"]))
     try:
-        with running_stack(
-            DATABASE_URL=f"postgres://{db['USER']}@127.0.0.1:{proxy.port}/{db['NAME']}",
-            DATABASE_POOL_TIMEOUT="1",
-            DATABASE_CONNECT_TIMEOUT="1",
-        ) as stack:
-            worker = stack.worker(concurrency=1)
+        with running_stack(DATABASE_POOL_TIMEOUT="1", DATABASE_CONNECT_TIMEOUT="1") as stack:
+            # The scheduler reaches PostgreSQL directly (cut away, it would send no tick for
+            # the worker to fail on); only the worker's connections go through the proxy.
             stack.beat()
+            stack.env["DATABASE_URL"] = (
+                f"postgres://{db['USER']}@127.0.0.1:{proxy.port}/{db['NAME']}"
+            )
+            worker = stack.worker(concurrency=1)
             _ticks_after(redis_client, event, 0, 3, timeout=30)
             # PostgreSQL gone, as a restart looks from the worker: every connection it kept
             # is dropped, and new ones are refused for a few seconds.

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("queueing", "0015_entry_ended_address"),
+        ("queueing", "0016_scheduler"),
     ]
 
     operations = [
