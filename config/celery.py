@@ -17,7 +17,7 @@ from celery.signals import (
 from django.conf import settings
 from django.db import close_old_connections
 
-from config.observability import error_reports_setup, observability_setup, tracing_setup
+from queueing.observability import error_reports_setup, observability_setup, tracing_setup
 from queueing.web.request_ids import current_request_id, request_id_valid
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -84,4 +84,5 @@ def worker_traced(**_: Any) -> None:
 
 @beat_init.connect
 def beat_observed(**_: Any) -> None:
+    """Celery's own beat (earlier releases' scheduler, still runnable)."""
     observability_setup(service="beat")

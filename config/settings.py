@@ -28,6 +28,7 @@ from config.env import (
     fernet_keys_checked,
 )
 from config.logs import logging_from_env
+from config.version import VERSION
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -447,11 +448,13 @@ WR_CONTENT_SECURITY_POLICY = (
 # One JSON object a line (config/logs.py), or plain text by default on a developer's machine
 # (DEBUG on): LOG_FORMAT, LOG_LEVEL.
 LOGGING = logging_from_env()
-# Tracing (config/observability.py): on when an OTLP endpoint is named, in the standard
+# Tracing (queueing/observability.py): on when an OTLP endpoint is named, in the standard
 # OpenTelemetry variables the SDK reads itself (sampler, service name, headers...).
 WR_TRACING = bool(
     env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "") or env_str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
 ) and not env_bool("OTEL_SDK_DISABLED", False)
+# The release the traces and error reports name (pyproject.toml's version).
+WR_RELEASE = VERSION
 # Error reports to Sentry (or a compatible ingestion), off while empty; a secret (_FILE form).
 SENTRY_DSN = env_secret("SENTRY_DSN", "")
 SENTRY_ENVIRONMENT = env_str("SENTRY_ENVIRONMENT", "production")

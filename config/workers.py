@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from uvicorn_worker import UvicornWorker as _UvicornWorker
 
-from config.observability import observability_setup
+from queueing.observability import observability_setup
 
 # The server reads its own settings before the application (config/asgi.py) is loaded.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -35,7 +35,7 @@ def uvicorn_config() -> dict[str, Any]:
 class UvicornWorker(_UvicornWorker):
     """uvicorn's gunicorn worker without per-message compression of WebSocket frames, with a
     small limit on what a client may send over one, without uvicorn's proxy headers, and
-    with the room's tracing and error reports set up (config/observability.py)."""
+    with the room's tracing and error reports set up (queueing/observability.py)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Read here, in the worker, rather than at import in gunicorn's master.

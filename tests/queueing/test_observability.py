@@ -67,12 +67,12 @@ def test_a_join_and_its_admission_are_traced_to_a_collector(make_event) -> None:
         # Redis's under it.
         lean_spans = [s for s in spans if s.scope == ASGI and "join" in s.name]
         assert lean_spans, {s.name for s in spans if s.scope == ASGI}
-        # The beat's sending of the room tick and the worker's running of it, and the event
+        # The scheduler's sending of the room tick, the worker's running of it, and the event
         # tick the worker sends: one trace.
         room_ticks = {s.trace_id for s in spans if s.name == "run/queueing.tasks.room_tick"}
         event_ticks = {s.trace_id for s in spans if s.name == "run/queueing.tasks.event_tick"}
         assert room_ticks & event_ticks
-        assert {s.service for s in spans} >= {"web", "worker", "beat"}
+        assert {s.service for s in spans} >= {"web", "worker", "scheduler"}
 
 
 def test_an_unhandled_error_reaches_the_error_reports(make_event) -> None:

@@ -1,6 +1,8 @@
 """Tracing (OpenTelemetry) and error reports (Sentry), each off unless configured, set up
 once per process after it forked: a gunicorn worker (config/workers.py), a Celery pool
-process and beat (config/celery.py). Their exporters' threads would not survive a fork.
+process (config/celery.py), the scheduler (``manage.py room_scheduler``). Their exporters'
+threads would not survive a fork. At the queue's root, outside its rooms, as
+``in_process.py``: every process of the room calls it, and it uses none of the rooms.
 
 Tracing is on when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``..._TRACES_ENDPOINT``) is set and
 ``OTEL_SDK_DISABLED`` is not: spans of Django's views, Celery's tasks (sent and run, one
@@ -17,9 +19,19 @@ from __future__ import annotations
 
 import logging
 
+import sentry_sdk
 from django.conf import settings
-
-from config.version import VERSION
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.instrumentation.celery import CeleryInstrumentor
+from opentelemetry.instrumentation.django import DjangoInstrumentor
+from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+from opentelemetry.instrumentation.redis import RedisInstrumentor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from sentry_sdk.integrations.celery import CeleryIntegration
+from sentry_sdk.integrations.django import DjangoIntegration
 
 logger = logging.getLogger(__name__)
 
@@ -27,13 +39,14 @@ _done: set[str] = set()
 
 
 def observability_setup(*, service: str) -> None:
-    """Tracing and error reports for this process (``service``: web, worker or beat)."""
+    """Tracing and error reports for this process (``service``: web, worker, scheduler)."""
     tracing_setup(service=service)
     error_reports_setup(service=service)
 
 
 def tracing_setup(*, service: str) -> None:
-    """Tracing for this process, if configured; a second call does nothing."""
+    """Tracing for this process, if configured; a second call does nothing. Unconfigured,
+    nothing is patched: the libraries are only imported."""
     if settings.WR_TRACING and "tracing" not in _done:
         _tracing_setup(service)
         _done.add("tracing")
@@ -50,24 +63,15 @@ def tracing_enabled() -> bool:
     return "tracing" in _done
 
 
-# The libraries are imported only when configured: a process without tracing or Sentry
-# neither loads nor patches anything.
-
-
 def _tracing_setup(service: str) -> None:
-    from opentelemetry import trace
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.instrumentation.celery import CeleryInstrumentor
-    from opentelemetry.instrumentation.django import DjangoInstrumentor
-    from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
-    from opentelemetry.instrumentation.redis import RedisInstrumentor
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, when set, win over these defaults.
     resource = Resource.create(
-        {"service.name": "waitingroom", "service.version": VERSION, "wr.process": service}
+        {
+            "service.name": "waitingroom",
+            "service.version": settings.WR_RELEASE,
+            "wr.process": service,
+        }
     )
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
@@ -82,14 +86,11 @@ def _tracing_setup(service: str) -> None:
 
 
 def _sentry_setup(service: str) -> None:
-    import sentry_sdk
-    from sentry_sdk.integrations.celery import CeleryIntegration
-    from sentry_sdk.integrations.django import DjangoIntegration
 
     sentry_sdk.init(
         dsn=settings.SENTRY_DSN,
         environment=settings.SENTRY_ENVIRONMENT,
-        release=VERSION,
+        release=settings.WR_RELEASE,
         integrations=[DjangoIntegration(), CeleryIntegration()],
         send_default_pii=False,
         # Tracing is OpenTelemetry's (above); Sentry only hears of errors.
