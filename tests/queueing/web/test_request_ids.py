@@ -46,7 +46,7 @@ def test_django_answers_the_incoming_id_or_its_own(event) -> None:
 
 
 @pytest.mark.django_db
-def test_a_page_join_keeps_its_request_id_with_the_entry(event) -> None:
+def test_a_join_through_django_keeps_its_request_id_with_the_entry(event) -> None:
     client = Client()
     client.post(
         f"/api/v1/events/{event.slug}/join",
