@@ -40,10 +40,13 @@ def connections_between_tasks(**_: Any) -> None:
 
 
 @setup_logging.connect
-def logging_as_settings_say(**_: Any) -> None:
-    """The worker's and beat's lines as every process's (LOG_FORMAT): connected, this keeps
-    Celery from putting its own format on the root logger."""
+def logging_as_settings_say(loglevel: int | str | None = None, **_: Any) -> None:
+    """The worker's lines as every process's (LOG_FORMAT): connected, this keeps Celery from
+    putting its own format on the root logger. Its own loggers keep the level its ``-l``
+    asks (tasks received and succeeded at INFO), whatever LOG_LEVEL says of the rest."""
     logging.config.dictConfig(settings.LOGGING)
+    if loglevel:
+        logging.getLogger("celery").setLevel(loglevel)
     # Warnings (Celery's about running as root, libraries' deprecations) as log lines too.
     logging.captureWarnings(True)
 
