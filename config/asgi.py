@@ -12,9 +12,7 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
-from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware  # noqa: E402
 
-from queueing.observability import tracing_enabled  # noqa: E402
 from queueing.web.hot_paths import HotPaths  # noqa: E402
 from queueing.web.request_ids import RequestIds  # noqa: E402
 from queueing.web.request_limits import RequestLimits  # noqa: E402
@@ -71,11 +69,6 @@ application = RequestIds(
         )
     )
 )
-
-if tracing_enabled():
-    # A span for every request, the lean paths' too (Django's own spans nest under it).
-    # Only when tracing is on: without it, not even the wrapper's call is paid.
-    application = OpenTelemetryMiddleware(application, exclude_spans=["receive", "send"])
 
 # Everything loaded so far (Django, the project, its libraries) lives as long as the process:
 # keep it out of the cyclic collector's full passes, which would otherwise walk it all and

@@ -87,8 +87,11 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
             "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
             # gunicorn's and uvicorn's own lines go through the same handler, not theirs.
             "gunicorn.error": {"handlers": ["console"], "level": "INFO", "propagate": False},
-            "gunicorn.access": {"handlers": ["console"], "level": "INFO", "propagate": False},
             "uvicorn.error": {"handlers": ["console"], "level": "INFO", "propagate": False},
+            # No line per request: nginx's access log is the room's (a line per status poll
+            # would cost the lean paths more than their answer). uvicorn's worker takes this
+            # logger's handlers for its access log, and logs none when it has none.
+            "gunicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
         },
     }
 

@@ -6,9 +6,10 @@ threads would not survive a fork. At the queue's root, outside its rooms, as
 
 Tracing is on when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``..._TRACES_ENDPOINT``) is set and
 ``OTEL_SDK_DISABLED`` is not: spans of Django's views, Celery's tasks (sent and run, one
-trace across both), psycopg's statements and redis-py's commands, plus one span per request
-of the lean ASGI paths (config/asgi.py), exported over OTLP/HTTP. The SDK reads the standard
-``OTEL_*`` variables itself (sampler, service name, headers, timeouts: docs/configuration.md).
+trace across both), psycopg's statements and redis-py's commands, exported over OTLP/HTTP.
+The lean ASGI paths get no span of their own: with tracing on, the status path measured at
+half its throughput (docs/operations.md, "Logs, traces and errors"). The SDK reads the
+standard ``OTEL_*`` variables itself (sampler, service name, headers, timeouts: docs/configuration.md).
 
 Sentry is on when ``SENTRY_DSN`` is set: unhandled errors of Django, Celery and the lean
 paths (their ``logger.exception`` lines), without personal data (no addresses, cookies or
@@ -57,10 +58,6 @@ def error_reports_setup(*, service: str) -> None:
     if settings.SENTRY_DSN and "errors" not in _done:
         _sentry_setup(service)
         _done.add("errors")
-
-
-def tracing_enabled() -> bool:
-    return "tracing" in _done
 
 
 def _tracing_setup(service: str) -> None:

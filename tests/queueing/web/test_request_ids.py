@@ -111,5 +111,7 @@ def test_a_joins_request_id_is_in_the_web_and_the_worker_logs(make_event) -> Non
                 assert isinstance(json.loads(raw), dict), (name, raw)
         web_lines = _json_lines(stack.log("web"))
         assert all({"time", "level", "logger", "message"} <= set(line) for line in web_lines)
+        # No line per request (nginx's access log is the room's): not even the polls'.
+        assert not [line for line in web_lines if "/api/v1/" in line["message"]], web_lines
         joined = [line for line in web_lines if line["message"] == "joined"]
         assert any(join_id in line["request_ids"] for line in joined), joined
