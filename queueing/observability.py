@@ -9,7 +9,8 @@ Tracing is on when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``..._TRACES_ENDPOINT``) 
 trace across both), psycopg's statements and redis-py's commands, exported over OTLP/HTTP.
 The lean ASGI paths get no span of their own: with tracing on, the status path measured at
 half its throughput (docs/operations.md, "Logs, traces and errors"). The SDK reads the
-standard ``OTEL_*`` variables itself (sampler, service name, headers, timeouts: docs/configuration.md).
+standard ``OTEL_*`` variables itself (sampler, service name, headers, timeouts:
+docs/configuration.md).
 
 Sentry is on when ``SENTRY_DSN`` is set: unhandled errors of Django, Celery and the lean
 paths (their ``logger.exception`` lines), without personal data (no addresses, cookies or
