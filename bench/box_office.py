@@ -134,9 +134,15 @@ async def _listen(event_ids: list[int], seconds: float) -> dict[int, list[float]
     return arrivals
 
 
+# A finished tick in a worker's log: the room's JSON line (LOG_FORMAT=json, the time in UTC),
+# its plain line, or Celery's own format (the earlier source trees bench/far_back.py runs).
 _SUCCEEDED = re.compile(
-    r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+: INFO/[^\]]+\] Task queueing\.tasks\.event_tick\["
-    r"[^\]]+\] succeeded",
+    r'^(?:\{"time": "(?P<utc>[^"]+)".*"message": "Task queueing\.tasks\.event_tick\[[^\]]+\] '
+    r"succeeded"
+    r"|(?P<plain>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+ INFO celery\.app\.trace \[[^\]]*\] "
+    r"Task queueing\.tasks\.event_tick\[[^\]]+\] succeeded"
+    r"|\[(?P<celery>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+: INFO/[^\]]+\] "
+    r"Task queueing\.tasks\.event_tick\[[^\]]+\] succeeded)",
     re.M,
 )
 
@@ -145,8 +151,11 @@ def ticks_completed(logs: list[str], since: dt.datetime, until: dt.datetime) -> 
     """event_tick tasks that finished between two local times, from the workers' logs."""
     done = 0
     for log in logs:
-        for stamp in _SUCCEEDED.findall(log):
-            at = dt.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S")
+        for match in _SUCCEEDED.finditer(log):
+            if match["utc"]:
+                at = dt.datetime.fromisoformat(match["utc"]).astimezone().replace(tzinfo=None)
+            else:
+                at = dt.datetime.strptime(match["plain"] or match["celery"], "%Y-%m-%d %H:%M:%S")
             done += since <= at < until
     return done
 

@@ -15,6 +15,7 @@ from django.conf import settings  # noqa: E402
 
 from queueing.web.edge_figures import figures_sampler_start  # noqa: E402
 from queueing.web.hot_paths import HotPaths  # noqa: E402
+from queueing.web.request_ids import RequestIds  # noqa: E402
 from queueing.web.request_limits import RequestLimits  # noqa: E402
 from queueing.web.routing import websocket_urlpatterns  # noqa: E402
 
@@ -54,16 +55,18 @@ if settings.WR_SERVE_STATIC:
 
     django_asgi_app = StaticFiles(django_asgi_app)
 
-# In front of everything, a cap on what a request may make the room read (a body sent chunked
-# included: queueing/web/request_limits.py); then ticket status and joins take a lean path in front
-# of Django (queueing/web/hot_paths.py).
-application = RequestLimits(
-    HotPaths(
-        ProtocolTypeRouter(
-            {
-                "http": django_asgi_app,
-                "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
-            }
+# In front of everything, the request's id (queueing/web/request_ids.py), then a cap on what a
+# request may make the room read (a body sent chunked included: queueing/web/request_limits.py);
+# then ticket status and joins take a lean path in front of Django (queueing/web/hot_paths.py).
+application = RequestIds(
+    RequestLimits(
+        HotPaths(
+            ProtocolTypeRouter(
+                {
+                    "http": django_asgi_app,
+                    "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
+                }
+            )
         )
     )
 )

@@ -29,6 +29,8 @@ from config.env import (
     fernet_keys_checked,
     networks_checked,
 )
+from config.logs import logging_from_env
+from config.version import VERSION
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -81,6 +83,9 @@ INSTALLED_APPS = [
 # queueing/web/hot_paths.py answer in front of Django and have histograms of their own), and
 # its database and cache backends below count queries and cache hits: /metrics exports them.
 MIDDLEWARE = [
+    # First: every line Django logs for the request carries its id (the lean paths and the
+    # ASGI application get theirs from queueing.web.request_ids.RequestIds).
+    "queueing.web.request_ids.RequestIdMiddleware",
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "queueing.web.middleware.ContentSecurityPolicyMiddleware",
@@ -495,14 +500,19 @@ WR_CONTENT_SECURITY_POLICY = (
     "base-uri 'self'; form-action 'self'"
 )
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django": {"handlers": ["console"], "level": "INFO", "propagate": False}},
-}
+# One JSON object a line (config/logs.py), or plain text by default on a developer's machine
+# (DEBUG on): LOG_FORMAT, LOG_LEVEL.
+LOGGING = logging_from_env()
+# Tracing (queueing/observability.py): on when an OTLP endpoint is named, in the standard
+# OpenTelemetry variables the SDK reads itself (sampler, service name, headers...).
+WR_TRACING = bool(
+    env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "") or env_str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+) and not env_bool("OTEL_SDK_DISABLED", False)
+# The release the traces and error reports name (pyproject.toml's version).
+WR_RELEASE = VERSION
+# Error reports to Sentry (or a compatible ingestion), off while empty; a secret (_FILE form).
+SENTRY_DSN = env_secret("SENTRY_DSN", "")
+SENTRY_ENVIRONMENT = env_str("SENTRY_ENVIRONMENT", "production")
 
 # How long a process trusts its cached copy of an event's tier layout.
 WR_LAYOUT_CACHE_SECONDS = env_float("WR_LAYOUT_CACHE_SECONDS", 2.0, minimum=0.0)

@@ -8,6 +8,8 @@ from typing import Any
 from django.conf import settings
 from uvicorn_worker import UvicornWorker as _UvicornWorker
 
+from queueing.observability import observability_setup
+
 # The server reads its own settings before the application (config/asgi.py) is loaded.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -32,9 +34,16 @@ def uvicorn_config() -> dict[str, Any]:
 
 class UvicornWorker(_UvicornWorker):
     """uvicorn's gunicorn worker without per-message compression of WebSocket frames, with a
-    small limit on what a client may send over one, and without uvicorn's proxy headers."""
+    small limit on what a client may send over one, without uvicorn's proxy headers, and
+    with the room's tracing and error reports set up (queueing/observability.py)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Read here, in the worker, rather than at import in gunicorn's master.
         self.CONFIG_KWARGS = {**_UvicornWorker.CONFIG_KWARGS, **uvicorn_config()}
         super().__init__(*args, **kwargs)
+
+    def init_process(self) -> None:
+        # After the fork, before the application is loaded: Django's instrumentation must
+        # be in place before config/asgi.py builds Django's handler and its middleware.
+        observability_setup(service="web")
+        super().init_process()

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
-import json
 import logging
 import math
 import secrets
@@ -94,16 +93,13 @@ def _unthrottled_while_redis_away(step: str, attempt: LoginAttempt) -> Iterator[
         yield
     except HotIndexUnavailable as exc:
         logger.warning(
-            "login_throttle_unavailable %s",
-            json.dumps(
-                {
-                    "step": step,
-                    "username": attempt.username,
-                    "address": attempt.address,
-                    "error": str(exc),
-                },
-                sort_keys=True,
-            ),
+            "login_throttle_unavailable",
+            extra={
+                "step": step,
+                "username": attempt.username,
+                "address": attempt.address,
+                "error": str(exc),
+            },
         )
 
 
@@ -120,22 +116,20 @@ def login_lockout_record(
         failures=lockout.failures,
         locked_until=at + dt.timedelta(seconds=lockout.seconds),
     )
-    # json.dumps escapes whatever the username holds: one line per lockout, always.
+    # Fields, not text: the log's formatter escapes whatever the username holds (one line per
+    # lockout, always, in JSON; config/logs.py).
     logger.warning(
-        "login_lockout %s",
-        json.dumps(
-            {
-                "scope": scope.value,
-                "username": attempt.username,
-                "address": attempt.address,
-                "address_bucket": attempt.address_bucket,
-                "failures": lockout.failures,
-                "lockout_seconds": round(lockout.seconds),
-                "locked_until": record.locked_until.isoformat(),
-                "record_id": record.pk,
-            },
-            sort_keys=True,
-        ),
+        "login_lockout",
+        extra={
+            "scope": scope.value,
+            "username": attempt.username,
+            "address": attempt.address,
+            "address_bucket": attempt.address_bucket,
+            "failures": lockout.failures,
+            "lockout_seconds": round(lockout.seconds),
+            "locked_until": record.locked_until.isoformat(),
+            "record_id": record.pk,
+        },
     )
     return record
 

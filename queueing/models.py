@@ -62,6 +62,11 @@ class QueueEntry(models.Model):
     # on-sale's hosts of that moment (queueing/rules/gate.py).
     # db_default: the join inserts name only the columns they set (records/bulk_insert.py).
     return_url = models.CharField(max_length=2000, blank=True, db_default="")
+    # The X-Request-ID of the join that made the entry (queueing/web/request_ids.py), so
+    # that the admission run's log names the request that put this fan in line: one id
+    # followed from nginx to the worker that lets the fan in. Null for entries made before
+    # it was kept, and for those made outside a request (adding the column rewrites nothing).
+    join_request_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     # When the fan came back after a session that ended without completing (once per entry).
     reentered_at = models.DateTimeField(null=True, blank=True)
     # An address the fan left to be told by e-mail when their turn comes. Kept only while

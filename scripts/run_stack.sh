@@ -25,7 +25,7 @@ fi
 web=("$BIN/gunicorn" config.asgi:application
   -k config.workers.UvicornWorker -w "${WEB_CONCURRENCY:-4}"
   -b "$BIND" --graceful-timeout 5 --no-control-socket)
-worker=("$BIN/celery" -A config worker -l info -c "${WORKER_CONCURRENCY:-2}" --without-gossip
+worker=("$BIN/celery" -A config --quiet worker -l info -c "${WORKER_CONCURRENCY:-2}" --without-gossip
   --without-mingle)
 # Per bind address: a second room from this checkout (README, "A second room on one machine")
 # keeps its own scheduler heartbeats and metrics files.

@@ -111,7 +111,8 @@ def web_command(*, workers: int, bind: str) -> list[str]:
 def worker_command(*, concurrency: int, queue: str, node: str) -> list[str]:
     return [
         str(BIN / "celery"),
-        *("-A", "config", "worker", "-l", "info", "-c", str(concurrency)),
+        # --quiet: no banner, so that every line is a log line (LOG_FORMAT=json: JSON).
+        *("-A", "config", "--quiet", "worker", "-l", "info", "-c", str(concurrency)),
         # The test's own queue and node name (production's is the default queue).
         *("-Q", queue, "-n", node),
         *("--without-gossip", "--without-mingle"),

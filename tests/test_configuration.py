@@ -18,7 +18,7 @@ RENDERER_OWN = {"TEMPLATE_DIR"}
 
 _NAME = r"""["']([A-Z][A-Z0-9_]*)["']"""
 PYTHON_READ = re.compile(
-    r"(?:\benv_(?:str|int|float|bool|list|secret|group_map)\(|\bos\.environ\.get\(|\bos\.environ\[|"
+    r"(?:\benv_(?:str|int|float|bool|list|choice|secret|group_map)\(|\bos\.environ\.get\(|\bos\.environ\[|"
     r"\bgetenv\()\s*" + _NAME
 )
 PYTHON_SECRET = re.compile(r"\benv_secret\(\s*" + _NAME)

@@ -573,7 +573,7 @@ def _connections(scale: dict[str, int]) -> int:
         argv = compose_command(name)
         if Path(argv[0]).name == "gunicorn":
             processes = int(flags(argv)["-w"])
-        elif argv[:4] == ["celery", "-A", "config", "worker"]:
+        elif argv[0] == "celery" and "worker" in argv:
             processes = int(flags(argv)["-c"])  # prefork children; the parent runs no task
         else:
             processes = 1

@@ -302,3 +302,34 @@ def test_the_access_log_keeps_no_credential(lone_nginx) -> None:
     assert "SECRET" not in log, log
     for masked in secrets.values():
         assert f"GET {masked} HTTP" in log, (masked, log)
+
+
+def test_a_joins_request_id_is_nginxs_in_its_log_the_answer_and_the_web_log(
+    make_event, edge
+) -> None:
+    """nginx names the request (a client's own id is not trusted: nothing stands in front of
+    it), the room answers that id and logs it with the join (docs/operations.md, "Logs,
+    traces and errors")."""
+    make_event(slug="traced", capacity=0, rate_per_minute=0)
+    joined = edge.fan(source="127.0.0.9").request(
+        "POST",
+        "/api/v1/events/traced/join",
+        json_body={},
+        headers={"X-Request-ID": "forged-0001"},
+    )
+    assert joined.status == 201, joined.body
+    request_id = joined.headers["x-request-id"]
+    assert re.fullmatch(r"[0-9a-f]{32}", request_id), request_id
+    wait_until(lambda: request_id in edge.nginx.log(), timeout=10, what="nginx's access log")
+    (line,) = [line for line in edge.nginx.log().splitlines() if request_id in line]
+    assert "POST /api/v1/events/traced/join" in line and line.endswith(f" {request_id}")
+
+    def logged() -> bool:
+        for name in WEB_NAMES:
+            for raw in edge.stack.log(name).splitlines():
+                entry = json.loads(raw)  # DEBUG off: every line one JSON object
+                if entry["message"] == "joined" and request_id in entry["request_ids"]:
+                    return True
+        return False
+
+    wait_until(logged, timeout=10, what="the web process's joined line")

@@ -310,7 +310,29 @@ def admission_run(
         heal_index=plan.heal_index,
         now=plan.now,
     )
+    if moves.admitted:
+        _admissions_log(event_id, moves.admitted, manual=manual)
     return AdmissionOutcome(admitted=tuple(moves.admitted), expired=tuple(moves.expired))
+
+
+def _admissions_log(
+    event_id: int, admitted: Sequence[Moved], *, manual: ManualAdmission | None
+) -> None:
+    """One line per run that let anyone in (not one per fan: a run admits up to
+    WR_ADMISSION_BATCH), naming each ticket with the request id of the join that made it,
+    so that a fan's way is followed from nginx's log to this worker's."""
+    logger.info(
+        "admitted",
+        extra={
+            "event_id": event_id,
+            "count": len(admitted),
+            "by": manual.actor if manual else "system:admission",
+            "admitted": [
+                {"ticket": str(moved.public_id), "join_request_id": moved.join_request_id}
+                for moved in admitted
+            ],
+        },
+    )
 
 
 def _plan(

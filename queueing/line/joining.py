@@ -97,6 +97,8 @@ class JoinRequest:
     address: str | None = None
     # The shop page the fan first asked for, already cleaned (rules/return_urls.py); "" = none.
     return_url: str = ""
+    # The join's X-Request-ID (queueing/web/request_ids.py), kept with the entry.
+    request_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,29 @@ def entry_join_many(requests: Sequence[JoinRequest]) -> list[JoinOutcome]:
         # Other on-sales' joins in the batch keep their answers whatever this one's do.
         group = _join_group([requests[i] for i in indexes])
         answered.update(zip(indexes, group, strict=True))
+        _joins_log([requests[i] for i in indexes], group)
     return _in_order(answered, len(requests))
+
+
+def _joins_log(requests: Sequence[JoinRequest], outcomes: Sequence[JoinOutcome]) -> None:
+    """One line per on-sale's part of a batch (not one per fan: the lean path commits up to
+    WR_JOIN_BATCH_MAX joins at once), with the request id of each join that got a ticket:
+    the other end of the admission run's line (admission.py)."""
+    answered = [
+        (request.request_id, outcome.created)
+        for request, outcome in zip(requests, outcomes, strict=True)
+        if isinstance(outcome, JoinResult)
+    ]
+    if answered:
+        logger.info(
+            "joined",
+            extra={
+                "event_id": requests[0].event.id,
+                "count": len(answered),
+                "new": sum(created for _, created in answered),
+                "request_ids": [request_id for request_id, _ in answered],
+            },
+        )
 
 
 # Failures that would be every join's alone too: a refusal of the on-sale itself, or
@@ -566,6 +590,7 @@ def _entry(event: Event, status: EntryStatus, newcomer: _Newcomer, lane: int) ->
         quoted_p50=newcomer.quote.p50 if newcomer.quote else None,
         quoted_p90=newcomer.quote.p90 if newcomer.quote else None,
         return_url=newcomer.return_url,
+        join_request_id=newcomer.request.request_id,
     )
 
 

@@ -75,6 +75,7 @@ NEW_ENTRY_FIELDS = (
     "quoted_p90",
     "return_url",
     "lane",
+    "join_request_id",
 )
 
 
@@ -105,6 +106,7 @@ def entries_insert(entries: Sequence[QueueEntry], *, checked_now: bool = False) 
                 entry.quoted_p90,
                 entry.return_url,
                 entry.lane,
+                entry.join_request_id,
             ]
             for entry in entries
         ],

@@ -29,6 +29,8 @@ class Moved:
     order_key: int
     previous: EntryStatus
     lane: int = 0
+    # The X-Request-ID of the join that made the entry, for the admission run's log.
+    join_request_id: str | None = None
 
 
 _EXTRA_COLUMNS = frozenset({"admitted_at", "pass_expires_at", "order_key"})
@@ -92,7 +94,7 @@ def transition_many(
         f"FOR UPDATE) AS before "
         f"WHERE e.id = before.id "
         f"RETURNING e.id, e.public_id, e.event_id, e.tier_id, e.order_key, before.status, "
-        f"e.lane"
+        f"e.lane, e.join_request_id"
     )
     params.extend([list(ids), allowed])
     with connection.cursor() as cursor:
@@ -107,6 +109,7 @@ def transition_many(
             order_key=row[4],
             previous=EntryStatus(row[5]),
             lane=row[6],
+            join_request_id=row[7],
         )
         for row in rows
     ]

@@ -32,6 +32,7 @@ from queueing.web.callers import (
     newcomers_batch,
 )
 from queueing.web.latency import JOIN_SECONDS, STATUS_SECONDS, observed
+from queueing.web.request_ids import request_id_of
 
 
 def _ticket_ref(ticket: str) -> TicketRef:
@@ -82,6 +83,7 @@ def join_prepare(request: HttpRequest, event: Event) -> PreparedJoin:
             # A link that is not one is dropped, never refused: a fan is not turned away
             # for it, and where it may lead is decided at admission (rules/return_urls.py).
             return_url=return_url_clean(body.get("return")),
+            request_id=request_id_of(request),
         ),
         identity=identity,
     )

@@ -52,6 +52,7 @@ from queueing.web.callers import (
     identity_remember,
 )
 from queueing.web.middleware import content_security_policy, kept_out_of_caches
+from queueing.web.request_ids import request_id_of
 
 _COOKIE_SALT = "waitingroom.page-ticket.v1"
 
@@ -171,6 +172,7 @@ def _join(
             now=now,
             address=address_digest(request),
             return_url=return_url,
+            request_id=request_id_of(request),
         )
         (refusal,) = wrong_code_gate([join])
         if refusal is not None:

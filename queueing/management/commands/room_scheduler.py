@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from queueing.observability import observability_setup
 from queueing.scheduler import (
     RoomScheduler,
     heartbeat_age,
@@ -39,6 +40,8 @@ class Command(BaseCommand):
         if check:
             self._check(heartbeat_file)
             return
+        # The loop's sends of tasks start their traces; its failures are reported.
+        observability_setup(service="scheduler")
         heartbeat_file.parent.mkdir(parents=True, exist_ok=True)
         heartbeat_file.unlink(missing_ok=True)
         scheduler = RoomScheduler(
