@@ -36,8 +36,15 @@ def _as_lean(django_headers: dict[str, str]) -> dict[str, str]:
     lean answers are not translated, so they have no Content-Language and no Accept-Language
     in Vary. Nothing else is set aside, not even Date or Server: both kinds of answer leave
     through the same ASGI server, which adds those itself (in process here: neither has them).
+    Nor X-Request-ID: a new id each request, given to both kinds of answer by the ASGI wrapper
+    in front of the room (queueing/web/request_ids.py; tests/queueing/web/test_request_ids.py),
+    which Django's own middleware stands in for here.
     """
-    headers = {name: value for name, value in django_headers.items() if name != "content-language"}
+    headers = {
+        name: value
+        for name, value in django_headers.items()
+        if name not in {"content-language", "x-request-id"}
+    }
     vary = [
         token.strip()
         for token in headers.pop("vary", "").split(",")
@@ -76,6 +83,7 @@ def test_the_middleware_the_lean_paths_mirror_is_pinned(settings) -> None:
     # (queueing/web/hot_paths.py) have to mirror it too, and then update this list: that is
     # why it is pinned.
     assert settings.MIDDLEWARE == [
+        "queueing.web.request_ids.RequestIdMiddleware",
         "django_prometheus.middleware.PrometheusBeforeMiddleware",
         "django.middleware.security.SecurityMiddleware",
         "queueing.web.middleware.ContentSecurityPolicyMiddleware",
