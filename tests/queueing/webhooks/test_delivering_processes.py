@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from rest_framework.authtoken.models import Token
 
 from queueing.models import WebhookDelivery
 from staff.webhooks import endpoint_create
-from tests.helpers import EDITOR, staff_user
+from tests.helpers import EDITOR, staff_token
 from tests.http import request
 from tests.processes import running_stack, wait_until
 from tests.webhook_receiver import verify, webhook_receiver
@@ -21,7 +20,7 @@ pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 def test_delivered_after_a_500_and_a_timeout_with_a_valid_signature(make_event, settings) -> None:
     event = make_event(slug="tour")
-    token = Token.objects.create(user=staff_user("ann", *EDITOR)).key
+    token = staff_token("ann", *EDITOR)
     with webhook_receiver([500, "hang", 200], hang_seconds=3) as receiver:
         made = endpoint_create(
             url=receiver.url,
