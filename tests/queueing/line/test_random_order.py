@@ -3,6 +3,8 @@ on-sale's seed and their ticket (queueing/rules/shuffle.py, ``place_key``), fixe
 Positions, admissions and a rebuilt index follow it; the seed stays secret until the on-sale
 ends, and then recomputes the whole order with no inversion."""
 
+from datetime import timedelta
+
 import pytest
 from django.test import Client
 from django.utils import timezone
@@ -16,8 +18,8 @@ from queueing.line.reads import event_layout
 from queueing.models import AuditRecord, QueueEntry
 from queueing.rules.layout import position_in_line
 from queueing.rules.shuffle import place_key
-from staff.services import TierSpec, event_close
-from tests.helpers import entry_of, poll, tick
+from staff.services import TierSpec, event_close, event_pause, event_update
+from tests.helpers import entry_of, fans_join, poll, tick
 
 pytestmark = pytest.mark.django_db
 
@@ -159,3 +161,33 @@ def test_a_fifo_line_still_reveals_its_seed_at_the_start(make_event) -> None:
     _join(event, ["a", "b"])
     assert _public(event)["shuffle_seed"] == event.shuffle_seed
     assert _public(event)["queue_order"] == "fifo"
+
+
+@pytest.mark.parametrize("shuffle_at_start", [True, False])
+def test_the_prequeue_and_late_arrivals_share_one_hash_order(make_event, shuffle_at_start) -> None:
+    starts = timezone.now() + timedelta(minutes=5)
+    event = make_event(
+        queue_order="random",
+        shuffle_at_start=shuffle_at_start,
+        starts_at=starts,
+        capacity=0,
+        rate_per_minute=0,
+        heartbeat_seconds=3600,
+    )
+    early = fans_join(event.slug, 30)
+    assert {poll(t)["status"] for t in early} == {"prequeue"}
+    event_pause(event=event, actor="staff:x", now=timezone.now())
+    started = timezone.now()
+    event_update(event=event, actor="staff:x", now=started, changes={"starts_at": started})
+    tick(event)
+    late = fans_join(event.slug, 30)
+    shuffled = AuditRecord.objects.get(event=event, action="shuffled")
+    assert shuffled.data["seed"] is None and shuffled.data["queue_order"] == "random"
+    assert _public(event)["shuffle_seed"] is None
+    # The start kept every place: the cohort and those after it, in one hash order.
+    for ticket in early + late:
+        entry = entry_of(ticket)
+        assert entry.order_key == place_key(event.shuffle_seed, entry.public_id)
+    expected = _expected_positions(event, event.shuffle_seed, early + late)
+    assert {t: poll(t)["position"] for t in early + late} == expected
+    assert min(expected[t] for t in late) < max(expected[t] for t in early)
