@@ -61,7 +61,7 @@ from queueing.line.sessions import entry_pass
 from queueing.line.turn_mail import turn_mail_ask
 from queueing.models import AdmissionState, AuditAction, AuditChainHead, PassKey, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many
-from queueing.records.entries import Settled, entries_settled
+from queueing.records.entries import Settled, order_keys_settled
 from queueing.records.entry_reads import IN_ORDER, earlier_admissions_since
 from queueing.records.transitions import Moved, transition_many
 from queueing.rules.admission_plan import (
@@ -298,7 +298,7 @@ def admission_run(
 ) -> AdmissionOutcome:
     # Before the run's transaction: no fan beyond the keys settled now is taken, so nobody
     # whose join is still committing can be passed by (records/entries.py).
-    settled = entries_settled(event_id)
+    settled = order_keys_settled(event_id)
     with transaction.atomic():
         plan = _plan(event_id, now=now, manual=manual)
         if isinstance(plan, AdmissionOutcome):

@@ -12,6 +12,10 @@ for every transaction still drawing or committing keys, reads the sequence, and 
 key up to that value is committed or gone, and admission takes no fan beyond it. So no join
 needs to draw its keys under its chain head's lock, and joins to different chains (lanes)
 need not commit in key order.
+
+A random line (``Event.queue_order``) brings its own keys, place keys (rules/shuffle.py), which
+no sequence draws: the entry ids, drawn by the same inserts under the same lock, bound whom
+admission takes instead (``Settled.entry_id``).
 """
 
 from __future__ import annotations
@@ -29,10 +33,9 @@ from queueing.rules.states import LIVE, REENTERABLE, REENTRY_TO
 
 # First key of the two-int advisory lock over an on-sale's order keys; the second is its id.
 ORDER_KEYS_LOCK_NAMESPACE = 0x574B
-_SETTLED = f"SELECT last_value FROM {ORDER_KEY_SEQUENCE}"
 # Entry ids are drawn by the same inserts under the same lock: in a random line, where order
 # keys are place keys (rules/shuffle.py), the settled id bounds the entries committed before.
-_SETTLED_BOTH = (
+_SETTLED = (
     f"SELECT (SELECT last_value FROM {ORDER_KEY_SEQUENCE}), "
     f"(SELECT last_value FROM {QueueEntry._meta.db_table}_id_seq)"
 )
@@ -55,27 +58,17 @@ class Settled:
     entry_id: int
 
 
-def order_keys_settled(event_id: int) -> int:
+def order_keys_settled(event_id: int) -> Settled:
     """The largest order key up to which every key of ``event_id``'s entries is committed or
-    rolled back. Waits for the inserts of its entries in flight to end (new ones wait behind
-    it meanwhile). Called outside a transaction, it is a transaction of its own and holds
-    nothing when it returns; inside one, the lock lasts as long as that."""
+    rolled back, and the largest entry id likewise (a random line's bound: its keys are place
+    keys, not drawn in order). Waits for the inserts of its entries in flight to end (new
+    ones wait behind it meanwhile). Called outside a transaction, it is a transaction of its
+    own and holds nothing when it returns; inside one, the lock lasts as long as that."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_advisory_xact_lock(%s, %s)", [ORDER_KEYS_LOCK_NAMESPACE, event_id]
         )
         cursor.execute(_SETTLED)
-        return int(cursor.fetchone()[0])
-
-
-def entries_settled(event_id: int) -> Settled:
-    """``order_keys_settled``, with the largest entry id up to which every entry of the
-    on-sale is committed or rolled back too (a random line's admission bound)."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(%s, %s)", [ORDER_KEYS_LOCK_NAMESPACE, event_id]
-        )
-        cursor.execute(_SETTLED_BOTH)
         order_key, entry_id = cursor.fetchone()
         return Settled(order_key=int(order_key), entry_id=int(entry_id))
 

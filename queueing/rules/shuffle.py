@@ -36,16 +36,3 @@ def place_key(seed: str, ticket_id: uuid.UUID | str) -> int:
     """A fan's place in a ``random`` line: the first 52 bits of ``shuffle_key``. Lower goes
     first; the same order as ``shuffled_order`` (which compares the whole digests)."""
     return int(shuffle_key(seed, ticket_id)[: PLACE_KEY_BITS // 4], 16)
-
-
-def order_inversions(
-    seed: str, admitted: Iterable[tuple[uuid.UUID | str, Iterable[object]]]
-) -> int:
-    """How many admissions were not the lowest place among those waiting: each item is an
-    admitted ticket and the tickets still waiting (committed, not yet gone) when it was let
-    in; an inversion is one of those with a lower place key than the admitted one's."""
-    inversions = 0
-    for ticket, waiting in admitted:
-        mine = place_key(seed, ticket)
-        inversions += sum(1 for other in waiting if place_key(seed, str(other)) < mine)
-    return inversions
