@@ -21,7 +21,6 @@ users: ``send_default_pii`` off), and no performance tracing of its own.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 
 import sentry_sdk
@@ -43,13 +42,16 @@ logger = logging.getLogger(__name__)
 
 _done: set[str] = set()
 
-# Around the lean paths' work (queueing/web/hot_paths.py, join_batcher.py): no spans there.
-# redis-py's and psycopg's instrumentation ran on every status poll and join even when the
-# sampler dropped the trace, and cost the status path a quarter of its throughput in
-# bench-quick (docs/operations.md, "Logs, traces and errors"). Without tracing, nothing.
-untraced: Callable[[], AbstractContextManager[object]] = (
-    suppress_instrumentation if settings.WR_TRACING else nullcontext
-)
+_NOTHING = nullcontext()
+
+
+def untraced() -> AbstractContextManager[object]:
+    """Around the lean paths' work (queueing/web/hot_paths.py, join_batcher.py): no spans
+    there. redis-py's and psycopg's instrumentation ran on every status poll and join even
+    when the sampler dropped the trace, and cost the status path a quarter of its throughput
+    in bench-quick (docs/operations.md, "Logs, traces and errors"). Without tracing, nothing.
+    Read at each call: this module is imported before the settings are (config/celery.py)."""
+    return suppress_instrumentation() if settings.WR_TRACING else _NOTHING
 
 
 def observability_setup(*, service: str) -> None:
