@@ -9,6 +9,7 @@ from dashboard.api_reference import api_reference
 from queueing.web import (
     api_fan,
     api_passes,
+    api_registration,
     api_traffic_rules,
     branding,
     demo_shop,
@@ -28,6 +29,16 @@ api_v1 = [
         "events/<str:slug>/traffic-rules",
         api_traffic_rules.traffic_rules,
         name="api-traffic-rules",
+    ),
+    path(
+        "events/<str:slug>/registrations",
+        api_registration.RegistrationCreateApi.as_view(),
+        name="api-registrations",
+    ),
+    path(
+        "registrations/confirm/<str:token>",
+        api_registration.RegistrationConfirmApi.as_view(),
+        name="api-registration-confirm",
     ),
     path("events/<str:slug>", api_fan.event_detail, name="api-event"),
     path("tickets/<str:ticket>", api_fan.ticket, name="api-ticket"),

@@ -1,12 +1,13 @@
 """The queue's system of record: entries and their append-only, hash-chained audit trail, the
-pass keys, the scheduler's lease, and the webhooks that tell the world outside what happened to
-an on-sale.
+pass keys, the scheduler's lease, a draw's registrations, and the webhooks that tell the world
+outside what happened to an on-sale.
 
 Over 350 lines on purpose: every table of the queue is declared here, where Django's app
 registry looks for them, each with the constraints that hold its states."""
 
 from __future__ import annotations
 
+import secrets
 import uuid
 
 from django.db import models
@@ -16,6 +17,10 @@ from django.db.models.expressions import Func, Value
 from queueing.rules.states import LIVE, QUEUED, TERMINAL, WAS_ADMITTED, EntryStatus
 
 ORDER_KEY_SEQUENCE = "queueing_order_key_seq"
+
+
+def new_secret_key() -> str:
+    return secrets.token_hex(32)
 
 
 class NextVal(Func):
@@ -201,6 +206,11 @@ class AuditAction(models.TextChoices):
     EVENT_SOLD_OUT = "event_sold_out"
     # The root chain's commitment to every lane's head (docs/api.md, "Lanes").
     ROOT = "root"
+    # A draw's registrations (docs/api.md, "Registration and the draw"): staff set the window,
+    # a fan registered (never their address), confirmed it by the mailed link.
+    REGISTRATION_WINDOW_SET = "registration_window_set"
+    REGISTERED = "registered"
+    REGISTRATION_CONFIRMED = "registration_confirmed"
 
 
 GENESIS_HASH = "0" * 64
@@ -490,3 +500,80 @@ class LineWatch(models.Model):
 
     def __str__(self) -> str:
         return f"line watch of event {self.event_id}"
+
+
+class RegistrationWindow(models.Model):
+    """An on-sale sold by a draw rather than first come (docs/api.md, "Registration and the
+    draw"): when fans may register, and how many of each tier win and wait."""
+
+    event = models.OneToOneField(
+        "events.Event",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="registration_window",
+    )
+    opens_at = models.DateTimeField()
+    closes_at = models.DateTimeField()
+    # Per tier: the first ``winners`` of the draw's order win, the next ``waitlist`` wait.
+    winners = models.PositiveIntegerField()
+    waitlist = models.PositiveIntegerField(default=0)
+    invitation_hours = models.PositiveIntegerField(default=48)
+    # The HS256 key the shop signs its fans' identities with (write-only; "" = no shop route).
+    shop_key = models.CharField(max_length=256, blank=True, default="")
+    # Keys the hash of an identity (uniqueness without the address) and the confirmation
+    # links; never shown, so nobody can test an address against the published hashes.
+    identity_key = models.CharField(max_length=64, default=new_secret_key, editable=False)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(closes_at__gt=models.F("opens_at")),
+                name="registration_window_closes_after_open",
+                violation_error_message="The registration window must close after it opens.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"registration window of event {self.event_id}"
+
+
+class RegistrationStatus(models.TextChoices):
+    # An e-mail registration until its link is opened; a shop identity is confirmed at once.
+    PENDING = "pending"
+    CONFIRMED = "confirmed"
+
+
+class Registration(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    event = models.ForeignKey(
+        "events.Event", on_delete=models.PROTECT, related_name="registrations"
+    )
+    tier = models.ForeignKey("events.Tier", on_delete=models.PROTECT, related_name="registrations")
+    # Keyed hash of "email:<address>" or "shop:<sub>" (queueing/rules/registrations.py).
+    identity_hash = models.CharField(max_length=64)
+    route = models.CharField(max_length=8)
+    # Kept only until the outcome mail is sent, then erased ("").
+    email = models.CharField(max_length=254, blank=True, default="")
+    status = models.CharField(max_length=16, choices=RegistrationStatus.choices)
+    created_at = models.DateTimeField()
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    confirm_mail_sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["event", "identity_hash"], name="registration_one_per_identity"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=RegistrationStatus.values),
+                name="registration_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(route__in=["email", "shop"]), name="registration_route_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"registration {self.id}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import smtplib
 from typing import Any
 
 from celery import shared_task
@@ -13,6 +14,7 @@ from queueing import beat
 from queueing.hot import stats
 from queueing.line import index_sync
 from queueing.line.admission import admission_run
+from queueing.line.registration import registration_mail_send as registration_mail
 from queueing.line.retention import retention_run as retention
 from queueing.line.turn_mail import turn_mail_send
 from queueing.live.ticks import broadcast_tick
@@ -71,6 +73,19 @@ def broadcast_for_event(event_id: int) -> None:
 def turn_mails_send(entry_ids: list[int]) -> int:
     """'It's your turn' mails for fans just let in who left an address (sent at most once)."""
     return turn_mail_send(entry_ids=entry_ids, now=timezone.now())
+
+
+# SMTP refusing or away is transient: tried again with backoff, a few times. The claim is
+# released on failure, so a retry sends the link, and a success is never sent twice.
+@shared_task(
+    ignore_result=True,
+    autoretry_for=(OSError, smtplib.SMTPException),
+    retry_backoff=30,
+    max_retries=5,
+)
+def registration_mail_send(registration_id: str) -> bool:
+    """A new e-mail registration's confirmation link."""
+    return registration_mail(registration_id=registration_id, now=timezone.now())
 
 
 @shared_task(ignore_result=True)

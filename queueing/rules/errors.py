@@ -206,3 +206,9 @@ class AdmissionBusy(
 ):
     """Staff's "admit N now" found another admission run holding the on-sale's lock: nobody
     was let in by it (queueing/line/admission.py)."""
+
+
+class RegistrationLinkInvalid(
+    QueueError, code=ErrorCode.UNAUTHORIZED, detail="That confirmation link is not valid."
+):
+    """A registration's confirmation token that names no registration or fails its key."""

@@ -1,0 +1,101 @@
+"""Fans registering for a draw over HTTP (docs/api.md, "Registration and the draw"): one view
+per operation, each calling one service of queueing/line/registration.py."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny, BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from events.validation import ACCESS_CODE_MAX_LENGTH
+from queueing.line.reads import event_by_slug
+from queueing.line.registration import Registered, registration_confirm, registration_create
+from queueing.rules.registrations import EMAIL_MAX_LENGTH
+from queueing.web.api_errors import errors
+
+
+class RegistrationInputSerializer(serializers.Serializer):
+    email = serializers.CharField(max_length=EMAIL_MAX_LENGTH, required=False)
+    shop_token = serializers.CharField(max_length=4096, required=False)
+    access_code = serializers.CharField(
+        max_length=ACCESS_CODE_MAX_LENGTH, required=False, allow_null=True
+    )
+
+
+class RegistrationOutputSerializer(serializers.Serializer):
+    registration = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=["pending", "confirmed"])
+    tier = serializers.CharField()
+    hash = serializers.CharField(help_text="the registration's published hash")
+
+
+def registration_output(registered: Registered) -> dict[str, Any]:
+    return {
+        "registration": str(registered.registration.id),
+        "status": registered.registration.status,
+        "tier": registered.tier,
+        "hash": registered.hash,
+    }
+
+
+class RegistrationCreateApi(APIView):
+    """``POST /api/v1/events/{slug}/registrations``: 201 a new registration, 200 the
+    identity's existing one."""
+
+    authentication_classes: ClassVar[list[type]] = []
+    permission_classes: ClassVar[list[type[BasePermission]]] = [AllowAny]
+
+    @extend_schema(
+        operation_id="registration_create",
+        tags=["fans"],
+        request=RegistrationInputSerializer,
+        responses={
+            201: RegistrationOutputSerializer,
+            200: RegistrationOutputSerializer,
+            **errors(400, 401, 404, 409),
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        serializer = RegistrationInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        registered = registration_create(
+            event=event_by_slug(slug),
+            now=timezone.now(),
+            email=data.get("email"),
+            shop_token=data.get("shop_token"),
+            access_code=data.get("access_code"),
+        )
+        return Response(registration_output(registered), status=201 if registered.created else 200)
+
+
+class RegistrationConfirmApi(APIView):
+    """``/api/v1/registrations/confirm/{token}``: the link mailed to an address. GET is what
+    a mail client opens; confirming is idempotent (a compare-and-set), so opening it twice,
+    or a mail scanner opening it first, changes nothing more."""
+
+    authentication_classes: ClassVar[list[type]] = []
+    permission_classes: ClassVar[list[type[BasePermission]]] = [AllowAny]
+
+    @extend_schema(
+        operation_id="registration_confirm",
+        tags=["fans"],
+        responses={200: RegistrationOutputSerializer, **errors(401, 409)},
+    )
+    def get(self, request: Request, token: str) -> Response:
+        return self.post(request, token)
+
+    @extend_schema(
+        operation_id="registration_confirm_post",
+        tags=["fans"],
+        request=None,
+        responses={200: RegistrationOutputSerializer, **errors(401, 409)},
+    )
+    def post(self, request: Request, token: str) -> Response:
+        return Response(registration_output(registration_confirm(token=token, now=timezone.now())))

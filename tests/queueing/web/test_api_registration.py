@@ -1,0 +1,67 @@
+"""``POST /api/v1/events/{slug}/registrations`` and the confirmation link over HTTP
+(queueing/web/api_registration.py): answers, and bad input as ``{"error", "detail"}``."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from queueing.line.registration import registration_create
+from queueing.rules.registrations import confirm_token
+from tests.helpers import registration_window_open, shop_token
+
+pytestmark = pytest.mark.django_db
+
+
+def register(slug: str, body: object) -> object:
+    return Client().post(
+        f"/api/v1/events/{slug}/registrations", body, content_type="application/json"
+    )
+
+
+def test_both_routes_register_over_the_api(event) -> None:
+    registration_window_open(event)
+    made = register(event.slug, {"email": "fan@example.com"})
+    assert made.status_code == 201
+    assert made.json()["status"] == "pending" and made.json()["tier"] == "General"
+    again = register(event.slug, {"email": "FAN@example.com"})
+    assert again.status_code == 200 and again.json() == made.json()
+    shop = register(event.slug, {"shop_token": shop_token("acct-9", slug=event.slug)})
+    assert shop.status_code == 201 and shop.json()["status"] == "confirmed"
+    assert set(made.json()) == {"registration", "status", "tier", "hash"}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({}, 400, "bad_request"),
+        ({"email": 5}, 400, "bad_request"),
+        ({"email": "nobody"}, 400, "bad_request"),
+        ({"email": "a\x00@example.com"}, 400, "validation_error"),
+        ({"shop_token": "not.a.jwt"}, 401, "unauthorized"),
+        ({"email": "a@example.com", "access_code": "NOPE"}, 400, "invalid_access_code"),
+        ([1, 2], 400, "validation_error"),
+    ],
+)
+def test_bad_input_is_refused_in_the_contract(event, body, status, code) -> None:
+    registration_window_open(event)
+    answer = register(event.slug, body)
+    assert answer.status_code == status, answer.content
+    assert answer.json()["error"] == code and answer.json()["detail"]
+
+
+def test_an_on_sale_without_a_window_or_unknown_is_refused(event) -> None:
+    assert register(event.slug, {"email": "a@example.com"}).status_code == 409
+    assert register("nope", {"email": "a@example.com"}).status_code == 404
+
+
+def test_the_link_confirms_over_get_and_a_wrong_one_is_refused(event) -> None:
+    window = registration_window_open(event)
+    registered = registration_create(event=event, now=timezone.now(), email="fan@example.com")
+    token = confirm_token(window.identity_key, registered.registration.id)
+    answer = Client().get(f"/api/v1/registrations/confirm/{token}")
+    assert answer.status_code == 200 and answer.json()["status"] == "confirmed"
+    assert Client().post(f"/api/v1/registrations/confirm/{token}").status_code == 200
+    wrong = Client().get("/api/v1/registrations/confirm/garbage")
+    assert wrong.status_code == 401 and wrong.json()["error"] == "unauthorized"
