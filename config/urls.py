@@ -7,6 +7,7 @@ from config.health import healthz, readyz
 from config.metrics import metrics_view
 from dashboard.api_reference import api_reference
 from queueing.web import (
+    api_draw,
     api_fan,
     api_passes,
     api_registration,
@@ -34,6 +35,17 @@ api_v1 = [
         "events/<str:slug>/registrations",
         api_registration.RegistrationCreateApi.as_view(),
         name="api-registrations",
+    ),
+    path("events/<str:slug>/draw", api_draw.DrawApi.as_view(), name="api-draw"),
+    path(
+        "events/<str:slug>/draw/registrations",
+        api_draw.DrawListApi.as_view(),
+        name="api-draw-list",
+    ),
+    path(
+        "registrations/<str:registration>/proof",
+        api_draw.InclusionApi.as_view(),
+        name="api-registration-proof",
     ),
     path(
         "registrations/confirm/<str:token>",

@@ -211,6 +211,8 @@ class AuditAction(models.TextChoices):
     REGISTRATION_WINDOW_SET = "registration_window_set"
     REGISTERED = "registered"
     REGISTRATION_CONFIRMED = "registration_confirmed"
+    # The list frozen, its commitment published, the draw done and its seed revealed.
+    DRAWN = "drawn"
 
 
 GENESIS_HASH = "0" * 64
@@ -525,8 +527,19 @@ class RegistrationWindow(models.Model):
     identity_key = models.CharField(max_length=64, default=new_secret_key, editable=False)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+    # The list frozen and drawn, in one transaction after ``closes_at`` (line/draw.py): its
+    # commitment (queueing/rules/draw.py) and how many registrations it holds.
+    drawn_at = models.DateTimeField(null=True, blank=True, editable=False)
+    list_root = models.CharField(max_length=64, blank=True, default="", editable=False)
+    list_count = models.PositiveIntegerField(null=True, blank=True, editable=False)
 
     class Meta:
+        indexes = [
+            # The room's once-a-second "is a draw due" looks at undrawn windows only.
+            models.Index(
+                fields=["closes_at"], condition=Q(drawn_at__isnull=True), name="window_undrawn"
+            ),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(closes_at__gt=models.F("opens_at")),
@@ -560,11 +573,20 @@ class Registration(models.Model):
     created_at = models.DateTimeField()
     confirmed_at = models.DateTimeField(null=True, blank=True)
     confirm_mail_sent_at = models.DateTimeField(null=True, blank=True)
+    # The hash the registration is published by (queueing/rules/registrations.py).
+    public_hash = models.CharField(max_length=64)
+    # Set by the draw: won, waitlisted or lost, and the rank in its tier's draw order.
+    outcome = models.CharField(max_length=16, blank=True, default="")
+    draw_rank = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
                 fields=["event", "identity_hash"], name="registration_one_per_identity"
+            ),
+            # The published list is paged in hash order.
+            models.UniqueConstraint(
+                fields=["event", "public_hash"], name="registration_hash_unique"
             ),
             models.CheckConstraint(
                 condition=Q(status__in=RegistrationStatus.values),

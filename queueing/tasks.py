@@ -14,6 +14,7 @@ from queueing import beat
 from queueing.hot import stats
 from queueing.line import index_sync
 from queueing.line.admission import admission_run
+from queueing.line.draw import draws_run as draws
 from queueing.line.registration import registration_mail_send as registration_mail
 from queueing.line.retention import retention_run as retention
 from queueing.line.turn_mail import turn_mail_send
@@ -86,6 +87,12 @@ def turn_mails_send(entry_ids: list[int]) -> int:
 def registration_mail_send(registration_id: str) -> bool:
     """A new e-mail registration's confirmation link."""
     return registration_mail(registration_id=registration_id, now=timezone.now())
+
+
+@shared_task(ignore_result=True)
+def draws_run() -> list[int]:
+    """The registration windows closed and not drawn yet: frozen and drawn, each once."""
+    return draws(now=timezone.now())
 
 
 @shared_task(ignore_result=True)

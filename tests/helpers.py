@@ -19,8 +19,13 @@ from rest_framework.test import APIClient
 from dashboard.permissions import AUDITORS_GROUP
 from queueing.beat import event_tick
 from queueing.line.place_links import place_link_create
-from queueing.line.registration import registration_window_set
+from queueing.line.registration import (
+    registration_confirm,
+    registration_create,
+    registration_window_set,
+)
 from queueing.models import PlaceLink, QueueEntry
+from queueing.rules.registrations import confirm_token
 from queueing.rules.ticket_codec import TicketRef, ticket_issue, ticket_read
 from staff.api_tokens import staff_token_create
 from staff.services import event_pause
@@ -245,3 +250,21 @@ def shop_token(
     issued = int((now or timezone.now()).timestamp())
     claims = {"sub": sub, "aud": slug, "iat": issued, "exp": issued + seconds}
     return jwt.encode(claims, key, algorithm="HS256")
+
+
+def registrations_made(event: Any, *, by_mail: int = 0, by_shop: int = 0, **create: Any) -> list:
+    """``by_mail`` registrations by address (each confirmed by its link) and ``by_shop`` by a
+    shop's signed identity, through the services; their ``Registered`` answers."""
+    now = timezone.now()
+    key = event.registration_window.identity_key
+    made = []
+    for n in range(by_mail):
+        registered = registration_create(
+            event=event, now=now, email=f"fan{n}@example.com", **create
+        )
+        token = confirm_token(key, registered.registration.id)
+        made.append(registration_confirm(token=token, now=now))
+    for n in range(by_shop):
+        token = shop_token(f"account-{n}", slug=event.slug, now=now)
+        made.append(registration_create(event=event, now=now, shop_token=token, **create))
+    return made

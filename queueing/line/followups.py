@@ -14,6 +14,7 @@ HOT_INDEX_REBUILD = "queueing.tasks.hot_index_rebuild"
 BROADCAST_FOR_EVENT = "queueing.tasks.broadcast_for_event"
 TURN_MAILS_SEND = "queueing.tasks.turn_mails_send"
 REGISTRATION_MAIL_SEND = "queueing.tasks.registration_mail_send"
+DRAWS_RUN = "queueing.tasks.draws_run"
 
 
 def admission_soon(event_id: int) -> None:
@@ -34,6 +35,12 @@ def turn_mail_soon(entry_ids: list[int]) -> None:
 def registration_mail_soon(registration_id: str) -> None:
     """Mail a new registration its confirmation link."""
     current_app.send_task(REGISTRATION_MAIL_SEND, args=(registration_id,))
+
+
+def draws_soon() -> None:
+    """Run the draws due (and the invitations lapsed); a stale ask is dropped: the next
+    dispatch asks again while any is due."""
+    current_app.send_task(DRAWS_RUN, expires=5)
 
 
 def rebuild_soon(event_id: int) -> None:

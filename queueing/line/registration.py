@@ -33,6 +33,7 @@ from queueing.models import (
 )
 from queueing.records.audit import audit_append
 from queueing.rules.errors import (
+    DrawDone,
     EventClosed,
     EventNotOpen,
     InvalidInput,
@@ -67,6 +68,8 @@ def registration_window_set(
         window = RegistrationWindow.objects.select_for_update().filter(event=event).first()
         if window is None:
             window = RegistrationWindow(event=event, created_at=now)
+        elif window.drawn_at is not None:
+            raise DrawDone()
         for name, value in fields.items():
             if name not in (*WINDOW_FIELDS, "shop_key"):
                 raise ValueError(f"unknown registration window field: {name}")
@@ -99,17 +102,23 @@ class Registered:
     created: bool  # False: the identity had registered already, this is that registration
 
 
-def registration_public_hash(registration: Registration, tier_name: str) -> str:
-    return registration_hash(registration.id, tier_name, registration.identity_hash)
-
-
-def _window_open(event: Event, now: datetime) -> RegistrationWindow:
-    window = RegistrationWindow.objects.filter(event=event).first()
+def _window_open(event: Event, now: datetime, *, lock: bool = False) -> RegistrationWindow:
+    """The window, open at ``now``. With ``lock``, held shared until the commit: the draw
+    takes it alone, so no registration commits into a list already frozen."""
+    if lock:
+        # FOR SHARE: registrations do not wait for each other here, only the draw for them.
+        table = RegistrationWindow._meta.db_table
+        found = RegistrationWindow.objects.raw(
+            f"SELECT * FROM {table} WHERE event_id = %s FOR SHARE", [event.pk]
+        )
+        window = next(iter(found), None)
+    else:
+        window = RegistrationWindow.objects.filter(event=event).first()
     if window is None:
         raise EventNotOpen("This on-sale takes no registrations.")
     if now < window.opens_at:
         raise EventNotOpen("Registration for this on-sale has not opened yet.")
-    if now >= window.closes_at:
+    if now >= window.closes_at or window.drawn_at is not None:
         raise EventClosed("Registration for this on-sale has closed.")
     return window
 
@@ -153,8 +162,11 @@ def registration_create(
         address = ""
     tier = _tier(event, access_code)
     digest = identity_hash(window.identity_key, identity)
+    registration_id = uuid.uuid4()
+    published = registration_hash(registration_id, tier.name, digest)
     registration = Registration(
-        id=uuid.uuid4(),
+        id=registration_id,
+        public_hash=published,
         event=event,
         tier=tier,
         identity_hash=digest,
@@ -166,8 +178,8 @@ def registration_create(
     )
     try:
         with transaction.atomic():
+            _window_open(event, now, lock=True)
             registration.save(force_insert=True)
-            published = registration_public_hash(registration, tier.name)
             audit_append(
                 event_id=event.id,
                 action=AuditAction.REGISTERED,
@@ -182,7 +194,6 @@ def registration_create(
                 },
             )
             if route == "email":
-                registration_id = registration.id
                 transaction.on_commit(lambda: _mail_soon(registration_id))
     except IntegrityError:
         existing = Registration.objects.select_related("tier").get(
@@ -191,7 +202,7 @@ def registration_create(
         return Registered(
             registration=existing,
             tier=existing.tier.name,
-            hash=registration_public_hash(existing, existing.tier.name),
+            hash=existing.public_hash,
             created=False,
         )
     return Registered(registration=registration, tier=tier.name, hash=published, created=True)
@@ -220,10 +231,9 @@ def registration_confirm(*, token: str, now: datetime) -> Registered:
         registration.event.registration_window.identity_key, token
     ):
         raise RegistrationLinkInvalid()
-    window = registration.event.registration_window
-    if now >= window.closes_at and registration.status == RegistrationStatus.PENDING:
-        raise EventClosed("Registration for this on-sale has closed.")
     with transaction.atomic():
+        if registration.status == RegistrationStatus.PENDING:
+            _window_open(registration.event, now, lock=True)
         # Compare-and-set: two clicks on the link confirm (and audit) once.
         confirmed = Registration.objects.filter(
             id=registration.id, status=RegistrationStatus.PENDING
@@ -237,11 +247,10 @@ def registration_confirm(*, token: str, now: datetime) -> Registered:
                 data={"registration": str(registration.id)},
             )
     registration.refresh_from_db(fields=["status", "confirmed_at"])
-    tier = registration.tier.name
     return Registered(
         registration=registration,
-        tier=tier,
-        hash=registration_public_hash(registration, tier),
+        tier=registration.tier.name,
+        hash=registration.public_hash,
         created=False,
     )
 

@@ -1,0 +1,177 @@
+"""The draw (docs/api.md, "The draw"): at a registration window's close, the list of confirmed
+registrations is frozen, its commitment published and the draw done with the on-sale's seed,
+revealed with the result, in one transaction. The rules are queueing/rules/draw.py.
+
+When: the room's dispatch asks once a second, for the whole room, whether any window is due
+(``draw_work_due``: one probe of a partial index that holds only undrawn windows) and only
+then sends ``tasks.draws_run``. Nothing is paid per on-sale or per fan while nobody is due.
+A draw takes its window's row alone (``SKIP LOCKED``: a second run meanwhile skips it rather
+than waiting), so registrations still committing finish first (they hold it shared) and none
+commits into a list already frozen.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+
+from events.models import Event
+from queueing.line.followups import draws_soon
+from queueing.models import (
+    AuditAction,
+    Registration,
+    RegistrationStatus,
+    RegistrationWindow,
+)
+from queueing.records.audit import audit_append
+from queueing.rules.draw import Listed, ProofStep, draw, list_proof, list_root
+from queueing.rules.errors import EventNotFound
+
+logger = logging.getLogger(__name__)
+
+
+def draw_work_due(now: datetime) -> bool:
+    return RegistrationWindow.objects.filter(drawn_at__isnull=True, closes_at__lte=now).exists()
+
+
+def draws_ask(now: datetime) -> bool:
+    """The dispatch's question, asked for the whole room: a draw is sent for when one is due."""
+    if not draw_work_due(now):
+        return False
+    try:
+        draws_soon()
+    except Exception:  # the broker is away: asked again at the next dispatch
+        logger.warning("could not ask for the draws due", exc_info=True)
+        return False
+    return True
+
+
+def draws_run(*, now: datetime) -> list[int]:
+    """Every draw due: the ids of the on-sales drawn by this run."""
+    due = RegistrationWindow.objects.filter(drawn_at__isnull=True, closes_at__lte=now)
+    return [
+        event_id
+        for event_id in due.values_list("event_id", flat=True)
+        if registration_draw(event_id=event_id, now=now) is not None
+    ]
+
+
+@dataclass(frozen=True)
+class DrawSummary:
+    list_root: str
+    count: int
+    seed: str
+    tiers: dict[str, dict[str, int]]
+
+
+def registration_draw(*, event_id: int, now: datetime) -> DrawSummary | None:
+    """Freeze the window's list, publish its commitment and draw; None when it is not due, is
+    drawn already, or another run holds it."""
+    with transaction.atomic():
+        window = (
+            RegistrationWindow.objects.select_for_update(skip_locked=True)
+            .filter(event_id=event_id, drawn_at__isnull=True, closes_at__lte=now)
+            .first()
+        )
+        if window is None:
+            return None
+        event = Event.objects.only("shuffle_seed").get(pk=event_id)
+        rows = list(
+            Registration.objects.filter(event_id=event_id, status=RegistrationStatus.CONFIRMED)
+            .values_list("id", "public_hash", "tier__name")
+            .order_by("public_hash")
+        )
+        listed = [Listed(hash=public_hash, tier=tier) for _, public_hash, tier in rows]
+        result = draw(event.shuffle_seed, listed, winners=window.winners, waitlist=window.waitlist)
+        ids = {public_hash: registration_id for registration_id, public_hash, _ in rows}
+        drawn = []
+        for tier_draw in result.values():
+            for index, public_hash in enumerate(tier_draw.order):
+                drawn.append(
+                    Registration(
+                        id=ids[public_hash],
+                        outcome=tier_draw.outcome(index + 1),
+                        draw_rank=index + 1,
+                    )
+                )
+        Registration.objects.bulk_update(drawn, ["outcome", "draw_rank"], batch_size=2000)
+        root = list_root(listed)
+        window.drawn_at, window.list_root, window.list_count = now, root, len(listed)
+        window.save(update_fields=["drawn_at", "list_root", "list_count"])
+        tiers = {
+            tier: {
+                "registrations": len(tier_draw.order),
+                "winners": len(tier_draw.winners),
+                "waitlist": len(tier_draw.waitlist),
+            }
+            for tier, tier_draw in result.items()
+        }
+        audit_append(
+            event_id=event_id,
+            action=AuditAction.DRAWN,
+            actor="system:draw",
+            at=now,
+            data={
+                "list_root": root,
+                "count": len(listed),
+                "seed": event.shuffle_seed,
+                "winners": window.winners,
+                "waitlist": window.waitlist,
+                "tiers": tiers,
+            },
+        )
+    return DrawSummary(list_root=root, count=len(listed), seed=event.shuffle_seed, tiers=tiers)
+
+
+# ------------------------------------------------------------------ reads (write nothing)
+
+
+def draw_window(event: Event) -> RegistrationWindow:
+    window = RegistrationWindow.objects.filter(event=event).first()
+    if window is None:
+        raise EventNotFound("This on-sale takes no registrations.")
+    return window
+
+
+def draw_listed_page(
+    *, event: Event, after: str, limit: int
+) -> list[tuple[str, str, str, int | None]]:
+    """The drawn list in hash order after ``after``: (hash, tier, outcome, rank) each."""
+    return list(
+        Registration.objects.filter(
+            event=event, status=RegistrationStatus.CONFIRMED, public_hash__gt=after
+        )
+        .exclude(outcome="")
+        .order_by("public_hash")
+        .values_list("public_hash", "tier__name", "outcome", "draw_rank")[:limit]
+    )
+
+
+@dataclass(frozen=True)
+class Inclusion:
+    registration: Registration
+    tier: str
+    proof: list[ProofStep]
+
+
+def registration_inclusion(*, registration: Registration) -> Inclusion | None:
+    """A drawn registration's inclusion proof; None if it was not in the list (never
+    confirmed). Builds the tree over the whole list: O(list) hashes, a few milliseconds for
+    thousands."""
+    if not registration.outcome:
+        return None
+    listed = [
+        Listed(hash=public_hash, tier=tier)
+        for public_hash, tier in Registration.objects.filter(
+            event_id=registration.event_id, status=RegistrationStatus.CONFIRMED
+        )
+        .exclude(outcome="")
+        .values_list("public_hash", "tier__name")
+    ]
+    proof = list_proof(listed, registration.public_hash)
+    if proof is None:
+        return None
+    return Inclusion(registration=registration, tier=registration.tier.name, proof=proof)

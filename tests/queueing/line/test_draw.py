@@ -1,0 +1,122 @@
+"""The draw (queueing/line/draw.py): frozen at the window's close, once, with its commitment,
+outcomes per tier and the seed revealed in the trail; nothing registers after it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from queueing.line.draw import (
+    draw_work_due,
+    draws_ask,
+    draws_run,
+    registration_draw,
+    registration_inclusion,
+)
+from queueing.line.registration import registration_create, registration_window_set
+from queueing.models import AuditAction, AuditRecord, Registration
+from queueing.records.audit_verify import audit_chain_verify
+from queueing.rules.draw import Listed, draw, list_root
+from queueing.rules.errors import DrawDone, EventClosed
+from staff.services import TierSpec
+from tests.helpers import registration_window_open, registrations_made
+
+pytestmark = pytest.mark.django_db
+
+
+def closed(window) -> None:
+    """The window's close passed (moved back, as staff would before the draw)."""
+    window.refresh_from_db()
+    window.closes_at = timezone.now() - timedelta(seconds=1)
+    window.save(update_fields=["closes_at"])
+
+
+def test_nothing_is_drawn_before_the_close(event) -> None:
+    registration_window_open(event)
+    registrations_made(event, by_mail=2)
+    assert not draw_work_due(timezone.now())
+    assert registration_draw(event_id=event.id, now=timezone.now()) is None
+
+
+def test_the_draw_freezes_the_confirmed_list_and_draws_each_tier_once(make_event) -> None:
+    event = make_event(
+        slug="tiers",
+        tiers=[TierSpec(name="General"), TierSpec(name="Club", priority=1, access_codes=["CLUB1"])],
+    )
+    window = registration_window_open(event, winners=3, waitlist=2)
+    registrations_made(event, by_mail=6, by_shop=4)
+    registrations_made(event, by_shop=0, by_mail=0)
+    club = [
+        registration_create(
+            event=event, now=timezone.now(), email=f"c{n}@example.com", access_code="CLUB1"
+        )
+        for n in range(2)
+    ]  # left pending: never confirmed, not in the draw
+    closed(window)
+    now = timezone.now()
+    assert draw_work_due(now)
+    assert draws_run(now=now) == [event.id]
+    assert draws_run(now=now) == [] and not draw_work_due(now)
+    window.refresh_from_db()
+    confirmed = Registration.objects.filter(event=event, status="confirmed")
+    listed = [Listed(hash=r.public_hash, tier=r.tier.name) for r in confirmed]
+    assert (window.list_root, window.list_count) == (list_root(listed), 10)
+    expected = draw(event.shuffle_seed, listed, winners=3, waitlist=2)["General"]
+    won = list(
+        confirmed.filter(outcome="won").order_by("draw_rank").values_list("public_hash", flat=True)
+    )
+    waiting = list(
+        confirmed.filter(outcome="waitlisted")
+        .order_by("draw_rank")
+        .values_list("public_hash", flat=True)
+    )
+    assert (won, waiting) == (expected.winners, expected.waitlist)
+    assert confirmed.filter(outcome="lost").count() == 5
+    assert (
+        all(r.registration.outcome == "" for r in club)
+        and not Registration.objects.filter(outcome="", status="confirmed").exists()
+    )
+    record = AuditRecord.objects.get(action=AuditAction.DRAWN)
+    assert (
+        record.data["seed"] == event.shuffle_seed and record.data["list_root"] == window.list_root
+    )
+    assert record.data["tiers"] == {"General": {"registrations": 10, "winners": 3, "waitlist": 2}}
+    assert audit_chain_verify(event_id=event.id).ok
+
+
+def test_after_the_draw_nobody_registers_or_confirms_and_the_window_is_fixed(event) -> None:
+    window = registration_window_open(event)
+    pending = registration_create(event=event, now=timezone.now(), email="late@example.com")
+    closed(window)
+    registration_draw(event_id=event.id, now=timezone.now())
+    # Even with the close moved later again by hand, the drawn list takes nobody.
+    window.refresh_from_db()
+    with pytest.raises(DrawDone):
+        registration_window_set(
+            event=event, actor="test", now=timezone.now(), fields={"winners": 9}
+        )
+    with pytest.raises(EventClosed):
+        registration_create(
+            event=event, now=window.closes_at - timedelta(seconds=5), email="x@example.com"
+        )
+    assert registration_inclusion(registration=pending.registration) is None
+
+
+def test_an_empty_list_draws_nobody(event) -> None:
+    window = registration_window_open(event)
+    closed(window)
+    summary = registration_draw(event_id=event.id, now=timezone.now())
+    assert summary is not None and (summary.count, summary.list_root) == (0, "0" * 64)
+
+
+def test_the_dispatch_asks_for_the_draws_only_when_one_is_due(event, monkeypatch) -> None:
+    asked: list[bool] = []
+    monkeypatch.setattr("queueing.line.draw.draws_soon", lambda: asked.append(True))
+    window = registration_window_open(event)
+    assert not draws_ask(timezone.now()) and asked == []
+    closed(window)
+    assert draws_ask(timezone.now()) and asked == [True]
+    draws_run(now=timezone.now())
+    assert not draws_ask(timezone.now()) and asked == [True]
