@@ -36,6 +36,11 @@ api_v1 = [
         api_registration.RegistrationCreateApi.as_view(),
         name="api-registrations",
     ),
+    path(
+        "events/<str:slug>/invitations/join",
+        api_registration.InvitationJoinApi.as_view(),
+        name="api-invitation-join",
+    ),
     path("events/<str:slug>/draw", api_draw.DrawApi.as_view(), name="api-draw"),
     path(
         "events/<str:slug>/draw/registrations",

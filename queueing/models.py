@@ -213,6 +213,11 @@ class AuditAction(models.TextChoices):
     REGISTRATION_CONFIRMED = "registration_confirmed"
     # The list frozen, its commitment published, the draw done and its seed revealed.
     DRAWN = "drawn"
+    # A winner (or the next waitlisted fan) invited; the invitation used to join; unused
+    # past its time, which invites the next waitlisted fan of the tier.
+    INVITED = "invited"
+    INVITATION_USED = "invitation_used"
+    INVITATION_LAPSED = "invitation_lapsed"
 
 
 GENESIS_HASH = "0" * 64
@@ -599,3 +604,47 @@ class Registration(models.Model):
 
     def __str__(self) -> str:
         return f"registration {self.id}"
+
+
+class InvitationStatus(models.TextChoices):
+    SENT = "sent"
+    USED = "used"
+    LAPSED = "lapsed"
+
+
+class Invitation(models.Model):
+    """A drawn fan's single-use right to join the line (queueing/line/invitations.py), bound
+    to their registration. Its code is derived, never stored: only its SHA-256."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    event = models.ForeignKey("events.Event", on_delete=models.PROTECT, related_name="invitations")
+    registration = models.OneToOneField(
+        Registration, on_delete=models.PROTECT, related_name="invitation"
+    )
+    code_hash = models.CharField(max_length=64, unique=True)
+    status = models.CharField(max_length=16, choices=InvitationStatus.choices)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    # The line's entry the invitation joined as: a second use answers nothing new.
+    entry = models.ForeignKey(
+        QueueEntry, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        indexes = [
+            # The dispatch's "has any invitation lapsed" reads the unused ones only.
+            models.Index(
+                fields=["expires_at"],
+                condition=Q(status="sent"),
+                name="invitation_unused",
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=InvitationStatus.values), name="invitation_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"invitation {self.id}"

@@ -3,8 +3,9 @@ registrations is frozen, its commitment published and the draw done with the on-
 revealed with the result, in one transaction. The rules are queueing/rules/draw.py.
 
 When: the room's dispatch asks once a second, for the whole room, whether any window is due
-(``draw_work_due``: one probe of a partial index that holds only undrawn windows) and only
-then sends ``tasks.draws_run``. Nothing is paid per on-sale or per fan while nobody is due.
+or any invitation lapsed (``draw_work_due``: one query probing two partial indexes, of the
+undrawn windows and of the unused invitations) and only then sends ``tasks.draws_run``.
+Nothing is paid per on-sale or per fan while nobody is due.
 A draw takes its window's row alone (``SKIP LOCKED``: a second run meanwhile skips it rather
 than waiting), so registrations still committing finish first (they hold it shared) and none
 commits into a list already frozen.
@@ -16,25 +17,40 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from events.models import Event
 from queueing.line.followups import draws_soon
+from queueing.line.invitations import invitations_issue, invitations_lapse
 from queueing.models import (
     AuditAction,
+    Invitation,
+    InvitationStatus,
     Registration,
     RegistrationStatus,
     RegistrationWindow,
 )
 from queueing.records.audit import audit_append
-from queueing.rules.draw import Listed, ProofStep, draw, list_proof, list_root
+from queueing.rules.draw import WON, Listed, ProofStep, draw, list_proof, list_root
 from queueing.rules.errors import EventNotFound
 
 logger = logging.getLogger(__name__)
 
 
+_DUE_SQL = f"""
+    SELECT EXISTS (SELECT 1 FROM {RegistrationWindow._meta.db_table}
+                   WHERE drawn_at IS NULL AND closes_at <= %s)
+        OR EXISTS (SELECT 1 FROM {Invitation._meta.db_table}
+                   WHERE status = %s AND expires_at <= %s)
+"""
+
+
 def draw_work_due(now: datetime) -> bool:
-    return RegistrationWindow.objects.filter(drawn_at__isnull=True, closes_at__lte=now).exists()
+    """A window closed and not drawn, or an invitation unused past its time: one query, each
+    half read from a partial index that holds only what may become due."""
+    with connection.cursor() as cursor:
+        cursor.execute(_DUE_SQL, [now, InvitationStatus.SENT.value, now])
+        return bool(cursor.fetchone()[0])
 
 
 def draws_ask(now: datetime) -> bool:
@@ -50,13 +66,16 @@ def draws_ask(now: datetime) -> bool:
 
 
 def draws_run(*, now: datetime) -> list[int]:
-    """Every draw due: the ids of the on-sales drawn by this run."""
+    """Every draw due, then every invitation lapsed (line/invitations.py): the ids of the
+    on-sales drawn by this run."""
     due = RegistrationWindow.objects.filter(drawn_at__isnull=True, closes_at__lte=now)
-    return [
+    drawn = [
         event_id
         for event_id in due.values_list("event_id", flat=True)
         if registration_draw(event_id=event_id, now=now) is not None
     ]
+    invitations_lapse(now=now)
+    return drawn
 
 
 @dataclass(frozen=True)
@@ -98,6 +117,10 @@ def registration_draw(*, event_id: int, now: datetime) -> DrawSummary | None:
                     )
                 )
         Registration.objects.bulk_update(drawn, ["outcome", "draw_rank"], batch_size=2000)
+        winners = [r for r in drawn if r.outcome == WON]
+        hashes = {registration_id: public_hash for public_hash, registration_id in ids.items()}
+        for registration in winners:
+            registration.public_hash = hashes[registration.id]
         root = list_root(listed)
         window.drawn_at, window.list_root, window.list_count = now, root, len(listed)
         window.save(update_fields=["drawn_at", "list_root", "list_count"])
@@ -123,6 +146,7 @@ def registration_draw(*, event_id: int, now: datetime) -> DrawSummary | None:
                 "tiers": tiers,
             },
         )
+        invitations_issue(window=window, registrations=winners, now=now)
     return DrawSummary(list_root=root, count=len(listed), seed=event.shuffle_seed, tiers=tiers)
 
 

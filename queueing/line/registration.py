@@ -27,6 +27,7 @@ from queueing.line.joining import tiers_for_access_codes
 from queueing.line.turn_mail import validate_mailbox
 from queueing.models import (
     AuditAction,
+    Invitation,
     Registration,
     RegistrationStatus,
     RegistrationWindow,
@@ -49,6 +50,7 @@ from queueing.rules.registrations import (
     confirm_token_valid,
     email_identity,
     identity_hash,
+    invitation_code,
     registration_hash,
     shop_identity,
     shop_token_verify,
@@ -100,6 +102,28 @@ class Registered:
     tier: str
     hash: str
     created: bool  # False: the identity had registered already, this is that registration
+    # The registration's invitation, to one who proved to be its registrant (a shop token
+    # signed again, the mailed link opened again): its code, expiry and status.
+    invitation: InvitationView | None = None
+
+
+@dataclass(frozen=True)
+class InvitationView:
+    code: str
+    expires_at: datetime
+    status: str
+
+
+def _invitation_view(registration: Registration) -> InvitationView | None:
+    invitation = Invitation.objects.filter(registration=registration).first()
+    if invitation is None:
+        return None
+    window = RegistrationWindow.objects.only("identity_key").get(event_id=registration.event_id)
+    return InvitationView(
+        code=invitation_code(window.identity_key, invitation.id),
+        expires_at=invitation.expires_at,
+        status=invitation.status,
+    )
 
 
 def _window_open(event: Event, now: datetime, *, lock: bool = False) -> RegistrationWindow:
@@ -142,6 +166,10 @@ def registration_create(
     mailed after the commit) or a shop's signed account (confirmed at once)."""
     if (email is None) == (shop_token is None):
         raise InvalidInput("Give either an email or a shop_token.")
+    if shop_token is not None:
+        drawn = _drawn_shop_registration(event=event, shop_token=shop_token, now=now)
+        if drawn is not None:
+            return drawn
     window = _window_open(event, now)
     if email is not None:
         address = email.strip().lower()
@@ -208,6 +236,33 @@ def registration_create(
     return Registered(registration=registration, tier=tier.name, hash=published, created=True)
 
 
+def _drawn_shop_registration(*, event: Event, shop_token: str, now: datetime) -> Registered | None:
+    """After the draw a shop's fan, signed in again, is answered their registration with its
+    invitation (they have no mail to receive it by); None while registration is open."""
+    window = RegistrationWindow.objects.filter(event=event, drawn_at__isnull=False).first()
+    if window is None:
+        return None
+    try:
+        claims = shop_token_verify(shop_token, key=window.shop_key, slug=event.slug, now=now)
+    except ShopTokenInvalid as exc:
+        raise NotAuthorized(str(exc)) from None
+    digest = identity_hash(window.identity_key, shop_identity(claims.sub))
+    existing = (
+        Registration.objects.select_related("tier")
+        .filter(event=event, identity_hash=digest)
+        .first()
+    )
+    if existing is None:
+        raise EventClosed("Registration for this on-sale has closed.")
+    return Registered(
+        registration=existing,
+        tier=existing.tier.name,
+        hash=existing.public_hash,
+        created=False,
+        invitation=_invitation_view(existing),
+    )
+
+
 def _mail_soon(registration_id: uuid.UUID) -> None:
     try:
         registration_mail_soon(str(registration_id))
@@ -246,12 +301,13 @@ def registration_confirm(*, token: str, now: datetime) -> Registered:
                 at=now,
                 data={"registration": str(registration.id)},
             )
-    registration.refresh_from_db(fields=["status", "confirmed_at"])
+    registration.refresh_from_db(fields=["status", "confirmed_at", "outcome", "draw_rank"])
     return Registered(
         registration=registration,
         tier=registration.tier.name,
         hash=registration.public_hash,
         created=False,
+        invitation=_invitation_view(registration),
     )
 
 

@@ -101,3 +101,14 @@ def shop_token_verify(token: str, *, key: str, slug: str, now: datetime) -> Shop
     if not isinstance(sub, str) or not sub or len(sub) > SHOP_SUB_MAX_LENGTH:
         raise ShopTokenInvalid("The shop's token names no account.")
     return ShopClaims(sub=sub)
+
+
+def invitation_code(identity_key: str, invitation_id: uuid.UUID | str) -> str:
+    """An invitation's single-use code: derived, so that only its hash is stored and the mail
+    (or the shop's fan asking again) can be given it by whoever holds the window's key."""
+    mac = hmac.new(identity_key.encode(), f"invite:{invitation_id}".encode(), hashlib.sha256)
+    return mac.hexdigest()[:32]
+
+
+def invitation_code_hash(code: str) -> str:
+    return hashlib.sha256(f"invitation:{code.strip().lower()}".encode()).hexdigest()

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from django.http import HttpResponse
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny, BasePermission
@@ -14,10 +16,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from events.validation import ACCESS_CODE_MAX_LENGTH
+from queueing.line.invitations import invitation_redeem
 from queueing.line.reads import event_by_slug
 from queueing.line.registration import Registered, registration_confirm, registration_create
 from queueing.rules.registrations import EMAIL_MAX_LENGTH
 from queueing.web.api_errors import errors
+from queueing.web.api_fan import join_response
+from queueing.web.callers import Identity
 
 
 class RegistrationInputSerializer(serializers.Serializer):
@@ -28,19 +33,42 @@ class RegistrationInputSerializer(serializers.Serializer):
     )
 
 
+class InvitationOutputSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="single use: joins the line in the tier")
+    expires_at = serializers.DateTimeField()
+    status = serializers.ChoiceField(choices=["sent", "used", "lapsed"])
+
+
 class RegistrationOutputSerializer(serializers.Serializer):
     registration = serializers.UUIDField()
     status = serializers.ChoiceField(choices=["pending", "confirmed"])
     tier = serializers.CharField()
     hash = serializers.CharField(help_text="the registration's published hash")
+    outcome = serializers.ChoiceField(
+        choices=["won", "waitlisted", "lost"], allow_null=True, help_text="null until the draw"
+    )
+    invitation = InvitationOutputSerializer(
+        allow_null=True,
+        help_text="to the registrant only (a shop token signed again, the mailed link opened "
+        "again), once invited",
+    )
 
 
 def registration_output(registered: Registered) -> dict[str, Any]:
+    invitation = registered.invitation
     return {
         "registration": str(registered.registration.id),
         "status": registered.registration.status,
         "tier": registered.tier,
         "hash": registered.hash,
+        "outcome": registered.registration.outcome or None,
+        "invitation": None
+        if invitation is None
+        else {
+            "code": invitation.code,
+            "expires_at": invitation.expires_at.isoformat(),
+            "status": invitation.status,
+        },
     }
 
 
@@ -99,3 +127,30 @@ class RegistrationConfirmApi(APIView):
     )
     def post(self, request: Request, token: str) -> Response:
         return Response(registration_output(registration_confirm(token=token, now=timezone.now())))
+
+
+class InvitationInputSerializer(serializers.Serializer):
+    code = serializers.CharField(max_length=64)
+
+
+class InvitationJoinApi(APIView):
+    """``POST /api/v1/events/{slug}/invitations/join``: the invitation's code joins the line,
+    as ``join`` does, with the registration's own identity (one ticket per registration)."""
+
+    authentication_classes: ClassVar[list[type]] = []
+    permission_classes: ClassVar[list[type[BasePermission]]] = [AllowAny]
+
+    @extend_schema(
+        operation_id="invitation_join",
+        tags=["fans"],
+        request=InvitationInputSerializer,
+        responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT, **errors(400, 404, 409)},
+    )
+    def post(self, request: Request, slug: str) -> HttpResponse:
+        serializer = InvitationInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        redeemed = invitation_redeem(
+            event=event_by_slug(slug), code=serializer.validated_data["code"], now=timezone.now()
+        )
+        identity = Identity(digest=redeemed.identity, new_cookie_token=None)
+        return join_response(request._request, redeemed.result, identity)

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.test import Client
 from django.utils import timezone
 
+from queueing.line.draw import registration_draw
 from queueing.line.registration import registration_create
 from queueing.rules.registrations import confirm_token
 from tests.helpers import registration_window_open, shop_token
@@ -29,7 +32,7 @@ def test_both_routes_register_over_the_api(event) -> None:
     assert again.status_code == 200 and again.json() == made.json()
     shop = register(event.slug, {"shop_token": shop_token("acct-9", slug=event.slug)})
     assert shop.status_code == 201 and shop.json()["status"] == "confirmed"
-    assert set(made.json()) == {"registration", "status", "tier", "hash"}
+    assert set(made.json()) == {"registration", "status", "tier", "hash", "outcome", "invitation"}
 
 
 @pytest.mark.parametrize(
@@ -65,3 +68,27 @@ def test_the_link_confirms_over_get_and_a_wrong_one_is_refused(event) -> None:
     assert Client().post(f"/api/v1/registrations/confirm/{token}").status_code == 200
     wrong = Client().get("/api/v1/registrations/confirm/garbage")
     assert wrong.status_code == 401 and wrong.json()["error"] == "unauthorized"
+
+
+def test_an_invitation_joins_the_line_over_the_api_once(event) -> None:
+    window = registration_window_open(event, winners=1, waitlist=0)
+    registered = registration_create(event=event, now=timezone.now(), email="fan@example.com")
+    token = confirm_token(window.identity_key, registered.registration.id)
+    link = f"/api/v1/registrations/confirm/{token}"
+    Client().get(link)
+    window.closes_at = timezone.now() - timedelta(seconds=1)
+    window.save(update_fields=["closes_at"])
+    registration_draw(event_id=event.id, now=timezone.now())
+    # The mailed link, opened again after the draw, shows the registrant their invitation.
+    answer = Client().get(link).json()
+    assert answer["outcome"] == "won" and answer["invitation"]["status"] == "sent"
+    code = answer["invitation"]["code"]
+    url = f"/api/v1/events/{event.slug}/invitations/join"
+    joined = Client().post(url, {"code": code}, content_type="application/json")
+    assert joined.status_code == 201, joined.content
+    again = Client().post(url, {"code": code}, content_type="application/json")
+    assert again.status_code == 200 and again.json()["ticket"] == joined.json()["ticket"]
+    wrong = Client().post(url, {"code": "nope"}, content_type="application/json")
+    assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_access_code"
+    empty = Client().post(url, {}, content_type="application/json")
+    assert empty.status_code == 400 and empty.json()["error"] == "validation_error"
