@@ -583,6 +583,8 @@ class Registration(models.Model):
     # Set by the draw: won, waitlisted or lost, and the rank in its tier's draw order.
     outcome = models.CharField(max_length=16, blank=True, default="")
     draw_rank = models.PositiveIntegerField(null=True, blank=True)
+    # What the last outcome mail told ("", waitlisted, lost, invited): each told once.
+    mailed = models.CharField(max_length=16, blank=True, default="")
 
     class Meta:
         constraints = [

@@ -15,6 +15,8 @@ from queueing.hot import stats
 from queueing.line import index_sync
 from queueing.line.admission import admission_run
 from queueing.line.draw import draws_run as draws
+from queueing.line.outcome_mails import OutcomeMailsFailed
+from queueing.line.outcome_mails import registration_mails_send as registration_mails
 from queueing.line.registration import registration_mail_send as registration_mail
 from queueing.line.retention import retention_run as retention
 from queueing.line.turn_mail import turn_mail_send
@@ -87,6 +89,19 @@ def turn_mails_send(entry_ids: list[int]) -> int:
 def registration_mail_send(registration_id: str) -> bool:
     """A new e-mail registration's confirmation link."""
     return registration_mail(registration_id=registration_id, now=timezone.now())
+
+
+# Mails the SMTP server did not take are released by the run and retried with backoff; the
+# ones it took are never sent again (line/outcome_mails.py).
+@shared_task(
+    ignore_result=True,
+    autoretry_for=(OutcomeMailsFailed, OSError, smtplib.SMTPException),
+    retry_backoff=30,
+    max_retries=8,
+)
+def registration_mails_send(event_id: int) -> int:
+    """What a draw (or a lapse) decided, told to each registrant by address once."""
+    return registration_mails(event_id=event_id, now=timezone.now())
 
 
 @shared_task(ignore_result=True)

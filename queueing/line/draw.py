@@ -22,6 +22,7 @@ from django.db import connection, transaction
 from events.models import Event
 from queueing.line.followups import draws_soon
 from queueing.line.invitations import invitations_issue, invitations_lapse
+from queueing.line.outcome_mails import registration_mails_ask
 from queueing.models import (
     AuditAction,
     Invitation,
@@ -147,6 +148,7 @@ def registration_draw(*, event_id: int, now: datetime) -> DrawSummary | None:
             },
         )
         invitations_issue(window=window, registrations=winners, now=now)
+        registration_mails_ask(event_id)
     return DrawSummary(list_root=root, count=len(listed), seed=event.shuffle_seed, tiers=tiers)
 
 

@@ -15,6 +15,7 @@ BROADCAST_FOR_EVENT = "queueing.tasks.broadcast_for_event"
 TURN_MAILS_SEND = "queueing.tasks.turn_mails_send"
 REGISTRATION_MAIL_SEND = "queueing.tasks.registration_mail_send"
 DRAWS_RUN = "queueing.tasks.draws_run"
+REGISTRATION_MAILS_SEND = "queueing.tasks.registration_mails_send"
 
 
 def admission_soon(event_id: int) -> None:
@@ -41,6 +42,11 @@ def draws_soon() -> None:
     """Run the draws due (and the invitations lapsed); a stale ask is dropped: the next
     dispatch asks again while any is due."""
     current_app.send_task(DRAWS_RUN, expires=5)
+
+
+def registration_mails_soon(event_id: int) -> None:
+    """Mail the on-sale's registrants what the draw (or a lapse) decided for them."""
+    current_app.send_task(REGISTRATION_MAILS_SEND, args=(event_id,))
 
 
 def rebuild_soon(event_id: int) -> None:

@@ -25,6 +25,7 @@ from django.db import transaction
 
 from events.models import AccessCode, Event
 from queueing.line.joining import JoinResult, entry_join
+from queueing.line.outcome_mails import registration_mails_ask
 from queueing.models import (
     AuditAction,
     Invitation,
@@ -183,6 +184,7 @@ def invitations_lapse(*, now: datetime) -> int:
                     ],
                 )
                 _invite_next(event_id=event_id, lapsed=invitations, now=now)
+                registration_mails_ask(event_id)
             lapsed += len(chunk)
 
 
