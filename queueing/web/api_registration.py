@@ -3,6 +3,7 @@ per operation, each calling one service of queueing/line/registration.py."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, ClassVar
 
 from django.http import HttpResponse
@@ -20,6 +21,7 @@ from queueing.line.invitations import invitation_redeem
 from queueing.line.reads import event_by_slug
 from queueing.line.registration import Registered, registration_confirm, registration_create
 from queueing.rules.registrations import EMAIL_MAX_LENGTH
+from queueing.web.abuse import join_rate_check, pow_check
 from queueing.web.api_errors import errors
 from queueing.web.api_fan import join_response
 from queueing.web.callers import Identity
@@ -31,6 +33,8 @@ class RegistrationInputSerializer(serializers.Serializer):
     access_code = serializers.CharField(
         max_length=ACCESS_CODE_MAX_LENGTH, required=False, allow_null=True
     )
+    # As a join's (docs/api.md, "Proof of work"), when the on-sale asks for one.
+    pow = serializers.JSONField(required=False, allow_null=True)
 
 
 class InvitationOutputSerializer(serializers.Serializer):
@@ -93,8 +97,15 @@ class RegistrationCreateApi(APIView):
         serializer = RegistrationInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        event = event_by_slug(slug)
+        # The door's defences of a join, spent from the same budgets: per client address, and
+        # per what is registered (so one address or account cannot be tried without end).
+        claimed = data.get("email") or data.get("shop_token") or ""
+        identity = hashlib.sha256(f"registration:{claimed.strip().lower()}".encode()).hexdigest()
+        join_rate_check(request=request._request, identity=identity)
+        pow_check(event=event, proof=data.get("pow"))
         registered = registration_create(
-            event=event_by_slug(slug),
+            event=event,
             now=timezone.now(),
             email=data.get("email"),
             shop_token=data.get("shop_token"),

@@ -92,3 +92,16 @@ def test_an_invitation_joins_the_line_over_the_api_once(event) -> None:
     assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_access_code"
     empty = Client().post(url, {}, content_type="application/json")
     assert empty.status_code == 400 and empty.json()["error"] == "validation_error"
+
+
+def test_registering_takes_the_join_s_proof_of_work_and_limits(make_event, settings) -> None:
+    event = make_event(slug="guarded", pow_difficulty=8)
+    registration_window_open(event)
+    refused = register(event.slug, {"email": "fan@example.com"})
+    assert refused.status_code == 400 and refused.json()["error"] == "pow_required"
+    settings.WR_JOIN_LIMIT_PER_IDENTITY = 1
+    plain = make_event(slug="limited")
+    registration_window_open(plain)
+    assert register(plain.slug, {"email": "other@example.com"}).status_code == 201
+    again = register(plain.slug, {"email": "other@example.com"})
+    assert again.status_code == 429 and again.json()["error"] == "rate_limited"
