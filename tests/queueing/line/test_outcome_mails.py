@@ -5,6 +5,7 @@ erased once nothing more can be told, and a refused mail sent by the retry."""
 from __future__ import annotations
 
 import re
+import time
 from datetime import timedelta
 
 import pytest
@@ -13,9 +14,10 @@ from django.utils import timezone
 from queueing.line.draw import registration_draw
 from queueing.line.invitations import invitation_redeem, invitations_lapse
 from queueing.line.outcome_mails import OutcomeMailsFailed, registration_mails_send
-from queueing.models import Registration
+from queueing.models import Registration, RegistrationWindow
 from tests.helpers import registration_window_open, registrations_made
 from tests.mailbox import smtp_server
+from tests.processes import running_stack, wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -93,3 +95,28 @@ def test_a_mail_the_server_refuses_is_sent_by_the_retry_and_only_it(event, setti
         assert registration_mails_send(event_id=event.id, now=timezone.now()) == 2
         assert registration_mails_send(event_id=event.id, now=timezone.now()) == 0
     assert len(box.messages) == 2
+
+
+@pytest.mark.processes
+@pytest.mark.django_db(transaction=True)
+def test_the_beat_and_worker_draw_at_the_close_and_mail_each_once(make_event) -> None:
+    with smtp_server() as (box, port):
+        with running_stack(EMAIL_HOST="127.0.0.1", EMAIL_PORT=str(port)) as stack:
+            event = make_event(slug="closing")
+            window = registration_window_open(event, winners=1, waitlist=1)
+            registrations_made(event, by_mail=3, by_shop=2)
+            window.closes_at = timezone.now() + timedelta(seconds=2)
+            window.save(update_fields=["closes_at"])
+            stack.worker()
+            stack.beat()
+            wait_until(
+                lambda: RegistrationWindow.objects.get(pk=event.pk).drawn_at is not None,
+                timeout=30,
+                what="the draw at the window's close",
+            )
+            wait_until(lambda: len(box.messages) == 3, timeout=30, what="three outcome mails")
+            time.sleep(3)  # more dispatches: nobody is mailed twice
+            assert len(box.messages) == 3
+            assert {m["X-Envelope-To"] for m in box.messages} == {
+                f"fan{n}@example.com" for n in range(3)
+            }
