@@ -130,6 +130,7 @@ def retention_run() -> dict[str, object]:
         "refused": outcome.refused,
         "place_links": outcome.place_links,
         "address_digests": outcome.address_digests,
+        "registration_addresses": outcome.registration_addresses,
     }
 
 

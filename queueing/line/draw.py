@@ -123,6 +123,11 @@ def registration_draw(*, event_id: int, now: datetime) -> DrawSummary | None:
         for registration in winners:
             registration.public_hash = hashes[registration.id]
         root = list_root(listed)
+        # Pending registrations are not in the draw and will be told nothing: their
+        # addresses go now.
+        Registration.objects.filter(event_id=event_id, status=RegistrationStatus.PENDING).exclude(
+            email=""
+        ).update(email="")
         window.drawn_at, window.list_root, window.list_count = now, root, len(listed)
         window.save(update_fields=["drawn_at", "list_root", "list_count"])
         tiers = {

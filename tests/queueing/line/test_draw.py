@@ -102,6 +102,8 @@ def test_after_the_draw_nobody_registers_or_confirms_and_the_window_is_fixed(eve
             event=event, now=window.closes_at - timedelta(seconds=5), email="x@example.com"
         )
     assert registration_inclusion(registration=pending.registration) is None
+    # Never confirmed, never told anything: its address went with the draw.
+    assert Registration.objects.get(pk=pending.registration.pk).email == ""
 
 
 def test_an_empty_list_draws_nobody(event) -> None:
