@@ -20,11 +20,13 @@ from datetime import datetime
 from django.db import connection, transaction
 
 from events.models import Event
+from queueing.in_process import ProcessCache
 from queueing.line.followups import draws_soon
 from queueing.line.invitations import invitations_issue, invitations_lapse
 from queueing.line.outcome_mails import registration_mails_ask
 from queueing.models import (
     AuditAction,
+    AuditRecord,
     Invitation,
     InvitationStatus,
     Registration,
@@ -32,8 +34,9 @@ from queueing.models import (
     RegistrationWindow,
 )
 from queueing.records.audit import audit_append
-from queueing.rules.draw import WON, Listed, ProofStep, draw, list_proof, list_root
+from queueing.rules.draw import WON, Listed, ProofStep, draw, list_leaf, list_order, list_root
 from queueing.rules.errors import EventNotFound
+from queueing.rules.merkle import merkle_levels, merkle_proof_from
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +170,13 @@ def draw_window(event: Event) -> RegistrationWindow:
     return window
 
 
+def draw_tiers(event_id: int) -> dict[str, dict[str, int]]:
+    """Each tier's counts as the draw's own record holds them (one indexed read, not the
+    list)."""
+    record = AuditRecord.objects.filter(event_id=event_id, action=AuditAction.DRAWN).first()
+    return dict(record.data["tiers"]) if record is not None else {}
+
+
 def draw_listed_page(
     *, event: Event, after: str, limit: int
 ) -> list[tuple[str, str, str, int | None]]:
@@ -188,21 +198,44 @@ class Inclusion:
     proof: list[ProofStep]
 
 
-def registration_inclusion(*, registration: Registration) -> Inclusion | None:
-    """A drawn registration's inclusion proof; None if it was not in the list (never
-    confirmed). Builds the tree over the whole list: O(list) hashes, a few milliseconds for
-    thousands."""
-    if not registration.outcome:
-        return None
-    listed = [
+@dataclass(frozen=True)
+class _DrawnTree:
+    levels: list[list[str]]
+    index: dict[str, int]  # a registration's published hash -> its leaf's place
+
+
+# A drawn list never changes: each process keeps the trees of a few, so that a proof costs a
+# lookup and log n steps, not a read and a hash of the whole list per request.
+_drawn_trees: ProcessCache[int, _DrawnTree] = ProcessCache("drawn trees", max_entries=8)
+
+
+def _drawn_tree(event_id: int) -> _DrawnTree:
+    fresh, tree = _drawn_trees.fresh(event_id)
+    if fresh and tree is not None:
+        return tree
+    listed = list_order(
         Listed(hash=public_hash, tier=tier)
         for public_hash, tier in Registration.objects.filter(
-            event_id=registration.event_id, status=RegistrationStatus.CONFIRMED
+            event_id=event_id, status=RegistrationStatus.CONFIRMED
         )
         .exclude(outcome="")
         .values_list("public_hash", "tier__name")
-    ]
-    proof = list_proof(listed, registration.public_hash)
-    if proof is None:
+    )
+    tree = _DrawnTree(
+        levels=merkle_levels([list_leaf(item) for item in listed]),
+        index={item.hash: place for place, item in enumerate(listed)},
+    )
+    return _drawn_trees.put(event_id, tree)
+
+
+def registration_inclusion(*, registration: Registration) -> Inclusion | None:
+    """A drawn registration's inclusion proof; None if it was not in the list (never
+    confirmed)."""
+    if not registration.outcome:
         return None
+    tree = _drawn_tree(registration.event_id)
+    place = tree.index.get(registration.public_hash)
+    if place is None:
+        return None
+    proof = merkle_proof_from(tree.levels, place)
     return Inclusion(registration=registration, tier=registration.tier.name, proof=proof)

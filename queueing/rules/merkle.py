@@ -62,18 +62,29 @@ class ProofStep:
     hash: str
 
 
-def merkle_proof(leaves: Sequence[str], index: int) -> list[ProofStep]:
+def merkle_levels(leaves: Sequence[str]) -> list[list[str]]:
+    """Every level of the tree, the leaves first and the root's last: what proofs are read
+    from, each in log n steps, once it is built."""
+    levels = [list(leaves)]
+    while len(levels[-1]) > 1:
+        levels.append(_up(levels[-1]))
+    return levels
+
+
+def merkle_proof_from(levels: Sequence[Sequence[str]], index: int) -> list[ProofStep]:
     """The siblings from the leaf at ``index`` up to the root; a level where the node goes up
     without a partner adds no step."""
     steps: list[ProofStep] = []
-    level = list(leaves)
-    while len(level) > 1:
+    for level in levels[:-1]:
         sibling = index ^ 1
         if sibling < len(level):
             steps.append(ProofStep("left" if sibling < index else "right", level[sibling]))
-        level = _up(level)
         index //= 2
     return steps
+
+
+def merkle_proof(leaves: Sequence[str], index: int) -> list[ProofStep]:
+    return merkle_proof_from(merkle_levels(leaves), index)
 
 
 def merkle_proof_root(leaf: str, steps: Iterable[ProofStep]) -> str:

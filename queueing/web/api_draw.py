@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -16,7 +16,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from queueing.line.draw import draw_listed_page, draw_window, registration_inclusion
+from queueing.line.draw import (
+    draw_listed_page,
+    draw_tiers,
+    draw_window,
+    registration_inclusion,
+)
 from queueing.line.reads import event_by_slug
 from queueing.models import Registration
 from queueing.rules.errors import EventNotOpen, InvalidInput, RegistrationNotFound
@@ -89,15 +94,7 @@ class DrawApi(_Public):
         event = event_by_slug(slug)
         window = draw_window(event)
         drawn = window.drawn_at is not None
-        tiers: dict[str, dict[str, int]] = {}
-        if drawn:
-            for _, tier, outcome, _ in _all(event):
-                counts = tiers.setdefault(tier, {"registrations": 0, "winners": 0, "waitlist": 0})
-                counts["registrations"] += 1
-                if outcome == "won":
-                    counts["winners"] += 1
-                elif outcome == "waitlisted":
-                    counts["waitlist"] += 1
+        tiers = draw_tiers(event.id) if drawn else {}
         return Response(
             {
                 "state": "drawn" if drawn else "registering",
@@ -115,15 +112,6 @@ class DrawApi(_Public):
                 "tiers": tiers,
             }
         )
-
-
-def _all(event: Any) -> list[tuple[str, str, str, int | None]]:
-    rows: list[tuple[str, str, str, int | None]] = []
-    after = ""
-    while page := draw_listed_page(event=event, after=after, limit=5000):
-        rows += page
-        after = page[-1][0]
-    return rows
 
 
 class DrawListApi(_Public):
