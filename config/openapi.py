@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.models import MESSAGE_MAX_LENGTH, EventMode
+from events.models import MESSAGE_MAX_LENGTH, EventMode, QueueOrder
 
 ERROR = {
     "type": "object",
@@ -120,6 +120,7 @@ EVENT_PUBLIC = {
         "starts_at": {"type": ["string", "null"], "format": "date-time"},
         "ends_at": {"type": ["string", "null"], "format": "date-time"},
         "started_at": {"type": ["string", "null"], "format": "date-time"},
+        "queue_order": {"type": "string", "enum": QueueOrder.values},
         "shuffle_seed_sha256": {"type": "string"},
         "shuffle_seed": {"type": ["string", "null"]},
         **SOLD_OUT_FIELDS,

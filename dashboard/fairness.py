@@ -3,6 +3,11 @@
 "Join order" is the order the rules assign, the order key: join order for fans who came after
 the start, the published shuffle for the pre-queue cohort. An inversion is a pair of fans in
 one tier where the one further back in that order was admitted first.
+
+A line in random order (``Event.queue_order``) is judged by its own claim instead: every
+admission took the lowest place among the entries committed before its run
+(``random_order_inversions``). A newcomer may sort ahead of fans already let in, which is
+not an inversion.
 """
 
 from __future__ import annotations
@@ -29,6 +34,52 @@ def count_inversions(values: Sequence[int]) -> int:
         else:
             inversions += len(left) - i
             j += 1
+    return inversions
+
+
+@dataclass(frozen=True)
+class RandomAdmission:
+    """One first admission of a random line's tier, in the trail's order."""
+
+    place: int  # the place key recomputed from the revealed seed
+    entry_id: int
+    # Every entry up to this id was committed when the run picked (its ``settled_id``).
+    settled_id: int
+
+
+def random_order_inversions(admissions: Sequence[RandomAdmission]) -> int:
+    """Pairs where a fan with a lower place, committed before an admission's run (id up to
+    its ``settled_id``), was let in after it: O(n log n) with a Fenwick tree over the places.
+
+    The settled ids are taken as never going down (a run that read its bound before a later
+    run but got the lock after it could count a fan it could not see: an overcount, never a
+    miss)."""
+    by_id = sorted(range(len(admissions)), key=lambda i: admissions[i].entry_id)
+    by_place = sorted(range(len(admissions)), key=lambda i: (admissions[i].place, i))
+    rank = {i: r for r, i in enumerate(by_place)}
+    tree = [0] * (len(admissions) + 1)
+
+    def add(position: int, delta: int) -> None:
+        position += 1
+        while position < len(tree):
+            tree[position] += delta
+            position += position & -position
+
+    def below(position: int) -> int:
+        total = 0
+        while position > 0:
+            total += tree[position]
+            position -= position & -position
+        return total
+
+    inversions, pointer, settled = 0, 0, 0
+    for i, admission in enumerate(admissions):
+        settled = max(settled, admission.settled_id, admission.entry_id)
+        while pointer < len(by_id) and admissions[by_id[pointer]].entry_id <= settled:
+            add(rank[by_id[pointer]], 1)
+            pointer += 1
+        add(rank[i], -1)
+        inversions += below(rank[i])
     return inversions
 
 

@@ -12,14 +12,17 @@ from django.db.models import Count
 
 from dashboard.fairness import (
     QuotedWait,
+    RandomAdmission,
     count_inversions,
     coverage,
     kendall_tau,
     median_abs_error,
     percentiles,
+    random_order_inversions,
 )
-from events.models import Event, Tier
+from events.models import Event, QueueOrder, Tier
 from queueing.models import AuditAction, AuditRecord, QueueEntry
+from queueing.rules.shuffle import place_key
 from queueing.rules.states import EntryStatus
 
 
@@ -68,12 +71,20 @@ class Fairness:
     tiers: list[TierFairness]
     order_inversions: int
     kendall_tau: float | None
+    # A random line's admitted records whose order key is not the place the revealed seed
+    # gives their ticket (None: a fifo line, judged by its keys as recorded).
+    place_mismatches: int | None = None
 
 
-def _fairness(order_keys_by_tier: dict[str, list[int]]) -> Fairness:
+def _fairness(
+    order_keys_by_tier: dict[str, list[int]],
+    counted: dict[str, int] | None = None,
+    place_mismatches: int | None = None,
+) -> Fairness:
+    """``counted``: each tier's inversions when already counted (a random line's)."""
     tiers = []
     for tier, order in sorted(order_keys_by_tier.items()):
-        inversions = count_inversions(order)
+        inversions = counted[tier] if counted is not None else count_inversions(order)
         tiers.append(
             TierFairness(tier, len(order), inversions, kendall_tau(inversions, len(order)))
         )
@@ -83,6 +94,7 @@ def _fairness(order_keys_by_tier: dict[str, list[int]]) -> Fairness:
         tiers=tiers,
         order_inversions=total_inversions,
         kendall_tau=1 - 2 * total_inversions / total_pairs if total_pairs else None,
+        place_mismatches=place_mismatches,
     )
 
 
@@ -109,8 +121,54 @@ SELECT t.name,
 """
 
 
+# A random line's first admissions (the same rule as ``_ORDER_SQL``): the ticket, its entry id,
+# the key recorded and the run's settled id, recomputed against the revealed seed here.
+_RANDOM_ORDER_SQL = f"""
+SELECT t.name, a.ticket_id, q.id,
+       CASE WHEN jsonb_typeof(a.data -> 'order_key') = 'number'
+            THEN (a.data ->> 'order_key')::numeric::bigint END,
+       CASE WHEN jsonb_typeof(a.data -> 'settled_id') = 'number'
+            THEN (a.data ->> 'settled_id')::numeric::bigint END
+  FROM (SELECT DISTINCT ON (ticket_id) ticket_id, seq, data
+          FROM {AuditRecord._meta.db_table}
+         WHERE event_id = %s AND action = %s AND ticket_id IS NOT NULL
+         ORDER BY ticket_id, seq) a
+  JOIN {QueueEntry._meta.db_table} q ON q.public_id = a.ticket_id AND q.event_id = %s
+  JOIN {Tier._meta.db_table} t ON t.id = q.tier_id
+ WHERE NOT EXISTS (SELECT 1 FROM {AuditRecord._meta.db_table} b
+                    WHERE b.ticket_id = a.ticket_id AND b.event_id = %s AND b.action = %s)
+ ORDER BY a.seq
+"""
+
+
+def _random_fairness(event: Event) -> Fairness:
+    """A random line judged by its claim (dashboard/fairness.py), each place recomputed from
+    the seed: every admission took the lowest place among the entries committed before it."""
+    admissions: dict[str, list[RandomAdmission]] = defaultdict(list)
+    mismatches = 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _RANDOM_ORDER_SQL,
+            [event.id, AuditAction.ADMITTED.value, event.id, event.id, AuditAction.BACK.value],
+        )
+        while rows := cursor.fetchmany(10_000):
+            for tier, ticket_id, entry_id, recorded, settled_id in rows:
+                place = place_key(event.shuffle_seed, ticket_id)
+                mismatches += recorded != place
+                admissions[tier].append(
+                    RandomAdmission(place=place, entry_id=entry_id, settled_id=settled_id or 0)
+                )
+    return _fairness(
+        {tier: [a.place for a in found] for tier, found in admissions.items()},
+        counted={tier: random_order_inversions(found) for tier, found in admissions.items()},
+        place_mismatches=mismatches,
+    )
+
+
 def event_fairness(event: Event) -> Fairness:
     """Order inversions and Kendall tau per tier, among first admissions."""
+    if event.queue_order == QueueOrder.RANDOM:
+        return _random_fairness(event)
     order_keys_by_tier: dict[str, list[int]] = defaultdict(list)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -176,6 +234,8 @@ def event_report(event: Event) -> dict[str, Any]:
         "came_back_after_turn": away.get(AuditAction.BACK.value, 0),
         "order_inversions": fairness.order_inversions,
         "kendall_tau": fairness.kendall_tau,
+        "queue_order": event.queue_order,
+        "place_mismatches": fairness.place_mismatches,
         "per_tier": [
             {
                 "tier": t.tier,
@@ -189,5 +249,10 @@ def event_report(event: Event) -> dict[str, Any]:
         "eta_median_abs_error_s": median_abs_error(waits),
         "abandonment_rate": abandoned / len(entries) if entries else None,
         "wait_s": percentiles([w.waited for w in waits]),
-        "order_reference": "order key: join order, and the published shuffle for the pre-queue",
+        "order_reference": (
+            "place key: sha256(seed + ':' + ticket_id), first 52 bits, lowest among the "
+            "entries committed before each admission"
+            if event.queue_order == QueueOrder.RANDOM
+            else "order key: join order, and the published shuffle for the pre-queue"
+        ),
     }

@@ -47,6 +47,16 @@ class EventControl(models.TextChoices):
     CLOSED = "closed", "Closed"
 
 
+class QueueOrder(models.TextChoices):
+    """In which order the line lets its fans in (docs/api.md, "Random order")."""
+
+    # First come, first served: the order of the joins (one PostgreSQL sequence).
+    FIFO = "fifo", "First come, first served"
+    # Each fan's place is a keyed hash of the on-sale's secret seed and their ticket id,
+    # fixed at the join and recomputable by anyone once the seed is revealed at the end.
+    RANDOM = "random", "Random (verifiable)"
+
+
 class EventMode(models.TextChoices):
     """How the room lets fans through (docs/api.md, "Staff API")."""
 
@@ -136,6 +146,17 @@ class Event(models.Model):
         help_text=f"How many lanes the line is split in ({LANES_MIN}-{LANES_MAX}): each lane "
         "lives on its own Redis Cluster slot, so a line too busy for one Redis core spreads "
         "over several. Fixed once anyone is in the line.",
+    )
+    # Fixed once anyone is in the line: every fan's place key was drawn in its order.
+    queue_order = models.CharField(
+        max_length=8,
+        choices=QueueOrder.choices,
+        default=QueueOrder.FIFO,
+        # The old release's inserts leave the column out during an upgrade.
+        db_default=QueueOrder.FIFO.value,
+        help_text="First come, first served, or random: each fan's place is a hash of the "
+        "on-sale's secret seed and their ticket, revealed when the on-sale ends so anyone can "
+        "check the order. Fixed once anyone is in the line.",
     )
     max_queue_length = models.PositiveIntegerField(
         default=0, help_text="Joins are refused once this many fans wait (0 = unbounded)."
@@ -379,6 +400,14 @@ class Event(models.Model):
     @property
     def shuffle_seed_sha256(self) -> str:
         return hashlib.sha256(self.shuffle_seed.encode()).hexdigest()
+
+    def shuffle_seed_revealed(self, *, closed: bool) -> str | None:
+        """The seed, once it may be published: after the pre-queue's shuffle in a fifo line;
+        in a random one, where it orders the whole line, only once the on-sale is ``closed``
+        (a fan who knew it could tell where a join would land)."""
+        if self.queue_order == QueueOrder.RANDOM:
+            return self.shuffle_seed if closed else None
+        return self.shuffle_seed if self.started_at else None
 
     @property
     def queueit_event_id_effective(self) -> str:

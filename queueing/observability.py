@@ -7,8 +7,9 @@ threads would not survive a fork. At the queue's root, outside its rooms, as
 Tracing is on when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``..._TRACES_ENDPOINT``) is set and
 ``OTEL_SDK_DISABLED`` is not: spans of Django's views, Celery's tasks (sent and run, one
 trace across both), psycopg's statements and redis-py's commands, exported over OTLP/HTTP.
-The lean ASGI paths get no span of their own: with tracing on, the status path measured at
-half its throughput (docs/operations.md, "Logs, traces and errors"). The SDK reads the
+The lean ASGI paths (status, join, gate, and the join batches' commits) make no spans at all
+(``untraced``): their instrumented calls cost even when the sampler drops the trace
+(docs/operations.md, "Logs, traces and errors"). The SDK reads the
 standard ``OTEL_*`` variables itself (sampler, service name, headers, timeouts:
 docs/configuration.md).
 
@@ -20,6 +21,8 @@ users: ``send_default_pii`` off), and no performance tracing of its own.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 
 import sentry_sdk
 from django.conf import settings
@@ -29,6 +32,7 @@ from opentelemetry.instrumentation.celery import CeleryInstrumentor
 from opentelemetry.instrumentation.django import DjangoInstrumentor
 from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 from opentelemetry.instrumentation.redis import RedisInstrumentor
+from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -38,6 +42,14 @@ from sentry_sdk.integrations.django import DjangoIntegration
 logger = logging.getLogger(__name__)
 
 _done: set[str] = set()
+
+# Around the lean paths' work (queueing/web/hot_paths.py, join_batcher.py): no spans there.
+# redis-py's and psycopg's instrumentation ran on every status poll and join even when the
+# sampler dropped the trace, and cost the status path a quarter of its throughput in
+# bench-quick (docs/operations.md, "Logs, traces and errors"). Without tracing, nothing.
+untraced: Callable[[], AbstractContextManager[object]] = (
+    suppress_instrumentation if settings.WR_TRACING else nullcontext
+)
 
 
 def observability_setup(*, service: str) -> None:

@@ -40,6 +40,14 @@ lane's last record), its entries must keep only the archived fields, and its end
 and SHA-256 of every line before it must hold. The digest and root chain head printed are what
 the room keeps of the archived on-sale: compare them.
 
+``--seed SEED`` (an on-sale in ``random`` queue order, its seed revealed once it closed:
+docs/api.md, "Random order") also checks the order: the seed is the one committed to (its
+SHA-256 is the ``shuffle_seed_sha256`` of the on-sale's ``event_created`` record), each first
+``admitted`` record's ``order_key`` is the place ``sha256(seed + ":" + ticket_id)`` gives
+(first 52 bits), and within each admission run (one ``at``) each tier went in lowest place
+first. Whom a run had to be ahead of among the fans still waiting needs the entries' ids,
+which the trail does not hold: the room's report (``order_inversions``) checks that.
+
 Only Python's standard library is used, so this file runs on its own, anywhere with Python
 3.9 or later. Over 350 lines on purpose: one file to copy anywhere, nothing to install.
 """
@@ -717,6 +725,49 @@ def _binary(name: str) -> IO[bytes]:
     return sys.stdin.buffer if name == "-" else open(name, "rb")
 
 
+def place_key(seed: str, ticket_id: str) -> int:
+    """A random line's place: the first 52 bits of sha256(seed + ":" + ticket_id)."""
+    return int(_sha256(f"{seed}:{ticket_id}")[:13], 16)
+
+
+def check_order(records: list[Record], seed: str, out: IO[str]) -> int:
+    """0 when the revealed ``seed`` is the committed one and every first admission's key is
+    its place, in place order within each run and tier; 1 (printed) otherwise."""
+    committed = {
+        str(r.fields["event_id"]): r.fields["data"].get("shuffle_seed_sha256")
+        for r in records
+        if r.fields["action"] == "event_created" and isinstance(r.fields["data"], dict)
+    }
+    if not committed:
+        print("FAILED: no event_created record to hold the seed's commitment.", file=out)
+        return 1
+    if _sha256(seed) not in committed.values():
+        print("FAILED: the seed's SHA-256 is not the shuffle_seed_sha256 committed to.", file=out)
+        return 1
+    seen: set[str] = set()
+    runs: dict[tuple[str, str, str], list[int]] = {}
+    mismatches = 0
+    for record in records:
+        fields = record.fields
+        ticket, data = str(fields["ticket_id"]), fields["data"]
+        if fields["action"] != "admitted" or ticket in seen or not isinstance(data, dict):
+            continue
+        seen.add(ticket)  # a second admission is a re-entry's, from the front of the tier
+        place = place_key(seed, ticket)
+        if data.get("order_key") != place:
+            mismatches += 1
+            print(f"Not its place: {record.where} (ticket {ticket}).", file=out)
+        run = (str(fields["event_id"]), str(fields["at_hashed"]), str(data.get("tier")))
+        runs.setdefault(run, []).append(place)
+    unordered = sum(1 for places in runs.values() if places != sorted(places))
+    print(
+        f"Order: {len(seen)} first admissions, {mismatches} not at their place, {unordered} of"
+        f" {len(runs)} runs (per tier) not lowest place first.",
+        file=out,
+    )
+    return 1 if mismatches or unordered else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Check an export of the waiting room's audit trail (JSON pages, a JSON"
@@ -725,6 +776,7 @@ def main(argv: list[str] | None = None) -> int:
         epilog="Exit status: 0 all holds, 1 a bad record (named), 2 bad usage or input.",
     )
     parser.add_argument("file", help="the export or an archive, or - for standard input")
+    parser.add_argument("--seed", help="a random on-sale's revealed seed: check its order too")
     args = parser.parse_args(argv)
     try:
         raw = io.BufferedReader(_binary(args.file))  # type: ignore[arg-type]
@@ -732,7 +784,10 @@ def main(argv: list[str] | None = None) -> int:
             if raw.peek(2)[:2] == GZIP_MAGIC:
                 return verify_archive(raw, sys.stdout)
             stream = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
-            return verify(records_of(stream), sys.stdout)
+            if args.seed is None:
+                return verify(records_of(stream), sys.stdout)
+            records = list(records_of(stream))
+            return verify(iter(records), sys.stdout) or check_order(records, args.seed, sys.stdout)
     except BadInput as exc:
         print(f"{parser.prog}: {args.file}: {exc}", file=sys.stderr)
     except UnicodeDecodeError as exc:

@@ -26,6 +26,7 @@ EVENT_FIELDSETS: tuple[tuple[str | None, dict[str, Any]], ...] = (
                 "heartbeat_seconds",
                 "away_seconds",
                 "lanes",
+                "queue_order",
                 "max_queue_length",
                 "max_wait_seconds",
                 "pow_difficulty",

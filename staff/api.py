@@ -25,6 +25,7 @@ from events.models import (
     RETURN_HOSTS_MAX,
     Event,
     EventMode,
+    QueueOrder,
     Tier,
 )
 from events.validation import (
@@ -108,6 +109,8 @@ class EventInputSerializer(serializers.Serializer):
             "max_value": f"An on-sale has {LANES_MIN} to {LANES_MAX} lanes.",
         },
     )
+    # fifo or random (docs/api.md, "Random order"); fixed once anyone is in line (400).
+    queue_order = serializers.ChoiceField(choices=QueueOrder.values, required=False)
     max_queue_length = serializers.IntegerField(min_value=0, max_value=100_000_000, required=False)
     max_wait_seconds = serializers.IntegerField(min_value=0, max_value=30 * 86_400, required=False)
     prequeue_opens_at = serializers.DateTimeField(allow_null=True, required=False)
@@ -231,6 +234,7 @@ class EventOutputSerializer(serializers.Serializer):
     heartbeat_seconds = serializers.IntegerField()
     away_seconds = serializers.IntegerField()
     lanes = serializers.IntegerField()
+    queue_order = serializers.ChoiceField(choices=QueueOrder.values)
     max_queue_length = serializers.IntegerField()
     max_wait_seconds = serializers.IntegerField()
     prequeue_opens_at = serializers.DateTimeField(allow_null=True)

@@ -26,7 +26,7 @@ from queueing.rules.branding import (
     logo_check,
     page_branding,
 )
-from queueing.rules.errors import LanesFixed
+from queueing.rules.errors import LanesFixed, QueueOrderFixed
 from queueing.rules.eta import Eta
 from queueing.rules.states import EntryStatus
 from queueing.rules.wording import StatusKind, status_text, wait_range_text
@@ -88,6 +88,15 @@ class EventAdminForm(LookFieldsMixin, forms.ModelForm):
         if saved.pk is not None and lanes != saved.lanes and anyone_joined(saved.pk):
             raise ValidationError(gettext(LanesFixed.default_detail), code="lanes_fixed")
         return lanes
+
+    def clean_queue_order(self) -> str:
+        """Refused here, as a form error, rather than by the service on save
+        (QueueOrderFixed): a change would reorder the fans already in line."""
+        order: str = self.cleaned_data["queue_order"]
+        saved = self.instance
+        if saved.pk is not None and order != saved.queue_order and anyone_joined(saved.pk):
+            raise ValidationError(gettext(QueueOrderFixed.default_detail), code="queue_order_fixed")
+        return order
 
     def clean_traffic_rules(self) -> object:
         # An emptied box is no rules; the model's validation gives every fault's message.

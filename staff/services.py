@@ -38,7 +38,7 @@ from queueing.models import AuditAction
 from queueing.records.audit import audit_append, audit_chain_start, audit_lane_heads_ensure
 from queueing.records.entry_reads import anyone_joined
 from queueing.rules.branding import LogoRefused, logo_check
-from queueing.rules.errors import EventArchived, LanesFixed
+from queueing.rules.errors import EventArchived, LanesFixed, QueueOrderFixed
 from queueing.webhooks.emitting import webhook_emit
 from staff.queueit_settings import WRITE_ONLY_FIELDS, checked, write_only_audit
 
@@ -53,6 +53,7 @@ EDITABLE_FIELDS = (
     "heartbeat_seconds",
     "away_seconds",
     "lanes",
+    "queue_order",
     "max_queue_length",
     "max_wait_seconds",
     "prequeue_opens_at",
@@ -268,11 +269,18 @@ def event_update(
     with transaction.atomic():
         locked = Event.objects.select_for_update(no_key=True).get(pk=event.pk)
         lanes_change = "lanes" in changes and changes["lanes"] != locked.lanes
-        if lanes_change:
+        order_change = "queue_order" in changes and changes["queue_order"] != locked.queue_order
+        if lanes_change or order_change:
             # Locked against joins too (it waits for those under way, which hold a key-share
             # lock: line/joining.py): none commits between the check and the change.
             locked = Event.objects.select_for_update().get(pk=event.pk)
-            if anyone_joined(locked.pk):
+            # Each fan's place key was drawn in the order of the moment they joined: a change
+            # would reorder those already waiting (queueing/rules/shuffle.py). A line that
+            # started with nobody in it (no ``starts_at``: it starts at creation) reorders
+            # nobody, so the first join is the limit, as for the lanes.
+            if order_change and anyone_joined(locked.pk):
+                raise QueueOrderFixed()
+            if lanes_change and anyone_joined(locked.pk):
                 raise LanesFixed()
         diff = {}
         for name, value in changes.items():

@@ -50,7 +50,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 
-from events.models import Event, EventMode, EventState, Tier
+from events.models import Event, EventMode, EventState, QueueOrder, Tier
 from queueing.hot.channels import notify_admitted
 from queueing.hot.line_index import IndexState, Placement
 from queueing.line.answers import TicketAnswer, answer_from_facts
@@ -61,7 +61,7 @@ from queueing.line.sessions import entry_pass
 from queueing.line.turn_mail import turn_mail_ask
 from queueing.models import AdmissionState, AuditAction, AuditChainHead, PassKey, QueueEntry
 from queueing.records.audit import AuditItem, audit_append_many
-from queueing.records.entries import order_keys_settled
+from queueing.records.entries import Settled, order_keys_settled
 from queueing.records.entry_reads import IN_ORDER, earlier_admissions_since
 from queueing.records.transitions import Moved, transition_many
 from queueing.rules.admission_plan import (
@@ -288,6 +288,9 @@ class _Moves:
     expired: list[Moved] = field(default_factory=list)
     passed: list[Moved] = field(default_factory=list)  # away: passed over, place kept
     tier_names: dict[int, str] = field(default_factory=dict)
+    # A random line's run: the settled entry id it took fans up to (kept in each admitted
+    # record, so the fairness report knows whom each admission had to be ahead of).
+    settled_id: int | None = None
 
 
 def admission_run(
@@ -377,7 +380,7 @@ def _plan(
     return _Plan(event=event, state=state, now=now, room=room, heal_index=heal_index, manual=manual)
 
 
-def _move(plan: _Plan, *, settled: int) -> _Moves:
+def _move(plan: _Plan, *, settled: Settled) -> _Moves:
     """The next ``room.n`` fans over the tiers (their split, ``rules/admission_plan.py``):
     those whose page is away are passed over (their place kept, line/away.py), those whose
     hold ran out too expire, the others are admitted; the picks are refilled for those
@@ -386,9 +389,18 @@ def _move(plan: _Plan, *, settled: int) -> _Moves:
     event, state, now, n = plan.event, plan.state, plan.now, plan.room.n
     if n <= 0:
         return _Moves()
+    # Place keys are hashes, not drawn in join order: a join still committing may sort before
+    # anyone, and no bound on keys keeps it from being passed by. What holds is that every
+    # entry up to the settled id is committed, and each pick takes the lowest place among
+    # them: the claim the fairness report checks (docs/api.md, "Random order").
+    bound = (
+        _Bound(entry_id=settled.entry_id)
+        if event.queue_order == QueueOrder.RANDOM
+        else _Bound(order_key=settled.order_key)
+    )
     tiers = list(Tier.objects.filter(event_id=event.pk).order_by("priority", "id"))
     split = split_batch(
-        [TierDemand(t.id, t.share, _waiting_at_most(event.pk, t.id, n, settled)) for t in tiers],
+        [TierDemand(t.id, t.share, _waiting_at_most(event.pk, t.id, n, bound)) for t in tiers],
         n,
         {int(k): v for k, v in state.tier_credit.items()},
     )
@@ -398,7 +410,7 @@ def _move(plan: _Plan, *, settled: int) -> _Moves:
     passed: list[Moved] = []
     for _ in range(PICK_ROUNDS):
         picked = {
-            tier_id: _pick(event.pk, tier_id, take, settled) for tier_id, take in wanted.items()
+            tier_id: _pick(event.pk, tier_id, take, bound) for tier_id, take in wanted.items()
         }
         lanes = {entry_id: lane for pairs in picked.values() for entry_id, lane in pairs}
         candidates = [entry_id for pairs in picked.values() for entry_id, _ in pairs]
@@ -441,32 +453,50 @@ def _move(plan: _Plan, *, settled: int) -> _Moves:
         expired=expired,
         passed=passed,
         tier_names={tier.id: tier.name for tier in tiers},
+        settled_id=bound.entry_id,
     )
 
 
-def _waiting_at_most(event_id: int, tier_id: int, limit: int, settled: int) -> int:
-    """How many wait in a tier, in its order (not those passed over while away) and with a
-    settled key, counting no further than ``limit`` (cheap in a huge line)."""
+@dataclass(frozen=True)
+class _Bound:
+    """Whom a run may take: keys up to the settled one (fifo), or ids up to the settled one
+    (random, whose keys are not drawn in order)."""
+
+    order_key: int | None = None
+    entry_id: int | None = None
+
+    def sql(self) -> tuple[str, list[int]]:
+        if self.entry_id is not None:
+            return "AND id <= %s ", [self.entry_id]
+        return "AND order_key <= %s ", [self.order_key or 0]
+
+
+def _waiting_at_most(event_id: int, tier_id: int, limit: int, bound: _Bound) -> int:
+    """How many wait in a tier, in its order (not those passed over while away) and within
+    the run's bound, counting no further than ``limit`` (cheap in a huge line)."""
+    within, params = bound.sql()
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM {QueueEntry._meta.db_table} "
             "WHERE event_id = %s AND tier_id = %s AND status = %s "
-            "AND passed_over_at IS NULL AND order_key <= %s LIMIT %s) AS head",
-            [event_id, tier_id, EntryStatus.WAITING.value, settled, limit],
+            f"AND passed_over_at IS NULL {within}LIMIT %s) AS head",
+            [event_id, tier_id, EntryStatus.WAITING.value, *params, limit],
         )
         return int(cursor.fetchone()[0])
 
 
-def _pick(event_id: int, tier_id: int, limit: int, settled: int) -> list[tuple[int, int]]:
+def _pick(event_id: int, tier_id: int, limit: int, bound: _Bound) -> list[tuple[int, int]]:
     """The next ``limit`` fans of a tier, as (entry id, lane), in order-key order across
     every lane of the line: one read of the partial index behind the line's order, which
-    holds all lanes, is the merge of the lanes' heads. Only keys up to ``settled``: a join
-    that drew a smaller key may still be committing (records/entries.py)."""
+    holds all lanes, is the merge of the lanes' heads. Only within ``bound``: in fifo, a
+    join that drew a smaller key may still be committing (records/entries.py)."""
+    in_line = QueueEntry.objects.filter(IN_ORDER, event_id=event_id, tier_id=tier_id)
+    if bound.entry_id is not None:
+        in_line = in_line.filter(id__lte=bound.entry_id)
+    else:
+        in_line = in_line.filter(order_key__lte=bound.order_key)
     return list(
-        QueueEntry.objects.filter(
-            IN_ORDER, event_id=event_id, tier_id=tier_id, order_key__lte=settled
-        )
-        .order_by("order_key")
+        in_line.order_by("order_key")
         .select_for_update(skip_locked=True)
         .values_list("id", "lane")[:limit]
     )
@@ -484,7 +514,11 @@ def _record(plan: _Plan, moves: _Moves) -> None:
             AuditItem(
                 action=AuditAction.ADMITTED,
                 ticket_id=moved.public_id,
-                data={"tier": moves.tier_names[moved.tier_id], "order_key": moved.order_key},
+                data={
+                    "tier": moves.tier_names[moved.tier_id],
+                    "order_key": moved.order_key,
+                    **({"settled_id": moves.settled_id} if moves.settled_id is not None else {}),
+                },
             )
             for moved in moves.admitted
         ]

@@ -70,6 +70,7 @@ ARCHIVE_LOCK_NAMESPACE = 0x5741
 # (integration key, Queue-it secret key) and access codes are left out.
 EVENT_FIELDS = (
     "id",
+    "queue_order",
     "slug",
     "name",
     "target_url",
@@ -233,8 +234,9 @@ def _event_settings(event: Event) -> dict[str, Any]:
     for name in EVENT_FIELDS:
         value = getattr(event, name)
         settings[name] = hashed_at(value) if isinstance(value, datetime) else value
-    # Published once the line started (as the on-sale's API does): the shuffle can be redone.
-    settings["shuffle_seed"] = event.shuffle_seed if event.started_at else None
+    # Published as the on-sale's API does (an archived on-sale has closed): the shuffle, and a
+    # random line's order, can be redone.
+    settings["shuffle_seed"] = event.shuffle_seed_revealed(closed=True)
     settings["shuffle_seed_sha256"] = event.shuffle_seed_sha256
     settings["tiers"] = [
         {"id": t.id, "name": t.name, "priority": t.priority, "share": t.share,

@@ -42,7 +42,7 @@ from django.db import (
     transaction,
 )
 
-from events.models import AccessCode, Event, EventMode, EventState, Tier
+from events.models import AccessCode, Event, EventMode, EventState, QueueOrder, Tier
 from events.validation import access_code_tag, is_well_formed_access_code, normalise_access_code
 from queueing.hot.line_index import Placement
 from queueing.line.admission import answer_admitted, join_admit, line_length
@@ -81,6 +81,7 @@ from queueing.rules.eta import Eta
 from queueing.rules.lanes import lane_of
 from queueing.rules.layout import EventLayout
 from queueing.rules.line_limits import join_quote, within_address_cap
+from queueing.rules.shuffle import place_key
 from queueing.rules.states import EntryStatus
 
 logger = logging.getLogger(__name__)
@@ -577,7 +578,7 @@ class _Committed:
 
 
 def _entry(event: Event, status: EntryStatus, newcomer: _Newcomer, lane: int) -> QueueEntry:
-    return QueueEntry(
+    entry = QueueEntry(
         lane=lane,
         event=event,
         tier=newcomer.tier,
@@ -592,6 +593,11 @@ def _entry(event: Event, status: EntryStatus, newcomer: _Newcomer, lane: int) ->
         return_url=newcomer.return_url,
         join_request_id=newcomer.request.request_id,
     )
+    if event.queue_order == QueueOrder.RANDOM:
+        # The place is fixed here, from the ticket id: joining again returns this ticket,
+        # so nobody re-rolls it (rules/shuffle.py).
+        entry.order_key = place_key(event.shuffle_seed, entry.public_id)
+    return entry
 
 
 def _nothing_to_decide(event: Event) -> bool:

@@ -11,7 +11,7 @@ from datetime import datetime
 from django.conf import settings
 from django.db import connection, transaction
 
-from events.models import Event, EventState
+from events.models import Event, EventState, QueueOrder
 from queueing.line.index_sync import (
     hot_index_rebuild,
     index_add,
@@ -93,7 +93,10 @@ def line_start(*, event_id: int, now: datetime, only_without_prequeue: bool = Fa
             data={
                 "shuffled": event.shuffle_at_start,
                 "cohort": len(ids),
-                "seed": event.shuffle_seed,
+                # A random line's seed orders everyone who joins later too: kept secret
+                # until the on-sale ends (the on-sale's API reveals it then).
+                "seed": None if event.queue_order == QueueOrder.RANDOM else event.shuffle_seed,
+                "queue_order": event.queue_order,
                 "seed_sha256": event.shuffle_seed_sha256,
                 "algorithm": SHUFFLE_ALGORITHM,
                 "order_keys": "the cohort's own keys, ascending, handed out in that order",

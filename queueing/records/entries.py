@@ -12,6 +12,10 @@ for every transaction still drawing or committing keys, reads the sequence, and 
 key up to that value is committed or gone, and admission takes no fan beyond it. So no join
 needs to draw its keys under its chain head's lock, and joins to different chains (lanes)
 need not commit in key order.
+
+A random line (``Event.queue_order``) brings its own keys, place keys (rules/shuffle.py), which
+no sequence draws: the entry ids, drawn by the same inserts under the same lock, bound whom
+admission takes instead (``Settled.entry_id``).
 """
 
 from __future__ import annotations
@@ -29,7 +33,12 @@ from queueing.rules.states import LIVE, REENTERABLE, REENTRY_TO
 
 # First key of the two-int advisory lock over an on-sale's order keys; the second is its id.
 ORDER_KEYS_LOCK_NAMESPACE = 0x574B
-_SETTLED = f"SELECT last_value FROM {ORDER_KEY_SEQUENCE}"
+# Entry ids are drawn by the same inserts under the same lock: in a random line, where order
+# keys are place keys (rules/shuffle.py), the settled id bounds the entries committed before.
+_SETTLED = (
+    f"SELECT (SELECT last_value FROM {ORDER_KEY_SEQUENCE}), "
+    f"(SELECT last_value FROM {QueueEntry._meta.db_table}_id_seq)"
+)
 
 
 def order_keys_drawing(event_id: int) -> None:
@@ -43,17 +52,25 @@ def order_keys_drawing(event_id: int) -> None:
         )
 
 
-def order_keys_settled(event_id: int) -> int:
+@dataclass(frozen=True)
+class Settled:
+    order_key: int
+    entry_id: int
+
+
+def order_keys_settled(event_id: int) -> Settled:
     """The largest order key up to which every key of ``event_id``'s entries is committed or
-    rolled back. Waits for the inserts of its entries in flight to end (new ones wait behind
-    it meanwhile). Called outside a transaction, it is a transaction of its own and holds
-    nothing when it returns; inside one, the lock lasts as long as that."""
+    rolled back, and the largest entry id likewise (a random line's bound: its keys are place
+    keys, not drawn in order). Waits for the inserts of its entries in flight to end (new
+    ones wait behind it meanwhile). Called outside a transaction, it is a transaction of its
+    own and holds nothing when it returns; inside one, the lock lasts as long as that."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_advisory_xact_lock(%s, %s)", [ORDER_KEYS_LOCK_NAMESPACE, event_id]
         )
         cursor.execute(_SETTLED)
-        return int(cursor.fetchone()[0])
+        order_key, entry_id = cursor.fetchone()
+        return Settled(order_key=int(order_key), entry_id=int(entry_id))
 
 
 # The partial unique index behind "one live ticket per identity and on-sale" (models.py).
@@ -81,16 +98,20 @@ NEW_ENTRY_FIELDS = (
 
 def entries_insert(entries: Sequence[QueueEntry], *, checked_now: bool = False) -> None:
     """Insert unsaved entries with one statement; each gets its id and order key, which
-    follow the order of ``entries``. Their on-sale's ``order_keys_drawing`` comes first.
+    follow the order of ``entries`` (unless every entry brings its own key: a random line's
+    place keys). Their on-sale's ``order_keys_drawing`` comes first.
     ``checked_now``: their foreign keys are checked by the insert rather than at the commit,
     as every later statement's of the transaction: a join inserting before it takes the
     chain head's lock does not leave their checks to the commit, under the lock."""
     if checked_now:
         with connection.cursor() as cursor:
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    # An on-sale in random order gives its entries their place keys (rules/shuffle.py):
+    # then they are the order keys, and the sequence draws none.
+    placed = bool(entries) and all(isinstance(entry.order_key, int) for entry in entries)
     inserted = insert_rows(
         QueueEntry,
-        NEW_ENTRY_FIELDS,
+        (*NEW_ENTRY_FIELDS, "order_key") if placed else NEW_ENTRY_FIELDS,
         [
             [
                 entry.public_id,
@@ -107,6 +128,7 @@ def entries_insert(entries: Sequence[QueueEntry], *, checked_now: bool = False) 
                 entry.return_url,
                 entry.lane,
                 entry.join_request_id,
+                *([entry.order_key] if placed else []),
             ]
             for entry in entries
         ],

@@ -26,6 +26,7 @@ class ErrorCode(StrEnum):
     INVALID_TICKET = "invalid_ticket"
     LANES_FIXED = "lanes_fixed"
     PLACE_MOVED = "place_moved"
+    QUEUE_ORDER_FIXED = "queue_order_fixed"
     POW_INVALID = "pow_invalid"
     POW_REQUIRED = "pow_required"
     QUEUE_FULL = "queue_full"
@@ -198,6 +199,18 @@ class LanesFixed(
 ):
     """Staff asked to change an on-sale's ``lanes`` after its first join
     (queueing/rules/lanes.py)."""
+
+
+class QueueOrderFixed(
+    QueueError,
+    code=ErrorCode.QUEUE_ORDER_FIXED,
+    detail=gettext_noop(
+        "The queue order cannot change once anyone is in this on-sale's line: it would "
+        "reorder the fans already waiting."
+    ),
+):
+    """Staff asked to change an on-sale's ``queue_order`` after its first join
+    (queueing/rules/shuffle.py, ``place_key``)."""
 
 
 class AdmissionBusy(

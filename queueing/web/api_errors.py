@@ -62,6 +62,7 @@ STATUS_FOR_CODE: dict[ErrorCode, int] = {
     ErrorCode.INVALID_TICKET: 400,
     ErrorCode.POW_INVALID: 400,
     ErrorCode.POW_REQUIRED: 400,
+    ErrorCode.QUEUE_ORDER_FIXED: 400,
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.EVENT_NOT_FOUND: 404,
     ErrorCode.TICKET_NOT_FOUND: 404,

@@ -13,7 +13,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
-from events.models import Event
+from events.models import Event, EventState
 from queueing.line.answers import TicketAnswer, ticket_poll
 from queueing.line.joining import JoinOutcome, JoinRequest, JoinResult, entry_join_many
 from queueing.line.leaving import entry_leave
@@ -227,8 +227,9 @@ def event_public_payload(event: Event, *, now: datetime) -> dict[str, Any]:
         "ends_at": _iso(event.ends_at),
         "started_at": _iso(event.started_at),
         # The shuffle's commitment, then its reveal (see queueing/rules/shuffle.py).
+        "queue_order": event.queue_order,
         "shuffle_seed_sha256": event.shuffle_seed_sha256,
-        "shuffle_seed": event.shuffle_seed if event.started_at else None,
+        "shuffle_seed": event.shuffle_seed_revealed(closed=view.state == EventState.CLOSED),
         "message": event.message or None,
         "sold_out_at": _iso(event.sold_out_at),
         "sold_out_message": event.sold_out_message or None,

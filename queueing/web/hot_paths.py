@@ -44,6 +44,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.functional import SimpleLazyObject
 
 from queueing.line.answers import ticket_poll_async
+from queueing.observability import untraced
 from queueing.rules.ticket_codec import InvalidTicket, ticket_read
 from queueing.web.api_errors import (
     api_exception_response,
@@ -87,7 +88,8 @@ class HotPaths:
                 if not (match := route.regex.match(scope["path"])):
                     continue
                 started = time.perf_counter()
-                reply = await self._lean(scope, receive, route, match)
+                with untraced():
+                    reply = await self._lean(scope, receive, route, match)
                 if reply is not None:
                     if reply is not SILENT:
                         await send(

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from queueing.in_process import closes_old_connections
+from queueing.observability import untraced
 from queueing.web.api_errors import (
     api_exception_response,
     unavailable_response,
@@ -154,9 +155,11 @@ class JoinBatcher:
 
 @closes_old_connections
 def _commit_batch(items: Sequence[tuple[HttpRequest, str]]) -> list[HttpResponse]:
-    """In the batch thread: like one Django request, with its connection checks around it."""
+    """In the batch thread: like one Django request, with its connection checks around it,
+    and like the lean paths, untraced."""
     try:
-        return join_batch(items)
+        with untraced():
+            return join_batch(items)
     except Exception as exc:  # noqa: BLE001  every fan of the batch gets the API's answer
         # join_batch answers each fan's own failures; what reaches here failed before any
         # join of the batch committed. The middleware's mapping says what fans are told

@@ -5,11 +5,13 @@ import pytest
 
 from dashboard.fairness import (
     QuotedWait,
+    RandomAdmission,
     count_inversions,
     coverage,
     kendall_tau,
     median_abs_error,
     percentiles,
+    random_order_inversions,
 )
 
 
@@ -22,6 +24,38 @@ def test_inversions_match_the_definition() -> None:
     for n in (0, 1, 2, 5, 40, 200):
         values = rng.sample(range(10_000), n)
         assert count_inversions(values) == brute_force_inversions(values)
+
+
+def brute_force_random_inversions(admissions):
+    """By the definition: a later admission with a lower place, committed before the run of
+    an earlier one (the settled ids taken as never going down)."""
+    found, settled = 0, 0
+    for i, a in enumerate(admissions):
+        settled = max(settled, a.settled_id, a.entry_id)
+        found += sum(1 for b in admissions[i + 1 :] if b.place < a.place and b.entry_id <= settled)
+    return found
+
+
+def test_random_order_inversions_match_the_definition() -> None:
+    rng = random.Random(11)
+    for n in (0, 1, 2, 7, 60, 300):
+        ids = list(range(1, n + 1))
+        order = rng.sample(ids, n)  # the order admissions happened in
+        settled, admissions = 0, []
+        for entry_id in order:
+            settled = max(settled, entry_id, settled + rng.randrange(0, 4))
+            place = rng.randrange(1_000)
+            admissions.append(RandomAdmission(place=place, entry_id=entry_id, settled_id=settled))
+        assert random_order_inversions(admissions) == brute_force_random_inversions(admissions)
+
+
+def test_a_newcomer_ahead_of_those_let_in_before_it_joined_is_no_inversion() -> None:
+    # Entries 1-3 committed before the first run (settled 3); entry 4, with the lowest place,
+    # joined after it and went in next: fair. Had it been committed before, it would count.
+    fair = [RandomAdmission(20, 1, 3), RandomAdmission(30, 2, 3), RandomAdmission(5, 4, 4)]
+    assert random_order_inversions(fair) == 0
+    late = [RandomAdmission(20, 1, 4), RandomAdmission(30, 2, 4), RandomAdmission(5, 4, 4)]
+    assert random_order_inversions(late) == 2
 
 
 def test_kendall_tau_is_one_in_order_and_minus_one_reversed() -> None:

@@ -68,6 +68,17 @@ def test_a_join_and_its_admission_are_traced_to_a_collector(make_event) -> None:
         event_ticks = {s.trace_id for s in spans if s.name == "run/queueing.tasks.event_tick"}
         assert room_ticks & event_ticks
         assert {s.service for s in spans} >= {"web", "worker", "scheduler"}
+        # The lean join made no spans (queueing/observability.py, ``untraced``): of the two
+        # entries the web process inserted, only the one Django's view made is in a trace.
+        inserts = [
+            s
+            for s in spans
+            if s.service == "web"
+            and str(s.attributes.get("db.statement", "")).startswith(
+                'INSERT INTO "queueing_queueentry"'
+            )
+        ]
+        assert len(inserts) == 1, [s.attributes.get("db.statement") for s in inserts]
 
 
 def test_an_unhandled_error_reaches_the_error_reports(make_event) -> None:

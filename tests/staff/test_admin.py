@@ -33,6 +33,7 @@ def test_creating_an_event_in_the_admin_goes_through_the_service(admin_client_) 
             "heartbeat_seconds": 60,
             "away_seconds": 600,
             "lanes": 1,
+            "queue_order": "fifo",
             "max_queue_length": 0,
             "max_wait_seconds": 0,
             "pow_difficulty": 0,

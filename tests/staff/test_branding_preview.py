@@ -191,6 +191,7 @@ def test_a_new_on_sale_may_get_its_look_and_logo_at_once(boss) -> None:
             "heartbeat_seconds": 60,
             "away_seconds": 600,
             "lanes": 1,
+            "queue_order": "fifo",
             "max_queue_length": 0,
             "max_wait_seconds": 0,
             "pow_difficulty": 0,
