@@ -7,12 +7,15 @@ FILE holds what the room publishes (docs/api.md, "The draw"), JSON documents one
 other, as ``curl ... >> draw.json`` leaves them:
 
 - the draw, ``GET /api/v1/events/{slug}/draw`` (once drawn: its seed, list root and count);
+- optionally the on-sale, ``GET /api/v1/events/{slug}``, whose ``draw_seed_sha256`` is the
+  commitment published from creation (then it must be the draw's too);
 - every page of its list, ``GET /api/v1/events/{slug}/draw/registrations`` and each ``next``;
 - any number of inclusion proofs, ``GET /api/v1/registrations/{id}/proof``.
 
 It recomputes, by the rules stated in docs/api.md:
 
-1. the seed against the SHA-256 published when the on-sale was created;
+1. the draw's seed: its SHA-256 against the commitment published when the on-sale was created
+   (``draw_seed_sha256``, in the draw's answer and the on-sale's);
 2. the list commitment: leaves ``sha256("leaf:<tier>:<hash>")`` in ascending order of the
    hashes, a node ``sha256(left + right)`` of the hex digests as text, an odd node going up
    unchanged (64 zeros for an empty list), against the published root and count;
@@ -83,15 +86,23 @@ class Failed(Exception):
 
 
 def verify(docs: list[Any], out: Any) -> None:
-    draws = [d for d in docs if isinstance(d, dict) and "seed_sha256" in d]
+    draws = [d for d in docs if isinstance(d, dict) and "draw_seed" in d]
     if len(draws) != 1:
         raise Failed("the file must hold the draw (GET .../draw) exactly once")
     drawn = draws[0]
-    if drawn.get("state") != "drawn" or not drawn.get("seed"):
+    if drawn.get("state") != "drawn" or not drawn.get("draw_seed"):
         raise Failed("the draw has not taken place: no seed revealed yet")
-    seed = drawn["seed"]
-    if sha256(seed) != drawn["seed_sha256"]:
-        raise Failed("the revealed seed does not hash to the SHA-256 published at creation")
+    seed = drawn["draw_seed"]
+    committed = {drawn["draw_seed_sha256"]} | {
+        d["draw_seed_sha256"]
+        for d in docs
+        if isinstance(d, dict) and "draw_seed_sha256" in d and "draw_seed" not in d
+    }
+    if len(committed) != 1:
+        raise Failed("the on-sale and the draw publish different draw_seed_sha256 commitments")
+    if sha256(seed) != drawn["draw_seed_sha256"]:
+        raise Failed("the revealed draw_seed does not hash to the draw_seed_sha256 committed")
+    print(f"seed: sha256 is the commitment {drawn['draw_seed_sha256']}: holds", file=out)
     listed = [r for d in docs if isinstance(d, dict) and "results" in d for r in d["results"]]
     hashes = [r["hash"] for r in listed]
     if len(set(hashes)) != len(hashes):

@@ -5,6 +5,7 @@ winners and waitlist and checking inclusion proofs; a tampered publication fails
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -28,6 +29,8 @@ PYTHON = "/usr/bin/python3"
 
 
 def published(slug: str, proofs: list[str]) -> str:
+    """The draw, its list's pages, the proofs asked for and the on-sale (whose
+    ``draw_seed_sha256`` is the commitment published from creation), one JSON a line."""
     client = Client()
     documents = [client.get(f"/api/v1/events/{slug}/draw").json()]
     url = f"/api/v1/events/{slug}/draw/registrations"
@@ -36,6 +39,7 @@ def published(slug: str, proofs: list[str]) -> str:
         documents.append(page)
         url = page["next"]
     documents += [client.get(f"/api/v1/registrations/{r}/proof").json() for r in proofs]
+    documents.append(client.get(f"/api/v1/events/{slug}").json())
     return "\n".join(json.dumps(d) for d in documents)
 
 
@@ -102,6 +106,19 @@ def test_a_tampered_publication_fails(event, tmp_path) -> None:
     assert "Merkle root" in verify(file).stdout
     # Another seed than the one committed at creation.
     documents = [json.loads(line) for line in text.splitlines()]
-    documents[0]["seed"] = "0" * 64
+    documents[0]["draw_seed"] = "0" * 64
     file.write_text("\n".join(json.dumps(d) for d in documents))
-    assert "seed" in verify(file).stdout and verify(file).returncode == 1
+    result = verify(file)
+    assert result.returncode == 1
+    assert "draw_seed does not hash to the draw_seed_sha256" in result.stdout
+    # The same seed with a commitment made up to match it: the on-sale published another.
+    documents[0]["draw_seed_sha256"] = hashlib.sha256(b"0" * 64).hexdigest()
+    file.write_text("\n".join(json.dumps(d) for d in documents))
+    result = verify(file)
+    assert result.returncode == 1 and "different draw_seed_sha256" in result.stdout
+    # The shuffle's seed in the draw's place: not the draw's commitment either.
+    documents = [json.loads(line) for line in text.splitlines()]
+    event.refresh_from_db()
+    documents[0]["draw_seed"] = event.shuffle_seed
+    file.write_text("\n".join(json.dumps(d) for d in documents))
+    assert verify(file).returncode == 1

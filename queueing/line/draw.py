@@ -1,6 +1,7 @@
 """The draw (docs/api.md, "The draw"): at a registration window's close, the list of confirmed
-registrations is frozen, its commitment published and the draw done with the on-sale's seed,
-revealed with the result, in one transaction. The rules are queueing/rules/draw.py.
+registrations is frozen, its commitment published and the draw done with the on-sale's draw
+seed (``Event.draw_seed``, its own: not the shuffle's, which must stay secret until the line
+starts), revealed with the result, in one transaction. The rules are queueing/rules/draw.py.
 
 When: the room's dispatch asks once a second, for the whole room, whether any window is due
 or any invitation lapsed (``draw_work_due``: one query probing two partial indexes, of the
@@ -86,7 +87,7 @@ def draws_run(*, now: datetime) -> list[int]:
 class DrawSummary:
     list_root: str
     count: int
-    seed: str
+    draw_seed: str
     tiers: dict[str, dict[str, int]]
 
 
@@ -101,14 +102,14 @@ def registration_draw(*, event_id: int, now: datetime) -> DrawSummary | None:
         )
         if window is None:
             return None
-        event = Event.objects.only("shuffle_seed").get(pk=event_id)
+        event = Event.objects.only("draw_seed").get(pk=event_id)
         rows = list(
             Registration.objects.filter(event_id=event_id, status=RegistrationStatus.CONFIRMED)
             .values_list("id", "public_hash", "tier__name")
             .order_by("public_hash")
         )
         listed = [Listed(hash=public_hash, tier=tier) for _, public_hash, tier in rows]
-        result = draw(event.shuffle_seed, listed, winners=window.winners, waitlist=window.waitlist)
+        result = draw(event.draw_seed, listed, winners=window.winners, waitlist=window.waitlist)
         ids = {public_hash: registration_id for registration_id, public_hash, _ in rows}
         drawn = []
         for tier_draw in result.values():
@@ -149,7 +150,7 @@ def registration_draw(*, event_id: int, now: datetime) -> DrawSummary | None:
             data={
                 "list_root": root,
                 "count": len(listed),
-                "seed": event.shuffle_seed,
+                "draw_seed": event.draw_seed,
                 "winners": window.winners,
                 "waitlist": window.waitlist,
                 "tiers": tiers,
@@ -157,7 +158,7 @@ def registration_draw(*, event_id: int, now: datetime) -> DrawSummary | None:
         )
         invitations_issue(window=window, registrations=winners, now=now)
         registration_mails_ask(event_id)
-    return DrawSummary(list_root=root, count=len(listed), seed=event.shuffle_seed, tiers=tiers)
+    return DrawSummary(list_root=root, count=len(listed), draw_seed=event.draw_seed, tiers=tiers)
 
 
 # ------------------------------------------------------------------ reads (write nothing)

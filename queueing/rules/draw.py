@@ -9,8 +9,9 @@ its own): the list commitment over the frozen registrations, and who wins.
   registration can be moved to another tier after the list is published.
 - **The draw.** Per tier, the registrations sorted by ``sha256(seed + ":" + hash)`` (hex digests
   compared as text; the pre-queue shuffle's key, ``rules/shuffle.py``): the first ``winners``
-  win, the next ``waitlist`` wait in that order, the rest lose. The seed is the on-sale's, its
-  SHA-256 published at the on-sale's creation, itself revealed with the result.
+  win, the next ``waitlist`` wait in that order, the rest lose. The seed is the on-sale's draw
+  seed (``Event.draw_seed``), its SHA-256 published at the on-sale's creation, itself revealed
+  with the result; never the shuffle's seed, which is still secret when the draw is revealed.
 """
 
 from __future__ import annotations

@@ -43,8 +43,8 @@ class DrawSerializer(serializers.Serializer):
     closes_at = serializers.DateTimeField()
     winners = serializers.IntegerField(help_text="per tier")
     waitlist = serializers.IntegerField(help_text="per tier")
-    seed_sha256 = serializers.CharField()
-    seed = serializers.CharField(allow_null=True, help_text="null until the draw")
+    draw_seed_sha256 = serializers.CharField(help_text="published from the on-sale's creation")
+    draw_seed = serializers.CharField(allow_null=True, help_text="null until the draw")
     list_root = serializers.CharField(allow_null=True)
     count = serializers.IntegerField(allow_null=True)
     drawn_at = serializers.DateTimeField(allow_null=True)
@@ -102,10 +102,11 @@ class DrawApi(_Public):
                 "closes_at": window.closes_at.isoformat(),
                 "winners": window.winners,
                 "waitlist": window.waitlist,
-                "seed_sha256": event.shuffle_seed_sha256,
+                "draw_seed_sha256": event.draw_seed_sha256,
                 # Revealed with the result, never before: a seed known while fans register
-                # would let anyone pick the registrations that win.
-                "seed": event.shuffle_seed if drawn else None,
+                # would let anyone pick the registrations that win. The draw's own seed: the
+                # shuffle's is still secret here (the line has not started).
+                "draw_seed": event.draw_seed if drawn else None,
                 "list_root": window.list_root if drawn else None,
                 "count": window.list_count if drawn else None,
                 "drawn_at": window.drawn_at.isoformat() if window.drawn_at else None,

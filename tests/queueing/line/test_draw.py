@@ -1,11 +1,14 @@
 """The draw (queueing/line/draw.py): frozen at the window's close, once, with its commitment,
-outcomes per tier and the seed revealed in the trail; nothing registers after it."""
+outcomes per tier and the draw's own seed revealed in the trail, never the shuffle's; nothing
+registers after it."""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 
 from queueing.line.draw import (
@@ -21,7 +24,7 @@ from queueing.records.audit_verify import audit_chain_verify
 from queueing.rules.draw import Listed, draw, list_root
 from queueing.rules.errors import DrawDone, EventClosed
 from staff.services import TierSpec
-from tests.helpers import registration_window_open, registrations_made
+from tests.helpers import AUDITOR, registration_window_open, registrations_made, staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -63,7 +66,7 @@ def test_the_draw_freezes_the_confirmed_list_and_draws_each_tier_once(make_event
     confirmed = Registration.objects.filter(event=event, status="confirmed")
     listed = [Listed(hash=r.public_hash, tier=r.tier.name) for r in confirmed]
     assert (window.list_root, window.list_count) == (list_root(listed), 10)
-    expected = draw(event.shuffle_seed, listed, winners=3, waitlist=2)["General"]
+    expected = draw(event.draw_seed, listed, winners=3, waitlist=2)["General"]
     won = list(
         confirmed.filter(outcome="won").order_by("draw_rank").values_list("public_hash", flat=True)
     )
@@ -80,7 +83,7 @@ def test_the_draw_freezes_the_confirmed_list_and_draws_each_tier_once(make_event
     )
     record = AuditRecord.objects.get(action=AuditAction.DRAWN)
     assert (
-        record.data["seed"] == event.shuffle_seed and record.data["list_root"] == window.list_root
+        record.data["draw_seed"] == event.draw_seed and record.data["list_root"] == window.list_root
     )
     assert record.data["tiers"] == {"General": {"registrations": 10, "winners": 3, "waitlist": 2}}
     assert audit_chain_verify(event_id=event.id).ok
@@ -122,3 +125,47 @@ def test_the_dispatch_asks_for_the_draws_only_when_one_is_due(event, monkeypatch
     assert draws_ask(timezone.now()) and asked == [True]
     draws_run(now=timezone.now())
     assert not draws_ask(timezone.now()) and asked == [True]
+
+
+@pytest.mark.parametrize("queue_order", ["fifo", "random"])
+def test_a_draw_before_the_line_starts_reveals_its_own_seed_never_the_shuffle_s(
+    make_event, queue_order
+) -> None:
+    """The shuffle's seed orders the pre-queue (secret until the line starts) and a random
+    line's places (until the on-sale closes): a draw revealed before either must not give it
+    away, in the on-sale's answer, the draw's, its list and proofs, or the trail."""
+    start = timezone.now() + timedelta(hours=2)
+    event = make_event(slug="later", starts_at=start, queue_order=queue_order)
+    window = registration_window_open(event, winners=2, waitlist=1)
+    made = registrations_made(event, by_mail=2, by_shop=3)
+    closed(window)
+    assert draws_run(now=timezone.now()) == [event.id]
+    event.refresh_from_db()
+    assert event.started_at is None and event.draw_seed != event.shuffle_seed
+    fans, auditor = Client(), staff_client("audrey", api=True, **AUDITOR)
+    onsale = fans.get(f"/api/v1/events/{event.slug}")
+    drawn = fans.get(f"/api/v1/events/{event.slug}/draw")
+    listing = fans.get(f"/api/v1/events/{event.slug}/draw/registrations")
+    proof = fans.get(f"/api/v1/registrations/{made[0].registration.id}/proof")
+    records = auditor.get("/api/v1/audit/records/", {"event": event.slug, "page_size": 1000})
+    csv = auditor.get("/api/v1/audit/records/", {"event": event.slug, "format": "csv"})
+    report = auditor.get(f"/api/v1/audit/events/{event.slug}/report")
+    answers = [onsale, drawn, listing, proof, records, report]
+    assert [a.status_code for a in [*answers, csv]] == [200] * 7
+    assert records.json()["next"] is None
+    published = [a.content.decode() for a in answers]
+    published.append(b"".join(csv.streaming_content).decode())
+    assert not any(event.shuffle_seed in text for text in published)
+    # What the draw reveals is its own seed, committed to from the on-sale's creation.
+    assert onsale.json()["shuffle_seed"] is None
+    assert drawn.json()["draw_seed"] == event.draw_seed
+    commitment = hashlib.sha256(event.draw_seed.encode()).hexdigest()
+    created = AuditRecord.objects.get(event=event, action=AuditAction.EVENT_CREATED)
+    assert (
+        onsale.json()["draw_seed_sha256"]
+        == drawn.json()["draw_seed_sha256"]
+        == created.data["draw_seed_sha256"]
+        == commitment
+    )
+    record = AuditRecord.objects.get(event=event, action=AuditAction.DRAWN)
+    assert record.data["draw_seed"] == event.draw_seed and "seed" not in record.data

@@ -29,8 +29,8 @@ def drawn(event, *, by_mail: int = 3, by_shop: int = 4):
 def test_before_the_draw_the_seed_and_list_are_not_published(event) -> None:
     registration_window_open(event)
     answer = Client().get(f"/api/v1/events/{event.slug}/draw").json()
-    assert answer["state"] == "registering" and answer["seed"] is None
-    assert answer["seed_sha256"] == event.shuffle_seed_sha256 and answer["list_root"] is None
+    assert answer["state"] == "registering" and answer["draw_seed"] is None
+    assert answer["draw_seed_sha256"] == event.draw_seed_sha256 and answer["list_root"] is None
     listing = Client().get(f"/api/v1/events/{event.slug}/draw/registrations")
     assert listing.status_code == 409 and listing.json()["error"] == "event_not_open"
 
@@ -38,7 +38,7 @@ def test_before_the_draw_the_seed_and_list_are_not_published(event) -> None:
 def test_after_the_draw_everything_is_published_and_paged(event) -> None:
     made = drawn(event)
     answer = Client().get(f"/api/v1/events/{event.slug}/draw").json()
-    assert answer["state"] == "drawn" and answer["seed"] == event.shuffle_seed
+    assert answer["state"] == "drawn" and answer["draw_seed"] == event.draw_seed
     assert answer["count"] == 7 and answer["tiers"]["General"] == {
         "registrations": 7,
         "winners": 2,
