@@ -123,6 +123,7 @@ EVENT_PUBLIC = {
         "queue_order": {"type": "string", "enum": QueueOrder.values},
         "shuffle_seed_sha256": {"type": "string"},
         "shuffle_seed": {"type": ["string", "null"]},
+        "draw_seed_sha256": {"type": "string"},
         **SOLD_OUT_FIELDS,
     },
 }

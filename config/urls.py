@@ -7,8 +7,10 @@ from config.health import healthz, readyz
 from config.metrics import metrics_view
 from dashboard.api_reference import api_reference
 from queueing.web import (
+    api_draw,
     api_fan,
     api_passes,
+    api_registration,
     api_traffic_rules,
     branding,
     demo_shop,
@@ -28,6 +30,32 @@ api_v1 = [
         "events/<str:slug>/traffic-rules",
         api_traffic_rules.traffic_rules,
         name="api-traffic-rules",
+    ),
+    path(
+        "events/<str:slug>/registrations",
+        api_registration.RegistrationCreateApi.as_view(),
+        name="api-registrations",
+    ),
+    path(
+        "events/<str:slug>/invitations/join",
+        api_registration.InvitationJoinApi.as_view(),
+        name="api-invitation-join",
+    ),
+    path("events/<str:slug>/draw", api_draw.DrawApi.as_view(), name="api-draw"),
+    path(
+        "events/<str:slug>/draw/registrations",
+        api_draw.DrawListApi.as_view(),
+        name="api-draw-list",
+    ),
+    path(
+        "registrations/<str:registration>/proof",
+        api_draw.InclusionApi.as_view(),
+        name="api-registration-proof",
+    ),
+    path(
+        "registrations/confirm/<str:token>",
+        api_registration.RegistrationConfirmApi.as_view(),
+        name="api-registration-confirm",
     ),
     path("events/<str:slug>", api_fan.event_detail, name="api-event"),
     path("tickets/<str:ticket>", api_fan.ticket, name="api-ticket"),

@@ -18,7 +18,7 @@ from django.core.validators import (
     RegexValidator,
 )
 from django.db import models
-from django.db.models import Q, Value
+from django.db.models import Func, Q, Value
 from django.db.models.functions import Coalesce, Lower, NullIf
 
 from events.traffic_rules import TrafficRulesError, parse_traffic_rules
@@ -37,6 +37,15 @@ def new_integration_key() -> str:
 
 def new_shuffle_seed() -> str:
     return secrets.token_hex(32)
+
+
+class SeedSQL(Func):
+    """A fresh seed drawn by PostgreSQL, for a row inserted without one: 64 hex digits from
+    two random UUIDs (``gen_random_uuid`` takes the server's strong random source), 244 random
+    bits."""
+
+    template = "replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '')"
+    output_field = models.CharField()
 
 
 class EventControl(models.TextChoices):
@@ -314,6 +323,14 @@ class Event(models.Model):
     # from creation on (event API and the event_created audit record), so nobody, staff
     # included, can pick a seed after seeing who joined.
     shuffle_seed = models.CharField(max_length=64, default=new_shuffle_seed, editable=False)
+    # A registration draw's seed (queueing/line/draw.py), committed the same way from creation
+    # on, revealed with the draw's result. Not the shuffle's: the draw is revealed at the
+    # registration window's close, before the line starts, and the shuffle's seed would then
+    # tell the pre-queue's order and a random line's places before they are drawn. The rows
+    # the previous release inserts (it names no such column) draw theirs in PostgreSQL.
+    draw_seed = models.CharField(
+        max_length=64, default=new_shuffle_seed, db_default=SeedSQL(), editable=False
+    )
     # When the line started moving: the pre-queue was shuffled (or promoted in join order).
     started_at = models.DateTimeField(null=True, blank=True, editable=False)
     control = models.CharField(
@@ -400,6 +417,10 @@ class Event(models.Model):
     @property
     def shuffle_seed_sha256(self) -> str:
         return hashlib.sha256(self.shuffle_seed.encode()).hexdigest()
+
+    @property
+    def draw_seed_sha256(self) -> str:
+        return hashlib.sha256(self.draw_seed.encode()).hexdigest()
 
     def shuffle_seed_revealed(self, *, closed: bool) -> str | None:
         """The seed, once it may be published: after the pre-queue's shuffle in a fifo line;

@@ -2,7 +2,8 @@
 
 - ``room_dispatch`` (beat, once a second, one task for the whole room) finds the on-sales with
   work (``line/activity.py``: fans in the room, a start due) and sends each its own tick,
-  unless one is still outstanding (``hot/tick_claims.py``), so no backlog builds up.
+  unless one is still outstanding (``hot/tick_claims.py``), so no backlog builds up; and asks
+  for the draws due, if any (``line/draw.py``).
 - ``event_beat`` (a worker, one task per on-sale) runs that on-sale's tick: schedule, expiry,
   admission, in that order, then the live broadcast. On-sales tick in parallel on as many
   workers as there are; a slow or failing one delays no other. A duplicate is harmless: the
@@ -24,6 +25,7 @@ from events.models import Event, EventState
 from queueing.hot import stats, tick_claims
 from queueing.line.activity import events_with_work
 from queueing.line.admission import AdmissionOutcome, admission_run
+from queueing.line.draw import draws_ask
 from queueing.line.expiry import queued_expire_unseen, sessions_expire
 from queueing.line.index_sync import index_heal_head
 from queueing.line.line_watch import line_watch
@@ -142,4 +144,7 @@ def room_dispatch(
     if claims:
         # waitingroom_ticks_dispatched_total (config/metrics.py): one count a second.
         stats.room_counter_add(stats.TICKS_DISPATCHED, len(claims))
+    # Draws due (a registration window closed) and invitations lapsed: one probe for the
+    # whole room, a task only when there is work (line/draw.py).
+    draws_ask(now)
     return list(claims)

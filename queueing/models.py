@@ -1,12 +1,13 @@
 """The queue's system of record: entries and their append-only, hash-chained audit trail, the
-pass keys, the scheduler's lease, and the webhooks that tell the world outside what happened to
-an on-sale.
+pass keys, the scheduler's lease, a draw's registrations, and the webhooks that tell the world
+outside what happened to an on-sale.
 
 Over 350 lines on purpose: every table of the queue is declared here, where Django's app
 registry looks for them, each with the constraints that hold its states."""
 
 from __future__ import annotations
 
+import secrets
 import uuid
 
 from django.db import models
@@ -16,6 +17,10 @@ from django.db.models.expressions import Func, Value
 from queueing.rules.states import LIVE, QUEUED, TERMINAL, WAS_ADMITTED, EntryStatus
 
 ORDER_KEY_SEQUENCE = "queueing_order_key_seq"
+
+
+def new_secret_key() -> str:
+    return secrets.token_hex(32)
 
 
 class NextVal(Func):
@@ -201,6 +206,18 @@ class AuditAction(models.TextChoices):
     EVENT_SOLD_OUT = "event_sold_out"
     # The root chain's commitment to every lane's head (docs/api.md, "Lanes").
     ROOT = "root"
+    # A draw's registrations (docs/api.md, "Registration and the draw"): staff set the window,
+    # a fan registered (never their address), confirmed it by the mailed link.
+    REGISTRATION_WINDOW_SET = "registration_window_set"
+    REGISTERED = "registered"
+    REGISTRATION_CONFIRMED = "registration_confirmed"
+    # The list frozen, its commitment published, the draw done and its seed revealed.
+    DRAWN = "drawn"
+    # A winner (or the next waitlisted fan) invited; the invitation used to join; unused
+    # past its time, which invites the next waitlisted fan of the tier.
+    INVITED = "invited"
+    INVITATION_USED = "invitation_used"
+    INVITATION_LAPSED = "invitation_lapsed"
 
 
 GENESIS_HASH = "0" * 64
@@ -490,3 +507,146 @@ class LineWatch(models.Model):
 
     def __str__(self) -> str:
         return f"line watch of event {self.event_id}"
+
+
+class RegistrationWindow(models.Model):
+    """An on-sale sold by a draw rather than first come (docs/api.md, "Registration and the
+    draw"): when fans may register, and how many of each tier win and wait."""
+
+    event = models.OneToOneField(
+        "events.Event",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="registration_window",
+    )
+    opens_at = models.DateTimeField()
+    closes_at = models.DateTimeField()
+    # Per tier: the first ``winners`` of the draw's order win, the next ``waitlist`` wait.
+    winners = models.PositiveIntegerField()
+    waitlist = models.PositiveIntegerField(default=0)
+    invitation_hours = models.PositiveIntegerField(default=48)
+    # The HS256 key the shop signs its fans' identities with (write-only; "" = no shop route).
+    shop_key = models.CharField(max_length=256, blank=True, default="")
+    # Keys the hash of an identity (uniqueness without the address) and the confirmation
+    # links; never shown, so nobody can test an address against the published hashes.
+    identity_key = models.CharField(max_length=64, default=new_secret_key, editable=False)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    # The list frozen and drawn, in one transaction after ``closes_at`` (line/draw.py): its
+    # commitment (queueing/rules/draw.py) and how many registrations it holds.
+    drawn_at = models.DateTimeField(null=True, blank=True, editable=False)
+    list_root = models.CharField(max_length=64, blank=True, default="", editable=False)
+    list_count = models.PositiveIntegerField(null=True, blank=True, editable=False)
+
+    class Meta:
+        indexes = [
+            # The room's once-a-second "is a draw due" looks at undrawn windows only.
+            models.Index(
+                fields=["closes_at"], condition=Q(drawn_at__isnull=True), name="window_undrawn"
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(closes_at__gt=models.F("opens_at")),
+                name="registration_window_closes_after_open",
+                violation_error_message="The registration window must close after it opens.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"registration window of event {self.event_id}"
+
+
+class RegistrationStatus(models.TextChoices):
+    # An e-mail registration until its link is opened; a shop identity is confirmed at once.
+    PENDING = "pending"
+    CONFIRMED = "confirmed"
+
+
+class Registration(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    event = models.ForeignKey(
+        "events.Event", on_delete=models.PROTECT, related_name="registrations"
+    )
+    tier = models.ForeignKey("events.Tier", on_delete=models.PROTECT, related_name="registrations")
+    # Keyed hash of "email:<address>" or "shop:<sub>" (queueing/rules/registrations.py).
+    identity_hash = models.CharField(max_length=64)
+    route = models.CharField(max_length=8)
+    # Kept only until the outcome mail is sent, then erased ("").
+    email = models.CharField(max_length=254, blank=True, default="")
+    status = models.CharField(max_length=16, choices=RegistrationStatus.choices)
+    created_at = models.DateTimeField()
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    confirm_mail_sent_at = models.DateTimeField(null=True, blank=True)
+    # The hash the registration is published by (queueing/rules/registrations.py).
+    public_hash = models.CharField(max_length=64)
+    # Set by the draw: won, waitlisted or lost, and the rank in its tier's draw order.
+    outcome = models.CharField(max_length=16, blank=True, default="")
+    draw_rank = models.PositiveIntegerField(null=True, blank=True)
+    # What the last outcome mail told ("", waitlisted, lost, invited): each told once.
+    mailed = models.CharField(max_length=16, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["event", "identity_hash"], name="registration_one_per_identity"
+            ),
+            # The published list is paged in hash order.
+            models.UniqueConstraint(
+                fields=["event", "public_hash"], name="registration_hash_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=RegistrationStatus.values),
+                name="registration_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(route__in=["email", "shop"]), name="registration_route_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"registration {self.id}"
+
+
+class InvitationStatus(models.TextChoices):
+    SENT = "sent"
+    USED = "used"
+    LAPSED = "lapsed"
+
+
+class Invitation(models.Model):
+    """A drawn fan's single-use right to join the line (queueing/line/invitations.py), bound
+    to their registration. Its code is derived, never stored: only its SHA-256."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    event = models.ForeignKey("events.Event", on_delete=models.PROTECT, related_name="invitations")
+    registration = models.OneToOneField(
+        Registration, on_delete=models.PROTECT, related_name="invitation"
+    )
+    code_hash = models.CharField(max_length=64, unique=True)
+    status = models.CharField(max_length=16, choices=InvitationStatus.choices)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    # The line's entry the invitation joined as: a second use answers nothing new.
+    entry = models.ForeignKey(
+        QueueEntry, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        indexes = [
+            # The dispatch's "has any invitation lapsed" reads the unused ones only.
+            models.Index(
+                fields=["expires_at"],
+                condition=Q(status="sent"),
+                name="invitation_unused",
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=InvitationStatus.values), name="invitation_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"invitation {self.id}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import smtplib
 from typing import Any
 
 from celery import shared_task
@@ -13,6 +14,10 @@ from queueing import beat
 from queueing.hot import stats
 from queueing.line import index_sync
 from queueing.line.admission import admission_run
+from queueing.line.draw import draws_run as draws
+from queueing.line.outcome_mails import OutcomeMailsFailed
+from queueing.line.outcome_mails import registration_mails_send as registration_mails
+from queueing.line.registration import registration_mail_send as registration_mail
 from queueing.line.retention import retention_run as retention
 from queueing.line.turn_mail import turn_mail_send
 from queueing.live.ticks import broadcast_tick
@@ -73,6 +78,38 @@ def turn_mails_send(entry_ids: list[int]) -> int:
     return turn_mail_send(entry_ids=entry_ids, now=timezone.now())
 
 
+# SMTP refusing or away is transient: tried again with backoff, a few times. The claim is
+# released on failure, so a retry sends the link, and a success is never sent twice.
+@shared_task(
+    ignore_result=True,
+    autoretry_for=(OSError, smtplib.SMTPException),
+    retry_backoff=30,
+    max_retries=5,
+)
+def registration_mail_send(registration_id: str) -> bool:
+    """A new e-mail registration's confirmation link."""
+    return registration_mail(registration_id=registration_id, now=timezone.now())
+
+
+# Mails the SMTP server did not take are released by the run and retried with backoff; the
+# ones it took are never sent again (line/outcome_mails.py).
+@shared_task(
+    ignore_result=True,
+    autoretry_for=(OutcomeMailsFailed, OSError, smtplib.SMTPException),
+    retry_backoff=30,
+    max_retries=8,
+)
+def registration_mails_send(event_id: int) -> int:
+    """What a draw (or a lapse) decided, told to each registrant by address once."""
+    return registration_mails(event_id=event_id, now=timezone.now())
+
+
+@shared_task(ignore_result=True)
+def draws_run() -> list[int]:
+    """The registration windows closed and not drawn yet: frozen and drawn, each once."""
+    return draws(now=timezone.now())
+
+
 @shared_task(ignore_result=True)
 def hot_index_maintain() -> list[int]:
     return index_sync.hot_index_maintain()
@@ -93,6 +130,7 @@ def retention_run() -> dict[str, object]:
         "refused": outcome.refused,
         "place_links": outcome.place_links,
         "address_digests": outcome.address_digests,
+        "registration_addresses": outcome.registration_addresses,
     }
 
 

@@ -278,6 +278,7 @@ class EventOutputSerializer(serializers.Serializer):
     sold_out_at = serializers.DateTimeField(allow_null=True)
     sold_out_message = serializers.CharField(allow_null=True)
     shuffle_seed_sha256 = serializers.CharField()
+    draw_seed_sha256 = serializers.CharField()
     tiers = TierOutputSerializer(many=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -320,6 +321,7 @@ def event_output(event: Event, *, with_key: bool) -> dict[str, Any]:
             "sold_out_at": event.sold_out_at.isoformat() if event.sold_out_at else None,
             "sold_out_message": event.sold_out_message or None,
             "shuffle_seed_sha256": event.shuffle_seed_sha256,
+            "draw_seed_sha256": event.draw_seed_sha256,
             "tiers": [_tier_output(t) for t in event.tiers.prefetch_related("access_codes")],
             "created_at": event.created_at.isoformat(),
             "updated_at": event.updated_at.isoformat(),

@@ -242,6 +242,8 @@ def event_create(
                 "tiers": _tiers_summary(specs),
                 # The commitment to the pre-queue shuffle's seed, revealed after the shuffle.
                 "shuffle_seed_sha256": event.shuffle_seed_sha256,
+                # And to a registration draw's seed, revealed with the draw's result.
+                "draw_seed_sha256": event.draw_seed_sha256,
             },
         )
         webhook_emit(event=event, type="onsale.created", now=now, data={"by": actor})

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from staff import admit_now_api, api, services, sold_out_api, webhooks_api
+from staff import admit_now_api, api, registration_api, services, sold_out_api, webhooks_api
 
 urlpatterns = [
     path("events/", api.EventListCreateApi.as_view(), name="manage-events"),
@@ -22,6 +22,11 @@ urlpatterns = [
         "events/<slug:slug>/admit-now",
         admit_now_api.EventAdmitNowApi.as_view(),
         name="manage-event-admit-now",
+    ),
+    path(
+        "events/<slug:slug>/registration",
+        registration_api.RegistrationWindowApi.as_view(),
+        name="manage-event-registration",
     ),
     path(
         "events/<slug:slug>/rotate-key",

@@ -9,6 +9,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
+import jwt
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.test import Client
@@ -18,7 +19,13 @@ from rest_framework.test import APIClient
 from dashboard.permissions import AUDITORS_GROUP
 from queueing.beat import event_tick
 from queueing.line.place_links import place_link_create
+from queueing.line.registration import (
+    registration_confirm,
+    registration_create,
+    registration_window_set,
+)
 from queueing.models import PlaceLink, QueueEntry
+from queueing.rules.registrations import confirm_token
 from queueing.rules.ticket_codec import TicketRef, ticket_issue, ticket_read
 from staff.api_tokens import staff_token_create
 from staff.services import event_pause
@@ -215,3 +222,49 @@ EDITOR = ("view_event", "add_event", "change_event", "manage_integration_key")
 def staff_api_create(staff: APIClient, **fields: Any) -> Any:
     body = {"slug": "tour", "name": "The Tour", "target_url": "https://shop.example/", **fields}
     return staff.post(STAFF_API, body, format="json")
+
+
+# A draw's registrations (queueing/line/registration.py).
+
+SHOP_KEY = "k" * 40
+
+
+def registration_window_open(event: Any, **fields: Any) -> Any:
+    """A registration window open now for an hour, with ``SHOP_KEY`` as the shop's key."""
+    now = timezone.now()
+    values = {
+        "opens_at": now - timedelta(minutes=1),
+        "closes_at": now + timedelta(hours=1),
+        "winners": 10,
+        "waitlist": 5,
+        "shop_key": SHOP_KEY,
+        **fields,
+    }
+    return registration_window_set(event=event, actor="test", now=now, fields=values)
+
+
+def shop_token(
+    sub: str, *, slug: str, key: str = SHOP_KEY, seconds: int = 600, now: Any = None
+) -> str:
+    """The identity a shop signs for one of its accounts (HS256, aud = the on-sale's slug)."""
+    issued = int((now or timezone.now()).timestamp())
+    claims = {"sub": sub, "aud": slug, "iat": issued, "exp": issued + seconds}
+    return jwt.encode(claims, key, algorithm="HS256")
+
+
+def registrations_made(event: Any, *, by_mail: int = 0, by_shop: int = 0, **create: Any) -> list:
+    """``by_mail`` registrations by address (each confirmed by its link) and ``by_shop`` by a
+    shop's signed identity, through the services; their ``Registered`` answers."""
+    now = timezone.now()
+    key = event.registration_window.identity_key
+    made = []
+    for n in range(by_mail):
+        registered = registration_create(
+            event=event, now=now, email=f"fan{n}@example.com", **create
+        )
+        token = confirm_token(key, registered.registration.id)
+        made.append(registration_confirm(token=token, now=now))
+    for n in range(by_shop):
+        token = shop_token(f"account-{n}", slug=event.slug, now=now)
+        made.append(registration_create(event=event, now=now, shop_token=token, **create))
+    return made

@@ -13,6 +13,9 @@ ADMISSION_FOR_EVENT = "queueing.tasks.admission_for_event"
 HOT_INDEX_REBUILD = "queueing.tasks.hot_index_rebuild"
 BROADCAST_FOR_EVENT = "queueing.tasks.broadcast_for_event"
 TURN_MAILS_SEND = "queueing.tasks.turn_mails_send"
+REGISTRATION_MAIL_SEND = "queueing.tasks.registration_mail_send"
+DRAWS_RUN = "queueing.tasks.draws_run"
+REGISTRATION_MAILS_SEND = "queueing.tasks.registration_mails_send"
 
 
 def admission_soon(event_id: int) -> None:
@@ -28,6 +31,22 @@ def broadcast_soon(event_id: int) -> None:
 def turn_mail_soon(entry_ids: list[int]) -> None:
     """Send these admitted fans the mail they asked for."""
     current_app.send_task(TURN_MAILS_SEND, args=(entry_ids,))
+
+
+def registration_mail_soon(registration_id: str) -> None:
+    """Mail a new registration its confirmation link."""
+    current_app.send_task(REGISTRATION_MAIL_SEND, args=(registration_id,))
+
+
+def draws_soon() -> None:
+    """Run the draws due (and the invitations lapsed); a stale ask is dropped: the next
+    dispatch asks again while any is due."""
+    current_app.send_task(DRAWS_RUN, expires=5)
+
+
+def registration_mails_soon(event_id: int) -> None:
+    """Mail the on-sale's registrants what the draw (or a lapse) decided for them."""
+    current_app.send_task(REGISTRATION_MAILS_SEND, args=(event_id,))
 
 
 def rebuild_soon(event_id: int) -> None:

@@ -5,6 +5,8 @@
   short after its on-sale was marked archived has its removal finished, whatever the setting.
 - Place links leave a day past their expiry, used or not: until then a late click is told
   "expired" rather than "unknown".
+- The addresses of a draw's waitlisted registrants never invited are erased once their
+  on-sale has ended: no invitation, so no mail, can follow (``line/outcome_mails.py``).
 - The address digest kept on an ended ticket that may still go back in line
   (``records/transitions.ending_assignments``) is erased once the on-sale's re-entry window
   has passed.
@@ -30,7 +32,7 @@ from queueing.line.archives import (
     archive_removal_finish,
     onsale_archive,
 )
-from queueing.models import PlaceLink, QueueEntry
+from queueing.models import PlaceLink, QueueEntry, Registration
 from queueing.rules.states import TERMINAL
 
 logger = logging.getLogger(__name__)
@@ -45,6 +47,7 @@ class RetentionOutcome:
     refused: dict[str, str] = field(default_factory=dict)  # slug -> why
     place_links: int = 0
     address_digests: int = 0
+    registration_addresses: int = 0
 
 
 def archives_due(*, now: datetime, days: int) -> list[Event]:
@@ -87,6 +90,7 @@ def retention_run(*, now: datetime) -> RetentionOutcome:
         refused=refused,
         place_links=place_links_purge(now=now),
         address_digests=address_digests_erase(now=now),
+        registration_addresses=registration_addresses_erase(now=now),
     )
 
 
@@ -111,6 +115,14 @@ def address_digests_erase(*, now: datetime) -> int:
         " AND entry.ended_at < %s - make_interval(secs => event.reentry_seconds) LIMIT %s)"
     )
     return _in_batches(sql, [now, _PURGE_BATCH])
+
+
+def registration_addresses_erase(*, now: datetime) -> int:
+    """Erase the addresses still kept on registrations of on-sales that ended (closed, or
+    past their end): the waitlisted never invited, whom nothing more will be told."""
+    ended = Q(event__control=EventControl.CLOSED) | Q(event__ends_at__lt=now)
+    kept = Registration.objects.filter(ended).exclude(email="").exclude(outcome="")
+    return kept.update(email="")
 
 
 def _in_batches(sql: str, params: list[object]) -> int:

@@ -32,6 +32,7 @@ class ErrorCode(StrEnum):
     QUEUE_FULL = "queue_full"
     RATE_LIMITED = "rate_limited"
     REENTRY_NOT_ALLOWED = "reentry_not_allowed"
+    REGISTRATION_NOT_FOUND = "registration_not_found"
     TICKET_NOT_FOUND = "ticket_not_found"
     UNAUTHORIZED = "unauthorized"
 
@@ -219,3 +220,23 @@ class AdmissionBusy(
 ):
     """Staff's "admit N now" found another admission run holding the on-sale's lock: nobody
     was let in by it (queueing/line/admission.py)."""
+
+
+class RegistrationLinkInvalid(
+    QueueError, code=ErrorCode.UNAUTHORIZED, detail="That confirmation link is not valid."
+):
+    """A registration's confirmation token that names no registration or fails its key."""
+
+
+class DrawDone(
+    QueueError,
+    code=ErrorCode.CONFLICT,
+    detail="The draw has taken place: its registration window can no longer change.",
+):
+    """Staff changing a registration window whose list is frozen and drawn."""
+
+
+class RegistrationNotFound(
+    QueueError, code=ErrorCode.REGISTRATION_NOT_FOUND, detail="No such registration."
+):
+    pass

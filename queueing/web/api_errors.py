@@ -66,6 +66,7 @@ STATUS_FOR_CODE: dict[ErrorCode, int] = {
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.EVENT_NOT_FOUND: 404,
     ErrorCode.TICKET_NOT_FOUND: 404,
+    ErrorCode.REGISTRATION_NOT_FOUND: 404,
     ErrorCode.PLACE_MOVED: 410,
     ErrorCode.EVENT_ARCHIVED: 410,
     ErrorCode.CONFLICT: 409,

@@ -230,6 +230,9 @@ def event_public_payload(event: Event, *, now: datetime) -> dict[str, Any]:
         "queue_order": event.queue_order,
         "shuffle_seed_sha256": event.shuffle_seed_sha256,
         "shuffle_seed": event.shuffle_seed_revealed(closed=view.state == EventState.CLOSED),
+        # A registration draw's commitment (queueing/line/draw.py); its seed is revealed by
+        # the draw's own answer, with the result.
+        "draw_seed_sha256": event.draw_seed_sha256,
         "message": event.message or None,
         "sold_out_at": _iso(event.sold_out_at),
         "sold_out_message": event.sold_out_message or None,

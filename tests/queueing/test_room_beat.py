@@ -76,10 +76,13 @@ def test_idle_on_sales_cost_no_query_of_their_own(make_event) -> None:
     with CaptureQueriesContext(connection) as queries:
         room_dispatch(now=now, send=lambda event_id, claim: sent.append(event_id), claim_seconds=2)
     assert sent == [busy.id]
-    # Two queries for the whole room (fans in it; starts due), whatever the catalogue's size.
-    assert len(queries) == 2
+    # Three queries for the whole room (fans in it; starts due; a draw due), whatever the
+    # catalogue's size.
+    assert len(queries) == 3
     plan = _explain(queries.captured_queries[0]["sql"])
     assert "one_live_entry_per_identity" in plan
+    # The draws' probe reads only the windows not drawn yet (queueing/line/draw.py).
+    assert "window_undrawn" in _explain(queries.captured_queries[2]["sql"])
 
 
 def _explain(sql: str) -> str:

@@ -14,12 +14,26 @@ from django.utils import timezone
 
 from events.models import Event
 from queueing.line.archives import onsale_archive
+from queueing.line.draw import registration_draw
 from queueing.line.place_links import place_link_create
-from queueing.line.retention import address_digests_erase, place_links_purge, retention_run
-from queueing.models import AuditChainHead, PlaceLink, QueueEntry
+from queueing.line.retention import (
+    address_digests_erase,
+    place_links_purge,
+    registration_addresses_erase,
+    retention_run,
+)
+from queueing.models import AuditChainHead, PlaceLink, QueueEntry, Registration
 from queueing.tasks import retention_run as retention_task
 from staff.services import event_close
-from tests.helpers import entry_of, fans_join, poll, shop_completes, tick
+from tests.helpers import (
+    entry_of,
+    fans_join,
+    poll,
+    registration_window_open,
+    registrations_made,
+    shop_completes,
+    tick,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -119,3 +133,18 @@ def test_an_archive_cut_short_has_its_removal_finished(make_event, settings, tmp
     AuditChainHead.objects.create(event=event, seq=3)
     retention_run(now=timezone.now())
     assert not AuditChainHead.objects.filter(event=event).exists()
+
+
+@pytest.mark.django_db
+def test_a_draw_s_waitlisted_addresses_go_when_the_on_sale_ends(event) -> None:
+    window = registration_window_open(event, winners=1, waitlist=5)
+    registrations_made(event, by_mail=3)
+    window.closes_at = timezone.now() - timedelta(seconds=1)
+    window.save(update_fields=["closes_at"])
+    registration_draw(event_id=event.id, now=timezone.now())
+    # No mail sent yet: every address still kept (the waitlisted's until an invitation).
+    assert Registration.objects.exclude(email="").count() == 3
+    assert registration_addresses_erase(now=timezone.now()) == 0  # still on sale
+    event_close(event=event, actor="test", now=timezone.now())
+    assert registration_addresses_erase(now=timezone.now()) == 3
+    assert not Registration.objects.exclude(email="").exists()

@@ -1,0 +1,107 @@
+"""``POST /api/v1/events/{slug}/registrations`` and the confirmation link over HTTP
+(queueing/web/api_registration.py): answers, and bad input as ``{"error", "detail"}``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from queueing.line.draw import registration_draw
+from queueing.line.registration import registration_create
+from queueing.rules.registrations import confirm_token
+from tests.helpers import registration_window_open, shop_token
+
+pytestmark = pytest.mark.django_db
+
+
+def register(slug: str, body: object) -> object:
+    return Client().post(
+        f"/api/v1/events/{slug}/registrations", body, content_type="application/json"
+    )
+
+
+def test_both_routes_register_over_the_api(event) -> None:
+    registration_window_open(event)
+    made = register(event.slug, {"email": "fan@example.com"})
+    assert made.status_code == 201
+    assert made.json()["status"] == "pending" and made.json()["tier"] == "General"
+    again = register(event.slug, {"email": "FAN@example.com"})
+    assert again.status_code == 200 and again.json() == made.json()
+    shop = register(event.slug, {"shop_token": shop_token("acct-9", slug=event.slug)})
+    assert shop.status_code == 201 and shop.json()["status"] == "confirmed"
+    assert set(made.json()) == {"registration", "status", "tier", "hash", "outcome", "invitation"}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({}, 400, "bad_request"),
+        ({"email": 5}, 400, "bad_request"),
+        ({"email": "nobody"}, 400, "bad_request"),
+        ({"email": "a\x00@example.com"}, 400, "validation_error"),
+        ({"shop_token": "not.a.jwt"}, 401, "unauthorized"),
+        ({"email": "a@example.com", "access_code": "NOPE"}, 400, "invalid_access_code"),
+        ([1, 2], 400, "validation_error"),
+    ],
+)
+def test_bad_input_is_refused_in_the_contract(event, body, status, code) -> None:
+    registration_window_open(event)
+    answer = register(event.slug, body)
+    assert answer.status_code == status, answer.content
+    assert answer.json()["error"] == code and answer.json()["detail"]
+
+
+def test_an_on_sale_without_a_window_or_unknown_is_refused(event) -> None:
+    assert register(event.slug, {"email": "a@example.com"}).status_code == 409
+    assert register("nope", {"email": "a@example.com"}).status_code == 404
+
+
+def test_the_link_confirms_over_get_and_a_wrong_one_is_refused(event) -> None:
+    window = registration_window_open(event)
+    registered = registration_create(event=event, now=timezone.now(), email="fan@example.com")
+    token = confirm_token(window.identity_key, registered.registration.id)
+    answer = Client().get(f"/api/v1/registrations/confirm/{token}")
+    assert answer.status_code == 200 and answer.json()["status"] == "confirmed"
+    assert Client().post(f"/api/v1/registrations/confirm/{token}").status_code == 200
+    wrong = Client().get("/api/v1/registrations/confirm/garbage")
+    assert wrong.status_code == 401 and wrong.json()["error"] == "unauthorized"
+
+
+def test_an_invitation_joins_the_line_over_the_api_once(event) -> None:
+    window = registration_window_open(event, winners=1, waitlist=0)
+    registered = registration_create(event=event, now=timezone.now(), email="fan@example.com")
+    token = confirm_token(window.identity_key, registered.registration.id)
+    link = f"/api/v1/registrations/confirm/{token}"
+    Client().get(link)
+    window.closes_at = timezone.now() - timedelta(seconds=1)
+    window.save(update_fields=["closes_at"])
+    registration_draw(event_id=event.id, now=timezone.now())
+    # The mailed link, opened again after the draw, shows the registrant their invitation.
+    answer = Client().get(link).json()
+    assert answer["outcome"] == "won" and answer["invitation"]["status"] == "sent"
+    code = answer["invitation"]["code"]
+    url = f"/api/v1/events/{event.slug}/invitations/join"
+    joined = Client().post(url, {"code": code}, content_type="application/json")
+    assert joined.status_code == 201, joined.content
+    again = Client().post(url, {"code": code}, content_type="application/json")
+    assert again.status_code == 200 and again.json()["ticket"] == joined.json()["ticket"]
+    wrong = Client().post(url, {"code": "nope"}, content_type="application/json")
+    assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_access_code"
+    empty = Client().post(url, {}, content_type="application/json")
+    assert empty.status_code == 400 and empty.json()["error"] == "validation_error"
+
+
+def test_registering_takes_the_join_s_proof_of_work_and_limits(make_event, settings) -> None:
+    event = make_event(slug="guarded", pow_difficulty=8)
+    registration_window_open(event)
+    refused = register(event.slug, {"email": "fan@example.com"})
+    assert refused.status_code == 400 and refused.json()["error"] == "pow_required"
+    settings.WR_JOIN_LIMIT_PER_IDENTITY = 1
+    plain = make_event(slug="limited")
+    registration_window_open(plain)
+    assert register(plain.slug, {"email": "other@example.com"}).status_code == 201
+    again = register(plain.slug, {"email": "other@example.com"})
+    assert again.status_code == 429 and again.json()["error"] == "rate_limited"
