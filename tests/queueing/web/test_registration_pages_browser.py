@@ -10,6 +10,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import connection
@@ -17,7 +18,7 @@ from django.utils import timezone
 
 from queueing.line.draw import registration_draw
 from queueing.models import RegistrationWindow
-from tests.browser import chromium, screenshot, watch_errors
+from tests.browser import chromium, screenshot, wait_for_true, watch_errors
 from tests.helpers import registration_window_open, shop_token
 from tests.mailbox import smtp_server
 from tests.processes import running_stack, wait_until
@@ -105,3 +106,27 @@ def test_a_fan_registers_confirms_wins_and_joins_the_line(make_event, tmp_path: 
             assert phone.inner_text("#position") == "1"
             screenshot(phone, "registration-joined.png", tmp_path)
         assert errors == []
+
+
+def test_before_the_window_the_times_are_in_the_fans_zone(make_event, tmp_path: Path) -> None:
+    with running_stack() as stack:
+        base = stack.web()
+        event = make_event(slug="soon-draw")
+        opens = (timezone.now() + timedelta(hours=2)).replace(second=0, microsecond=0)
+        registration_window_open(event, opens_at=opens, closes_at=opens + timedelta(hours=1))
+        tokyo = opens.astimezone(ZoneInfo("Asia/Tokyo"))
+        with chromium() as browser:
+            page = browser.new_context(
+                locale="en-US",
+                timezone_id="Asia/Tokyo",
+                viewport={"width": 390, "height": 844},
+                is_mobile=True,
+            ).new_page()
+            page.goto(f"{base}/e/soon-draw/register/")
+            assert "has not opened yet" in page.inner_text("#status-text")
+            wait_for_true(page, "document.querySelector('time[data-zone]') !== null")
+            said = page.inner_text("main")
+            assert "UTC" not in said and "GMT+9" in said, said
+            assert f"{tokyo.hour % 12 or 12}:{tokyo.minute:02d}" in said, said
+            assert page.locator("#email").count() == 0
+            screenshot(page, "register-before-tokyo-phone.png", tmp_path)
