@@ -213,3 +213,12 @@ def test_the_page_speaks_the_fans_language(event) -> None:
     registration_window_open(event)
     answer = Client(headers={"accept-language": "de"}).get(f"/e/{event.slug}/register/")
     assert 'lang="de"' in text(answer) and "Zur Auslosung anmelden" in text(answer)
+
+
+def test_the_joins_limits_are_spent_and_said_on_the_page(event, settings) -> None:
+    settings.WR_JOIN_LIMIT_PER_IDENTITY = 1
+    registration_window_open(event)
+    assert register(event.slug, email="fan@example.com").status_code == 200
+    again = register(event.slug, email="fan@example.com")
+    assert again.status_code == 429 and again["Retry-After"]
+    assert "Too many attempts from here." in text(again)
