@@ -19,6 +19,7 @@ from queueing.web import (
     pages,
     place_pages,
     queueit,
+    registration_pages,
 )
 from staff import sold_out_api
 
@@ -75,6 +76,17 @@ urlpatterns = [
     path("e/<slug:slug>/move", place_pages.place_link_new, name="place-link-new"),
     path("e/<slug:slug>/move/<str:token>", place_pages.place_link_open, name="place-link"),
     path("e/<slug:slug>/mail", place_pages.turn_mail_form, name="turn-mail"),
+    path("e/<slug:slug>/register/", registration_pages.registration_page, name="registration-page"),
+    path(
+        "e/<slug:slug>/register/join",
+        registration_pages.registration_join,
+        name="registration-join",
+    ),
+    path(
+        "e/<slug:slug>/register/<str:token>/",
+        registration_pages.registration_status,
+        name="registration-status",
+    ),
     # The language switcher posts to i18n/setlang/ (Django's set_language).
     path("i18n/", include("django.conf.urls.i18n")),
     path("i18n/catalog/<str:lang>.js", i18n.script_catalog, name="script-catalog"),

@@ -114,6 +114,16 @@ class InvitationView:
     status: str
 
 
+def _as_registered(registration: Registration) -> Registered:
+    return Registered(
+        registration=registration,
+        tier=registration.tier.name,
+        hash=registration.public_hash,
+        created=False,
+        invitation=_invitation_view(registration),
+    )
+
+
 def _invitation_view(registration: Registration) -> InvitationView | None:
     invitation = Invitation.objects.filter(registration=registration).first()
     if invitation is None:
@@ -254,13 +264,7 @@ def _drawn_shop_registration(*, event: Event, shop_token: str, now: datetime) ->
     )
     if existing is None:
         raise EventClosed("Registration for this on-sale has closed.")
-    return Registered(
-        registration=existing,
-        tier=existing.tier.name,
-        hash=existing.public_hash,
-        created=False,
-        invitation=_invitation_view(existing),
-    )
+    return _as_registered(existing)
 
 
 def _mail_soon(registration_id: uuid.UUID) -> None:
@@ -272,8 +276,9 @@ def _mail_soon(registration_id: uuid.UUID) -> None:
         )
 
 
-def registration_confirm(*, token: str, now: datetime) -> Registered:
-    """Confirm the address a mailed link was sent to (again: the same answer, nothing new)."""
+def registration_of_link(*, token: str) -> Registered:
+    """What the mailed link's page shows before anything is pressed: the registration as it
+    stands, confirming nothing (mail scanners open links by themselves)."""
     registration_id = confirm_token_id(token)
     if registration_id is None:
         raise RegistrationLinkInvalid()
@@ -286,6 +291,12 @@ def registration_confirm(*, token: str, now: datetime) -> Registered:
         registration.event.registration_window.identity_key, token
     ):
         raise RegistrationLinkInvalid()
+    return _as_registered(registration)
+
+
+def registration_confirm(*, token: str, now: datetime) -> Registered:
+    """Confirm the address a mailed link was sent to (again: the same answer, nothing new)."""
+    registration = registration_of_link(token=token).registration
     with transaction.atomic():
         if registration.status == RegistrationStatus.PENDING:
             _window_open(registration.event, now, lock=True)
@@ -302,13 +313,7 @@ def registration_confirm(*, token: str, now: datetime) -> Registered:
                 data={"registration": str(registration.id)},
             )
     registration.refresh_from_db(fields=["status", "confirmed_at", "outcome", "draw_rank"])
-    return Registered(
-        registration=registration,
-        tier=registration.tier.name,
-        hash=registration.public_hash,
-        created=False,
-        invitation=_invitation_view(registration),
-    )
+    return _as_registered(registration)
 
 
 def registration_mail_send(*, registration_id: str, now: datetime) -> bool:
@@ -326,7 +331,7 @@ def registration_mail_send(*, registration_id: str, now: datetime) -> bool:
     )
     event = registration.event
     token = confirm_token(event.registration_window.identity_key, registration.id)
-    url = settings.WR_PUBLIC_URL + reverse("api-registration-confirm", args=[token])
+    url = settings.WR_PUBLIC_URL + reverse("registration-status", args=[event.slug, token])
     try:
         send_mail(
             subject=f"Confirm your registration: {event.name}",

@@ -76,6 +76,12 @@ def registration_output(registered: Registered) -> dict[str, Any]:
     }
 
 
+def registration_rate_identity(claimed: str) -> str:
+    """Whom a registration's join limits count: what is registered (an address, a shop
+    token), as the page's form and the API alike spend it."""
+    return hashlib.sha256(f"registration:{claimed.strip().lower()}".encode()).hexdigest()
+
+
 class RegistrationCreateApi(APIView):
     """``POST /api/v1/events/{slug}/registrations``: 201 a new registration, 200 the
     identity's existing one."""
@@ -101,8 +107,7 @@ class RegistrationCreateApi(APIView):
         # The door's defences of a join, spent from the same budgets: per client address, and
         # per what is registered (so one address or account cannot be tried without end).
         claimed = data.get("email") or data.get("shop_token") or ""
-        identity = hashlib.sha256(f"registration:{claimed.strip().lower()}".encode()).hexdigest()
-        join_rate_check(request=request._request, identity=identity)
+        join_rate_check(request=request._request, identity=registration_rate_identity(claimed))
         pow_check(event=event, proof=data.get("pow"))
         registered = registration_create(
             event=event,

@@ -14,6 +14,7 @@ from queueing.line.registration import (
     registration_confirm,
     registration_create,
     registration_mail_send,
+    registration_of_link,
 )
 from queueing.models import AuditAction, AuditRecord, Registration
 from queueing.records.audit_verify import audit_chain_verify
@@ -123,7 +124,11 @@ def test_the_mailed_link_confirms_once_and_the_mail_goes_once(event, mailbox) ->
     assert not registration_mail_send(registration_id=rid, now=now)
     (message,) = mailbox.messages
     assert message["To"] == "fan@example.com"
-    token = re.search(r"/api/v1/registrations/confirm/(\S+)", message.get_content()).group(1)
+    # The link is the fans' page, which confirms only on its button (web/registration_pages.py).
+    link = rf"/e/{event.slug}/register/([^/\s]+)/"
+    token = re.search(link, message.get_content()).group(1)
+    shown = registration_of_link(token=token)  # what the page shows first: nothing confirmed
+    assert shown.registration.status == "pending" and shown.hash == registered.hash
     with pytest.raises(RegistrationLinkInvalid):
         registration_confirm(token=token[:-2] + "00", now=now)
     confirmed = registration_confirm(token=token, now=now)
