@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from dashboard.charts import axis_chart_svg
+from dashboard.draw_report import DrawReport, draw_report
 from dashboard.report_queries import Bucket, Summary, buckets, summaries, wait_histogram
 from dashboard.report_scales import (
     MAX_BINS,
@@ -109,6 +110,7 @@ class SaleReport:
     wait_bin_seconds: int
     charts: dict[str, str]
     sold_out: SoldOut | None = None
+    draw: DrawReport | None = None  # an on-sale sold by a draw (dashboard/draw_report.py)
 
     @property
     def running(self) -> bool:
@@ -199,7 +201,8 @@ def _histogram_chart(name: str, counts: list[int], width: int) -> str:
 def sale_report(event: Event, *, now: datetime) -> SaleReport:
     """Everything the page and its CSV show, in five queries: the tiers, the figures per
     tier, the buckets over time, the wait histogram, and the order of first admissions
-    (which sends one number per admitted fan: inversions are counted in Python)."""
+    (which sends one number per admitted fan: inversions are counted in Python); and for an
+    on-sale sold by a draw, three more (dashboard/draw_report.py)."""
     tiers = list(Tier.objects.filter(event=event).values_list("id", "name"))
     found = {s.tier_id: s for s in summaries(event.id)}
     overall_figures = found.get(None, _empty(None))
@@ -268,4 +271,5 @@ def sale_report(event: Event, *, now: datetime) -> SaleReport:
         wait_bin_seconds=width,
         charts=charts,
         sold_out=sold_out_told(event),
+        draw=draw_report(event),
     )

@@ -17,6 +17,11 @@ urlpatterns = [
     path("events/<slug:slug>/stats", views.event_stats, name="dashboard-event-stats"),
     path("events/<slug:slug>/control", views.event_control, name="dashboard-event-control"),
     path("events/<slug:slug>/message", views.event_message, name="dashboard-event-message"),
+    path(
+        "events/<slug:slug>/registration",
+        views.event_registration,
+        name="dashboard-event-registration",
+    ),
     path("events/<slug:slug>/preview", views.event_preview, name="dashboard-event-preview"),
     path("events/<slug:slug>/report", report_views.report_page, name="dashboard-event-report"),
     path(

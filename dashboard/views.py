@@ -26,8 +26,16 @@ from dashboard.controls import (
     controls_that_apply,
     why_it_does_not_apply,
 )
+from dashboard.draw_preview import draw_preview, draw_preview_form
 from dashboard.event_figures import event_figures
 from dashboard.preview import preview, preview_form
+from dashboard.registration_panel import (
+    WindowForm,
+    WindowRefused,
+    registration_summary,
+    window_form,
+    window_set_from_form,
+)
 from events.catalogue import SEARCH_MAX_LENGTH
 from events.models import MESSAGE_MAX_LENGTH, Event, EventMode
 from queueing.line.archives import archive_described
@@ -100,13 +108,25 @@ def catalogue_figures(request: HttpRequest) -> JsonResponse:
 @staff_who_may_see_events
 @require_GET
 def event_page(request: HttpRequest, slug: str) -> HttpResponse:
-    event = _event(slug)
+    return _event_page(request, _event(slug))
+
+
+def _event_page(
+    request: HttpRequest, event: Event, *, window: WindowForm | None = None, status: int = 200
+) -> HttpResponse:
+    """The page, with the registration window's form as staff sent it when it was refused."""
     now = timezone.now()
     figures = event_figures(event, now=now)
+    registration = registration_summary(event, now=now)
+    if window is None:
+        window = window_form(registration.window if registration else None, now=now)
     return render(
         request,
         "dashboard/event.html",
         {
+            "registration": registration,
+            "window_form": window,
+            "time_zone": timezone.get_current_timezone_name(),
             "event": event,
             "archive": archive_described(event),
             "figures": figures,
@@ -119,7 +139,28 @@ def event_page(request: HttpRequest, slug: str) -> HttpResponse:
             "setting_max": SETTING_MAX,
             "message_max": MESSAGE_MAX_LENGTH,
         },
+        status=status,
     )
+
+
+@staff_who_may_see_events
+@require_POST
+def event_registration(request: HttpRequest, slug: str) -> HttpResponse:
+    """Set the registration window (dashboard/registration_panel.py) for staff who may
+    change the on-sale; a refused form comes back with its errors (400), nothing changed."""
+    event = _event(slug)
+    if not request.user.has_perm("events.change_event"):
+        messages.error(request, "You may look, but not steer: you lack 'change event'.")
+        return redirect("dashboard-event", slug=slug)
+    form = WindowForm(request.POST)
+    try:
+        done = window_set_from_form(
+            event=event, form=form, actor=_actor(request), now=timezone.now()
+        )
+    except WindowRefused:
+        return _event_page(request, event, window=form, status=400)
+    messages.success(request, done)
+    return redirect(reverse("dashboard-event", kwargs={"slug": slug}) + "#registration")
 
 
 @staff_who_may_see_events
@@ -131,11 +172,20 @@ def event_preview(request: HttpRequest, slug: str) -> HttpResponse:
     event = _event(slug)
     form = preview_form(event, request.GET)
     figures = preview(form) if form.is_valid() else None
+    # A draw's outcome beside it (dashboard/draw_preview.py): its own fields, one query string.
+    draw_form = draw_preview_form(event, request.GET)
+    draw_figures = draw_preview(draw_form) if draw_form.is_valid() else None
     return render(
         request,
         "dashboard/preview.html",
-        {"event": event, "form": form, "figures": figures},
-        status=200 if figures is not None else 400,
+        {
+            "event": event,
+            "form": form,
+            "figures": figures,
+            "draw_form": draw_form,
+            "draw_figures": draw_figures,
+        },
+        status=200 if figures is not None and draw_figures is not None else 400,
     )
 
 

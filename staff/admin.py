@@ -25,6 +25,7 @@ from staff.admin_close import close_events_confirmed
 from staff.admin_fieldsets import EVENT_FIELDSETS
 from staff.admin_filters import StateFilter, state_label
 from staff.admin_queueit import EventQueueitAdminForm, QueueitSecretShown
+from staff.admin_registrations import REGISTRATION_FIELDSET, registration_window_shown
 from staff.admin_sold_out import sell_out_events
 from staff.admin_tiers import TierInline
 from staff.admin_tokens import StaffTokenAdmin
@@ -99,6 +100,7 @@ class EventAdmin(QueueitSecretShown, admin.ModelAdmin):
         "accent_contrast",
         "current_logo",
         "queueit_secret_state",
+        "draw_window",
     )
     inlines = [TierInline, AccessCodeInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
@@ -111,7 +113,7 @@ class EventAdmin(QueueitSecretShown, admin.ModelAdmin):
         "rotate_keys",
     ]
     action_form = EventActionForm
-    fieldsets = EVENT_FIELDSETS
+    fieldsets = (*EVENT_FIELDSETS, REGISTRATION_FIELDSET)
 
     @admin.display(description="State")
     def state(self, obj: Event) -> str:
@@ -128,6 +130,10 @@ class EventAdmin(QueueitSecretShown, admin.ModelAdmin):
     @admin.display(description="Contrast")
     def accent_contrast(self, obj: Event) -> str:
         return contrast_display(obj)
+
+    @admin.display(description="Registration window")
+    def draw_window(self, obj: Event | None) -> str:
+        return registration_window_shown(obj)
 
     @admin.display(description="Current logo")
     def current_logo(self, obj: Event) -> str:

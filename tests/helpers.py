@@ -18,14 +18,16 @@ from rest_framework.test import APIClient
 
 from dashboard.permissions import AUDITORS_GROUP
 from queueing.beat import event_tick
+from queueing.line.draw import registration_draw
+from queueing.line.invitations import invitation_redeem, invitations_lapse
 from queueing.line.place_links import place_link_create
 from queueing.line.registration import (
     registration_confirm,
     registration_create,
     registration_window_set,
 )
-from queueing.models import PlaceLink, QueueEntry
-from queueing.rules.registrations import confirm_token
+from queueing.models import Invitation, PlaceLink, QueueEntry, RegistrationWindow
+from queueing.rules.registrations import confirm_token, invitation_code
 from queueing.rules.ticket_codec import TicketRef, ticket_issue, ticket_read
 from staff.api_tokens import staff_token_create
 from staff.services import event_pause
@@ -268,3 +270,29 @@ def registrations_made(event: Any, *, by_mail: int = 0, by_shop: int = 0, **crea
         token = shop_token(f"account-{n}", slug=event.slug, now=now)
         made.append(registration_create(event=event, now=now, shop_token=token, **create))
     return made
+
+
+def registration_drawn(event: Any, *, by_mail: int = 0, by_shop: int = 0, **window: Any) -> Any:
+    """A window opened (``registration_window_open``), registrations made and confirmed
+    (``registrations_made``), its close moved just past and the draw done; the window."""
+    opened = registration_window_open(event, **window)
+    registrations_made(event, by_mail=by_mail, by_shop=by_shop)
+    RegistrationWindow.objects.filter(pk=opened.pk).update(
+        closes_at=timezone.now() - timedelta(seconds=1)
+    )
+    registration_draw(event_id=event.id, now=timezone.now())
+    opened.refresh_from_db()
+    return opened
+
+
+def invitations_settled(event: Any, *, used: int) -> None:
+    """``used`` of the invitations sent join the line with their codes; the others lapse at
+    their expiry, each inviting the next waitlisted registration of its tier."""
+    window = RegistrationWindow.objects.get(event=event)
+    sent = list(Invitation.objects.filter(event=event, status="sent").order_by("created_at"))
+    now = timezone.now()
+    for invitation in sent[:used]:
+        code = invitation_code(window.identity_key, invitation.id)
+        invitation_redeem(event=event, code=code, now=now)
+    if sent:
+        invitations_lapse(now=max(i.expires_at for i in sent) + timedelta(seconds=1))
