@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -68,10 +69,15 @@ def test_a_busy_on_sale_keeps_its_pace_among_hundreds_and_an_idle_one_admits_at_
             "admitted_at", flat=True
         )
     )
-    # Ten seconds of steady pace, after the first second: 100 fans, within 5%.
-    window_start = admitted[0] + timedelta(seconds=1.5)
-    in_window = [a for a in admitted if window_start <= a < window_start + timedelta(seconds=10)]
-    assert 95 <= len(in_window) <= 105, len(in_window)
+    # The steady pace, after the first second: ten a second, within 5%, from tick to tick. A
+    # tick's fans share its time; a late tick lets in what its time allows, so a window of
+    # fixed edges can hold one tick too many on a loaded machine, where the pace still holds.
+    ticks = Counter(a for a in admitted if a >= admitted[0] + timedelta(seconds=1.5))
+    times = sorted(ticks)
+    span = (times[-1] - times[0]).total_seconds()
+    assert span >= 8, times
+    pace = sum(ticks[t] for t in times[1:]) / span
+    assert 9.5 <= pace <= 10.5, (pace, [(t.isoformat(), ticks[t]) for t in times])
     # "About one second" from the join to the shop: the beat's period plus a little.
     assert max(waits) <= 2.0, waits
 
