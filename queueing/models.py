@@ -147,6 +147,13 @@ class QueueEntry(models.Model):
                 condition=Q(status__in=TERMINAL, address__isnull=False),
                 name="entry_ended_address",
             ),
+            # A random line's rejoin keeps the place of the identity's first ticket that was
+            # never let in (line/joining.py, ``_places_kept``): found among ended tickets.
+            models.Index(
+                fields=["event", "identity"],
+                condition=Q(status__in=TERMINAL, admitted_at__isnull=True),
+                name="entry_ended_unadmitted",
+            ),
             # Rate window (admissions in the last minute) and throughput statistics.
             models.Index(
                 fields=["event", "admitted_at"],
