@@ -122,13 +122,16 @@ SELECT t.name,
 
 
 # A random line's first admissions (the same rule as ``_ORDER_SQL``): the ticket, its entry id,
-# the key recorded and the run's settled id, recomputed against the revealed seed here.
+# the key recorded, the run's settled id and the ticket its joined record says the place is the
+# hash of (a rejoin keeps an unused place), recomputed against the revealed seed here.
 _RANDOM_ORDER_SQL = f"""
 SELECT t.name, a.ticket_id, q.id,
        CASE WHEN jsonb_typeof(a.data -> 'order_key') = 'number'
             THEN (a.data ->> 'order_key')::numeric::bigint END,
        CASE WHEN jsonb_typeof(a.data -> 'settled_id') = 'number'
-            THEN (a.data ->> 'settled_id')::numeric::bigint END
+            THEN (a.data ->> 'settled_id')::numeric::bigint END,
+       (SELECT j.data ->> 'placed_by' FROM {AuditRecord._meta.db_table} j
+         WHERE j.ticket_id = a.ticket_id AND j.event_id = %s AND j.action = %s LIMIT 1)
   FROM (SELECT DISTINCT ON (ticket_id) ticket_id, seq, data
           FROM {AuditRecord._meta.db_table}
          WHERE event_id = %s AND action = %s AND ticket_id IS NOT NULL
@@ -143,18 +146,31 @@ SELECT t.name, a.ticket_id, q.id,
 
 def _random_fairness(event: Event) -> Fairness:
     """A random line judged by its claim (dashboard/fairness.py), each place recomputed from
-    the seed: every admission took the lowest place among the entries committed before it."""
+    the seed: every admission took the lowest place among the entries committed before it.
+    A place that is not its ticket's hash, or one taken twice (two tickets named the same one
+    whose place they kept), is a mismatch."""
     admissions: dict[str, list[RandomAdmission]] = defaultdict(list)
     mismatches = 0
+    taken: set[str] = set()
     with connection.cursor() as cursor:
         cursor.execute(
             _RANDOM_ORDER_SQL,
-            [event.id, AuditAction.ADMITTED.value, event.id, event.id, AuditAction.BACK.value],
+            [
+                event.id,
+                AuditAction.JOINED.value,
+                event.id,
+                AuditAction.ADMITTED.value,
+                event.id,
+                event.id,
+                AuditAction.BACK.value,
+            ],
         )
         while rows := cursor.fetchmany(10_000):
-            for tier, ticket_id, entry_id, recorded, settled_id in rows:
-                place = place_key(event.shuffle_seed, ticket_id)
-                mismatches += recorded != place
+            for tier, ticket_id, entry_id, recorded, settled_id, placed_by in rows:
+                hashed = str(placed_by or ticket_id)
+                place = place_key(event.shuffle_seed, hashed)
+                mismatches += recorded != place or hashed in taken
+                taken.add(hashed)
                 admissions[tier].append(
                     RandomAdmission(place=place, entry_id=entry_id, settled_id=settled_id or 0)
                 )

@@ -147,12 +147,12 @@ class QueueEntry(models.Model):
                 condition=Q(status__in=TERMINAL, address__isnull=False),
                 name="entry_ended_address",
             ),
-            # A random line's rejoin keeps the place of the identity's first ticket that was
-            # never let in (line/joining.py, ``_places_kept``): found among ended tickets.
+            # An identity's ended tickets: a random line's rejoin keeps the place of the one
+            # before if it was never let in (line/joining.py, ``_places_drawn``).
             models.Index(
                 fields=["event", "identity"],
-                condition=Q(status__in=TERMINAL, admitted_at__isnull=True),
-                name="entry_ended_unadmitted",
+                condition=Q(status__in=TERMINAL),
+                name="entry_ended_identity",
             ),
             # Rate window (admissions in the last minute) and throughput statistics.
             models.Index(

@@ -744,7 +744,17 @@ def check_order(records: list[Record], seed: str, out: IO[str]) -> int:
     if _sha256(seed) not in committed.values():
         print("FAILED: the seed's SHA-256 is not the shuffle_seed_sha256 committed to.", file=out)
         return 1
+    # A rejoin keeps the place its identity's previous ticket left unused, and its joined
+    # record names the ticket whose hash the place is: each such place is taken once.
+    placed_by = {
+        str(r.fields["ticket_id"]): str(r.fields["data"]["placed_by"])
+        for r in records
+        if r.fields["action"] == "joined"
+        and isinstance(r.fields["data"], dict)
+        and r.fields["data"].get("placed_by")
+    }
     seen: set[str] = set()
+    taken: set[str] = set()
     runs: dict[tuple[str, str, str], list[int]] = {}
     mismatches = 0
     for record in records:
@@ -753,10 +763,15 @@ def check_order(records: list[Record], seed: str, out: IO[str]) -> int:
         if fields["action"] != "admitted" or ticket in seen or not isinstance(data, dict):
             continue
         seen.add(ticket)  # a second admission is a re-entry's, from the front of the tier
-        place = place_key(seed, ticket)
+        hashed = placed_by.get(ticket, ticket)
+        place = place_key(seed, hashed)
         if data.get("order_key") != place:
             mismatches += 1
             print(f"Not its place: {record.where} (ticket {ticket}).", file=out)
+        elif hashed in taken:
+            mismatches += 1
+            print(f"A place taken twice: {record.where} (ticket {hashed}'s).", file=out)
+        taken.add(hashed)
         run = (str(fields["event_id"]), str(fields["at_hashed"]), str(data.get("tier")))
         runs.setdefault(run, []).append(place)
     unordered = sum(1 for places in runs.values() if places != sorted(places))

@@ -30,7 +30,7 @@ from queueing.records.audit import (
 )
 from queueing.rules.merkle import LaneHead, merkle_leaf, merkle_root
 from staff.services import TierSpec, event_update
-from tests.helpers import AUDITOR, fans_join, poll, shop_completes, staff_client
+from tests.helpers import AUDITOR, fans_join, join, new_fan, poll, shop_completes, staff_client
 from tests.processes import ROOT
 
 pytestmark = pytest.mark.django_db
@@ -580,3 +580,49 @@ def test_a_random_lines_order_is_checked_from_the_revealed_seed(
     out = io.StringIO()
     assert script.check_order(records, event.shuffle_seed, out) == 1
     assert "1 of" in out.getvalue()
+
+
+def test_a_rejoin_that_kept_its_place_is_checked_and_a_place_is_taken_once(
+    make_event, auditor, tmp_path: Path
+) -> None:
+    event = make_event(
+        slug="kept", queue_order="random", capacity=0, rate_per_minute=0, heartbeat_seconds=3600
+    )
+    fans = [new_fan() for _ in range(12)]
+    tickets = [join(fan, event.slug).json()["ticket"] for fan in fans]
+    # Three fans leave and join again: each keeps the place of the ticket they left.
+    for fan, ticket in zip(fans[:3], tickets[:3], strict=True):
+        assert fan.delete(f"/api/v1/tickets/{ticket}").status_code in (200, 204)
+        assert join(fan, event.slug).json()["ticket"] != ticket
+    for _ in range(5):
+        event_tick(event_id=event.id, now=timezone.now())
+    assert AuditRecord.objects.filter(event=event, action="admitted").count() == 12
+    trail = tmp_path / "trail.json"
+    trail.write_bytes(export_pages(auditor, event=event.slug))
+    result = verify_order(trail, event.shuffle_seed, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Order: 12 first admissions, 0 not at their place, 0 of" in result.stdout
+    # Were a second admission to name a place already taken, the check says so.
+    spec = importlib.util.spec_from_file_location("verify_trail", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    records = [script.Record(str(r["id"]), r) for r in _records(trail.read_bytes())]
+    kept = [
+        r for r in records if r.fields["action"] == "joined" and "placed_by" in r.fields["data"]
+    ]
+    assert len(kept) == 3
+    twice = kept[1].fields["data"]["placed_by"]
+    kept[2].fields["data"]["placed_by"] = twice
+    admitted = next(
+        r
+        for r in records
+        if r.fields["action"] == "admitted" and r.fields["ticket_id"] == kept[2].fields["ticket_id"]
+    )
+    admitted.fields["data"]["order_key"] = next(
+        r.fields["data"]["order_key"]
+        for r in records
+        if r.fields["action"] == "admitted" and r.fields["ticket_id"] == kept[1].fields["ticket_id"]
+    )
+    out = io.StringIO()
+    assert script.check_order(records, event.shuffle_seed, out) == 1
+    assert "A place taken twice" in out.getvalue()

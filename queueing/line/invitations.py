@@ -107,7 +107,12 @@ class Redeemed:
 def invitation_redeem(*, event: Event, code: str, now: datetime) -> Redeemed:
     """Join the line with an invitation's code: its registration's ticket, the same one for
     as long as it is live however often the code is used; refused once used for an entry that
-    ended, lapsed, or unknown."""
+    ended, lapsed, or unknown.
+
+    An unused invitation is claimed (sent -> used, in its time) before the join, not after: a
+    lapse run that comes between them then finds it used, and invites nobody in its place for
+    a fan who came in time. A join that fails gives the claim back (it may lapse then). Of two
+    uses at once one claims; both join as the registration's one identity, hence one ticket."""
     invitation = (
         Invitation.objects.select_related("registration__tier")
         .filter(event=event, code_hash=invitation_code_hash(code))
@@ -120,31 +125,52 @@ def invitation_redeem(*, event: Event, code: str, now: datetime) -> Redeemed:
         raise InvalidAccessCode("That invitation has lapsed.")
     registration = invitation.registration
     identity = registration_identity(registration.id)
-    if invitation.status == InvitationStatus.USED:
-        if not QueueEntry.objects.filter(pk=invitation.entry_id, status__in=_LIVE).exists():
-            raise InvalidAccessCode("That invitation has been used.")
-    result = entry_join(
-        event=event, identity=identity, access_code=_tier_code(registration), now=now
-    )
-    with transaction.atomic():
-        # Compare-and-set: of two uses at once, one records the use (both have one ticket).
-        entry = (
-            QueueEntry.objects.filter(event=event, identity=identity, status__in=_LIVE)
-            .only("id", "public_id")
-            .first()
+    claimed = False
+    if invitation.status == InvitationStatus.SENT:
+        claimed = bool(
+            Invitation.objects.filter(
+                id=invitation.id, status=InvitationStatus.SENT, expires_at__gt=now
+            ).update(status=InvitationStatus.USED, used_at=now)
         )
-        if entry is None:  # ended in the instant since the join: nothing to record
-            return Redeemed(result=result, identity=identity)
-        used = Invitation.objects.filter(
-            id=invitation.id, status=InvitationStatus.SENT, expires_at__gt=now
-        ).update(status=InvitationStatus.USED, used_at=now, entry=entry)
-        if used:
+        if not claimed:
+            invitation.refresh_from_db(fields=["status", "entry"])
+            if invitation.status != InvitationStatus.USED:
+                raise InvalidAccessCode("That invitation has lapsed.")
+    # Used already (an entry recorded; none yet while the use that claimed it joins): only
+    # while that ticket is live.
+    if (
+        not claimed
+        and invitation.entry_id is not None
+        and not QueueEntry.objects.filter(pk=invitation.entry_id, status__in=_LIVE).exists()
+    ):
+        raise InvalidAccessCode("That invitation has been used.")
+    try:
+        result = entry_join(
+            event=event, identity=identity, access_code=_tier_code(registration), now=now
+        )
+    except BaseException:
+        if claimed:
+            Invitation.objects.filter(
+                id=invitation.id, status=InvitationStatus.USED, entry__isnull=True
+            ).update(status=InvitationStatus.SENT, used_at=None)
+        raise
+    if claimed:
+        with transaction.atomic():
+            # The identity's latest ticket is the one the join answered (live or, in the
+            # instant since, ended): recorded, so that the code joins nobody once it ends.
+            entry = (
+                QueueEntry.objects.filter(event=event, identity=identity)
+                .order_by("-id")
+                .only("id", "public_id")
+                .first()
+            )
+            Invitation.objects.filter(id=invitation.id).update(entry=entry)
             audit_append(
                 event_id=event.id,
                 action=AuditAction.INVITATION_USED,
                 actor="registration:invitation",
                 at=now,
-                ticket_id=entry.public_id,
+                ticket_id=entry.public_id if entry is not None else None,
                 data={"registration": str(registration.id), "hash": registration.public_hash},
             )
     return Redeemed(result=result, identity=identity)

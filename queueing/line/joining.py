@@ -28,6 +28,7 @@ answers are one story, best read in one place.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -65,7 +66,7 @@ from queueing.records.entries import (
     is_live_identity_conflict,
     order_keys_drawing,
 )
-from queueing.records.entry_reads import live_entries, live_per_address
+from queueing.records.entry_reads import live_entries, live_per_address, unused_places
 from queueing.rules.errors import (
     AddressLimited,
     EventClosed,
@@ -81,7 +82,7 @@ from queueing.rules.eta import Eta
 from queueing.rules.lanes import lane_of
 from queueing.rules.layout import EventLayout
 from queueing.rules.line_limits import join_quote, within_address_cap
-from queueing.rules.shuffle import place_key
+from queueing.rules.shuffle import place_key, place_rank_estimate
 from queueing.rules.states import EntryStatus
 
 logger = logging.getLogger(__name__)
@@ -322,6 +323,13 @@ class _Newcomer:
     tier: Tier
     quote: Eta | None = None
     entry: QueueEntry | None = None
+    # The ticket's id, drawn before the entry is built: a random line places and quotes the
+    # fan by it.
+    ticket_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    # A random line's place (its order key), and the ticket whose hash it is when the fan
+    # keeps the place an earlier ticket of theirs left unused (``_places_drawn``).
+    place: int | None = None
+    placed_by: str | None = None
     # Later requests of the same identity in this batch: answered with this fan's ticket.
     repeats: list[int] = field(default_factory=list)
     # The latest non-empty return URL of this fan's requests in the batch.
@@ -399,6 +407,8 @@ def _join_sorted(requests: Sequence[JoinRequest], batch: _Sorted) -> list[JoinOu
     newcomers = _newcomers(requests, [i for i in batch.open if i not in held], batch.tiers)
     if not newcomers:
         return _in_order(answered, len(requests))
+    if event.queue_order == QueueOrder.RANDOM:
+        _places_drawn(event, newcomers)
 
     if event.started_at is None:
         event = _started_if_due(event, now=max(n.request.now for n in newcomers))
@@ -528,11 +538,46 @@ def _within_address_cap(
     return [n for n, ok in zip(newcomers, allowed, strict=True) if ok], refused
 
 
+def _places_drawn(event: Event, newcomers: Sequence[_Newcomer]) -> None:
+    """Each newcomer's place in a random line: the keyed hash of the seed and their ticket
+    (rules/shuffle.py), or, when their latest ticket of this on-sale ended without being let
+    in (they left, their hold ran out, staff removed it), that ticket's place. Leaving and
+    joining again re-rolls nothing; a fan who had their turn is placed afresh. Their joined
+    record names the ticket the place is the hash of (``placed_by``), which an auditor checks
+    (docs/api.md, "Random order")."""
+    unused = unused_places(event.id, {n.request.identity for n in newcomers})
+    for newcomer in newcomers:
+        kept = unused.get(newcomer.request.identity)
+        if kept is None:
+            newcomer.place = place_key(event.shuffle_seed, newcomer.ticket_id)
+        else:
+            newcomer.place, newcomer.placed_by = kept.order_key, kept.placed_by
+
+
+def _ranks_in_tier(
+    layout: EventLayout, counts: Sequence[int], newcomers: Sequence[_Newcomer]
+) -> list[int] | None:
+    """In a random line, how many fans of each newcomer's tier hold a lower place: those
+    waiting (counted by the hot index, else expected from the place, rules/shuffle.py) and
+    the batch's other newcomers. None in a line in join order (each joins the back)."""
+    if any(n.place is None for n in newcomers):
+        return None
+    places = [(n.tier.id, n.place or 0) for n in newcomers]
+    below = line_reads.fans_below(layout, places)
+    if below is None:
+        tier_count = dict(zip((t.id for t in layout.tiers), counts, strict=False))
+        below = [place_rank_estimate(place, tier_count.get(t, 0)) for t, place in places]
+    return [
+        waiting + sum(1 for other in places if other[0] == tier_id and other[1] < place)
+        for waiting, (tier_id, place) in zip(below, places, strict=True)
+    ]
+
+
 def _quoted(
     event: Event, layout: EventLayout, status: EntryStatus, newcomers: Sequence[_Newcomer]
 ) -> tuple[list[_Newcomer], Answered]:
     """Quote every newcomer's wait and refuse those the line has no room for, as if they had
-    joined one after the other in the batch's order."""
+    joined one after the other in the batch's order; in a random line, each at their place."""
     limited = bool(event.max_queue_length or event.max_wait_seconds)
     if (not limited and status != EntryStatus.WAITING) or event.mode == EventMode.PASSTHROUGH:
         # Passthrough: newcomers go straight in, past a line they never stand in.
@@ -541,10 +586,12 @@ def _quoted(
     # past a limit can overshoot it by at most their size.
     counts = line_reads.counts(layout)
     throughput = line_reads.throughput(layout)
+    waiting = status == EntryStatus.WAITING
+    ranks = _ranks_in_tier(layout, counts.tiers, newcomers) if waiting else None
     added_per_tier = [0] * len(layout.tiers)
     admitted: list[_Newcomer] = []
     refused: Answered = {}
-    for newcomer in newcomers:
+    for number, newcomer in enumerate(newcomers):
         try:
             newcomer.quote = join_quote(
                 layout,
@@ -559,6 +606,7 @@ def _quoted(
                 max_queue_length=event.max_queue_length,
                 max_wait_seconds=event.max_wait_seconds,
                 full_retry_after=settings.WR_QUEUE_FULL_RETRY_AFTER,
+                rank_in_tier=None if ranks is None else ranks[number],
             )
         except QueueError as refusal:
             refused |= newcomer.all_told(refusal)
@@ -579,6 +627,7 @@ class _Committed:
 
 def _entry(event: Event, status: EntryStatus, newcomer: _Newcomer, lane: int) -> QueueEntry:
     entry = QueueEntry(
+        public_id=newcomer.ticket_id,
         lane=lane,
         event=event,
         tier=newcomer.tier,
@@ -593,10 +642,10 @@ def _entry(event: Event, status: EntryStatus, newcomer: _Newcomer, lane: int) ->
         return_url=newcomer.return_url,
         join_request_id=newcomer.request.request_id,
     )
-    if event.queue_order == QueueOrder.RANDOM:
-        # The place is fixed here, from the ticket id: joining again returns this ticket,
-        # so nobody re-rolls it (rules/shuffle.py).
-        entry.order_key = place_key(event.shuffle_seed, entry.public_id)
+    if newcomer.place is not None:
+        # A random line's place, fixed before the quote (``_places_drawn``): joining again
+        # returns this ticket, so nobody re-rolls it (rules/shuffle.py).
+        entry.order_key = newcomer.place
     return entry
 
 
@@ -668,7 +717,8 @@ def _commit(
                     "order_key": None,  # drawn by the insert
                     "status": status,
                     "quote": newcomer.quote.as_dict() if newcomer.quote else None,
-                },
+                }
+                | ({"placed_by": newcomer.placed_by} if newcomer.placed_by else {}),
             )
             for newcomer, entry in zip(newcomers, built, strict=True)
         ],

@@ -256,6 +256,22 @@ class LineReads:
 
     # ---------------------------------------------------------------- a fan's place
 
+    def fans_below(self, layout: EventLayout, asks: Sequence[tuple[int, int]]) -> list[int] | None:
+        """For each (tier id, order key) of ``asks``: how many waiting fans of that tier hold
+        a lower key, over every lane, counted by the hot index in one round trip (one per
+        node on a cluster); None when it cannot count them all (missing, being rebuilt,
+        away). A random line quotes its newcomers by it (line/joining.py)."""
+        if not asks:
+            return []
+        positions = {tier.id: index for index, tier in enumerate(layout.tiers)}
+        pairs = [(positions[tier_id], key) for tier_id, key in asks]
+        _, counted = answered(
+            line_index.lanes_counts_below, layout, dict.fromkeys(range(layout.lanes), pairs)
+        )
+        if counted is None or any(c.state is not IndexState.READY for c in counted.values()):
+            return None
+        return [sum(c.below[i] for c in counted.values()) for i in range(len(asks))]
+
     def position(
         self, entry: QueueEntry, layout: EventLayout, snapshot: LineSnapshot
     ) -> SketchedPosition:

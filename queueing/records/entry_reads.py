@@ -1,7 +1,9 @@
 """Reading queue entries in PostgreSQL: the fans already in line (per identity, per client
 address), counts and positions counted row by row (for what the hot index cannot answer),
-what only a page needs of an entry, and what re-entry reads (the front of a tier, the
-admissions it took out of ``admitted_at``). Reads only: the writes are in entries.py.
+what only a page needs of an entry, what re-entry reads (the front of a tier, the
+admissions it took out of ``admitted_at``), and the place a random line's rejoin keeps. Reads
+only: the writes are in entries.py. Over 350 lines on purpose: every read of entries in one
+place, so that each query's index is found next to its siblings.
 
 The rows a status poll needs while the hot index cannot answer are read from the event loop
 in batches (``entry_row``): while Redis is away every waiting fan's poll must read its entry
@@ -14,6 +16,7 @@ must be as fresh as the read (an admitted fan must hear so).
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,7 +28,7 @@ from events.models import Tier
 from queueing.in_process import PerEventLoop, closes_old_connections
 from queueing.models import AuditAction, AuditRecord, QueueEntry
 from queueing.rules.layout import TierLayout
-from queueing.rules.states import LIVE, EntryStatus
+from queueing.rules.states import LIVE, TERMINAL, EntryStatus
 
 # The key, in a ``reentered`` record's data, of the time the fan's earlier session was admitted:
 # the entry's own ``admitted_at`` is cleared while it waits again ("queued means not admitted").
@@ -44,6 +47,51 @@ def live_entries(event_id: int, identities: set[str]) -> dict[str, QueueEntry]:
         for entry in QueueEntry.objects.filter(
             event_id=event_id, identity__in=identities, status__in=LIVE
         )
+    }
+
+
+@dataclass(frozen=True)
+class UnusedPlace:
+    """A place in a random line that an identity's ticket left without being let in."""
+
+    order_key: int
+    # The ticket whose keyed hash the place is (rules/shuffle.py, ``place_key``): the first of
+    # the identity's tickets to hold it.
+    placed_by: str
+
+
+def unused_places(event_id: int, identities: Collection[str]) -> dict[str, UnusedPlace]:
+    """Each identity's place that its latest ended ticket of the on-sale left unused (it was
+    never let in): a random line's rejoin keeps it (line/joining.py). A ticket that had its
+    turn leaves no place: its identity's next ticket is placed by its own hash."""
+    if not identities:
+        return {}
+    latest = (
+        QueueEntry.objects.filter(event_id=event_id, identity__in=identities, status__in=TERMINAL)
+        .order_by("identity", "-id")
+        .distinct("identity")
+        .values_list("identity", "public_id", "order_key", "admitted_at")
+    )
+    unused = {
+        identity: (str(public_id), order_key)
+        for identity, public_id, order_key, admitted_at in latest
+        if admitted_at is None
+    }
+    if not unused:
+        return {}
+    # A ticket that kept an earlier one's place names it in its joined record.
+    kept_from = dict(
+        AuditRecord.objects.filter(
+            event_id=event_id,
+            action=AuditAction.JOINED,
+            ticket_id__in=[ticket for ticket, _ in unused.values()],
+        ).values_list("ticket_id", "data__placed_by")
+    )
+    return {
+        identity: UnusedPlace(
+            order_key=order_key, placed_by=str(kept_from.get(uuid.UUID(ticket)) or ticket)
+        )
+        for identity, (ticket, order_key) in unused.items()
     }
 
 

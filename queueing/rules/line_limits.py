@@ -27,23 +27,39 @@ def join_quote(
     max_queue_length: int,
     max_wait_seconds: int,
     full_retry_after: int,
+    rank_in_tier: int | None = None,
 ) -> Eta | None:
-    """The quote for a fan joining the back of ``tier_id`` behind ``tier_counts`` (per tier,
-    layout order) and ``queue_length`` in all; None in the pre-queue (no pace yet). Raises
-    ``QueueFull`` when the line has no room for them (0 limits are off)."""
+    """The quote for a fan joining ``tier_id`` behind ``tier_counts`` (per tier, layout
+    order) and ``queue_length`` in all: at the back of their tier, or, in a random line, at
+    ``rank_in_tier`` (the fans of their tier whose place is lower); None in the pre-queue (no
+    pace yet). Raises ``QueueFull`` when the line has no room for them (0 limits are off):
+    the wait is judged at the back of the tier in either order, so that a random line is
+    full for everyone at once, not for those whose place the hash put far back."""
     if max_queue_length and queue_length >= max_queue_length:
         raise QueueFull(retry_after=full_retry_after)
     if not waiting:
         return None
-    index = layout.tier_index(tier_id) or 0
-    position = position_in_line(
-        layout, tier_id=tier_id, rank_in_tier=tier_counts[index], tier_counts=tier_counts
-    )
-    quote = estimate_wait(position, throughput, tier_id)
-    if max_wait_seconds and quote is not None and quote.p50 > max_wait_seconds:
-        over = int(quote.p50 - max_wait_seconds)
+    back = tier_counts[layout.tier_index(tier_id) or 0]
+    at_back = _quote_at(layout, tier_id, back, tier_counts, throughput)
+    if max_wait_seconds and at_back is not None and at_back.p50 > max_wait_seconds:
+        over = int(at_back.p50 - max_wait_seconds)
         raise QueueFull(retry_after=max(1, min(MAX_RETRY_AFTER, over)))
-    return quote
+    if rank_in_tier is None or rank_in_tier == back:
+        return at_back
+    return _quote_at(layout, tier_id, rank_in_tier, tier_counts, throughput)
+
+
+def _quote_at(
+    layout: EventLayout,
+    tier_id: int,
+    rank_in_tier: int,
+    tier_counts: Sequence[int],
+    throughput: Throughput | None,
+) -> Eta | None:
+    position = position_in_line(
+        layout, tier_id=tier_id, rank_in_tier=rank_in_tier, tier_counts=tier_counts
+    )
+    return estimate_wait(position, throughput, tier_id)
 
 
 def within_address_cap(

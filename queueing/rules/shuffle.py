@@ -36,3 +36,10 @@ def place_key(seed: str, ticket_id: uuid.UUID | str) -> int:
     """A fan's place in a ``random`` line: the first 52 bits of ``shuffle_key``. Lower goes
     first; the same order as ``shuffled_order`` (which compares the whole digests)."""
     return int(shuffle_key(seed, ticket_id)[: PLACE_KEY_BITS // 4], 16)
+
+
+def place_rank_estimate(place: int, count: int) -> int:
+    """How many of ``count`` places fall below ``place``, expected: places are uniform over
+    their range, so a ``place`` at fraction f of it has about f * count below. For a quote
+    when the hot index cannot count them (line/joining.py)."""
+    return min(count, place * count >> PLACE_KEY_BITS)

@@ -9,16 +9,17 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from queueing.line import invitations as invitations_module
 from queueing.line.draw import draw_work_due, registration_draw
 from queueing.line.invitations import invitation_redeem, invitations_lapse
 from queueing.line.leaving import entry_leave
 from queueing.line.registration import registration_create
 from queueing.models import AuditAction, AuditRecord, Invitation, Registration
 from queueing.records.audit_verify import audit_chain_verify
-from queueing.rules.errors import InvalidAccessCode
+from queueing.rules.errors import InvalidAccessCode, QueueError
 from queueing.rules.registrations import invitation_code
 from queueing.rules.ticket_codec import ticket_read
-from staff.services import TierSpec
+from staff.services import TierSpec, event_close
 from tests.helpers import entry_of, registration_window_open, registrations_made, shop_token
 
 pytestmark = pytest.mark.django_db
@@ -123,3 +124,41 @@ def test_a_shop_fan_signed_in_again_is_given_their_invitation(event) -> None:
     )
     assert again.invitation is not None and again.invitation.status == "sent"
     assert again.invitation.code == code_of(window, again.registration)
+
+
+def test_a_use_in_time_is_not_lapsed_by_a_run_that_comes_during_its_join(
+    event, monkeypatch
+) -> None:
+    window, _ = drawn(event, winners=1, waitlist=1, by_shop=3)
+    winner = Registration.objects.get(outcome="won")
+    expires = Invitation.objects.get(registration=winner).expires_at
+    joining = invitations_module.entry_join
+
+    def lapse_run_meanwhile(**join):
+        # The lapse run's clock is past the expiry, the use's was not: it comes between the
+        # use's checks and its join's commit.
+        invitations_lapse(now=expires + timedelta(seconds=1))
+        return joining(**join)
+
+    monkeypatch.setattr(invitations_module, "entry_join", lapse_run_meanwhile)
+    used = invitation_redeem(
+        event=event, code=code_of(window, winner), now=expires - timedelta(seconds=1)
+    )
+    invitation = Invitation.objects.get(registration=winner)
+    assert invitation.status == "used"
+    assert invitation.entry_id == entry_of(used.result.answer.ticket).pk
+    # Nobody invited in the place of a fan who came in time.
+    assert not Invitation.objects.filter(registration__outcome="waitlisted").exists()
+    assert AuditRecord.objects.filter(action=AuditAction.INVITATION_USED).count() == 1
+    assert not AuditRecord.objects.filter(action=AuditAction.INVITATION_LAPSED).exists()
+
+
+def test_a_join_refused_gives_the_claim_back(event) -> None:
+    window, _ = drawn(event, winners=1, waitlist=0, by_shop=2)
+    winner = Registration.objects.get(outcome="won")
+    event_close(event=event, actor="test", now=timezone.now())
+    event.refresh_from_db()
+    with pytest.raises(QueueError):
+        invitation_redeem(event=event, code=code_of(window, winner), now=timezone.now())
+    invitation = Invitation.objects.get(registration=winner)
+    assert (invitation.status, invitation.used_at, invitation.entry_id) == ("sent", None, None)

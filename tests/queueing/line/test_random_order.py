@@ -14,10 +14,12 @@ from dashboard.reports import event_fairness, event_report
 from queueing.hot import line_index
 from queueing.line.index_sync import hot_index_rebuild
 from queueing.line.joining import JoinRequest, JoinResult, entry_join_many
+from queueing.line.leaving import entry_leave
 from queueing.line.reads import event_layout
 from queueing.models import AuditRecord, QueueEntry
 from queueing.rules.layout import position_in_line
 from queueing.rules.shuffle import place_key
+from queueing.rules.ticket_codec import TicketRef
 from staff.services import TierSpec, event_close, event_pause, event_update
 from tests.helpers import entry_of, fans_join, poll, tick
 
@@ -191,3 +193,101 @@ def test_the_prequeue_and_late_arrivals_share_one_hash_order(make_event, shuffle
     expected = _expected_positions(event, event.shuffle_seed, early + late)
     assert {t: poll(t)["position"] for t in early + late} == expected
     assert min(expected[t] for t in late) < max(expected[t] for t in early)
+
+
+def _paced_random_event(make_event, **fields):
+    # A pace (no tick runs: the line stays as joined) so that every waiting fan is quoted.
+    return make_event(
+        queue_order="random",
+        capacity=10_000,
+        rate_per_minute=60,
+        heartbeat_seconds=3600,
+        **fields,
+    )
+
+
+def test_a_newcomer_is_quoted_for_their_place_not_the_back_of_the_line(make_event) -> None:
+    event = _paced_random_event(make_event)
+    batch = _join(event, [f"fan-{i}" for i in range(200)])
+    by_place = sorted(batch, key=lambda t: entry_of(t).order_key)
+    quotes = [entry_of(t).quoted_p50 for t in by_place]
+    # In one batch too: each quoted where the hash put them, whoever joined first.
+    assert quotes == sorted(quotes)
+    assert quotes[0] < quotes[-1] / 10
+    for number in range(15):
+        (ticket,) = _join(event, [f"late-{number}"])
+        entry, status = entry_of(ticket), poll(ticket)
+        # As the status quotes the same place a moment later (the pace and line unchanged).
+        assert entry.quoted_p50 == pytest.approx(status["eta"]["p50"], abs=1.0)
+    report = event_report(event)
+    assert report["order_inversions"] == 0
+
+
+def test_a_full_random_line_refuses_by_its_back_whatever_the_newcomers_place(make_event) -> None:
+    # 60 a minute: the back of 200 waits ~200 s; a place near the front would wait far less.
+    event = _paced_random_event(make_event, max_wait_seconds=120)
+    _join(event, [f"fan-{i}" for i in range(120)])
+    now = timezone.now()
+    outcomes = entry_join_many(
+        [
+            JoinRequest(event=event, identity=f"late-{i}", access_code=None, now=now)
+            for i in range(40)
+        ]
+    )
+    # The line's length decides, not the hash: every newcomer is refused alike.
+    assert all(not isinstance(o, JoinResult) for o in outcomes)
+    assert {type(o).__name__ for o in outcomes} == {"QueueFull"}
+
+
+def _leave(ticket) -> None:
+    entry = entry_of(ticket)
+    ref = TicketRef(
+        entry_id=entry.id, event_id=entry.event_id, tier_id=entry.tier_id, lane=entry.lane
+    )
+    assert entry_leave(ref=ref, now=timezone.now())
+
+
+@pytest.mark.parametrize("lanes", [1, 4])
+def test_leaving_and_joining_again_keeps_the_place_and_a_turn_is_had_once(
+    make_event, lanes
+) -> None:
+    event = make_event(
+        queue_order="random", capacity=0, rate_per_minute=0, heartbeat_seconds=3600, lanes=lanes
+    )
+    tickets = _join(event, [f"fan-{i}" for i in range(40)])
+    # Whoever is placed far back leaves and joins again, twice: the same place each time.
+    far_back = sorted(tickets, key=lambda t: entry_of(t).order_key)[-5:]
+    identities = {t: entry_of(t).identity for t in far_back}
+    kept = {}
+    for ticket in far_back:
+        first = entry_of(ticket)
+        _leave(ticket)
+        (again,) = _join(event, [identities[ticket]])
+        _leave(again)
+        (third,) = _join(event, [identities[ticket]])
+        assert again != ticket and third != again
+        assert entry_of(again).order_key == entry_of(third).order_key == first.order_key
+        joined = AuditRecord.objects.get(
+            event=event, action="joined", ticket_id=entry_of(third).public_id
+        )
+        assert joined.data["placed_by"] == str(first.public_id)
+        assert joined.data["order_key"] == place_key(event.shuffle_seed, first.public_id)
+        kept[ticket] = third
+    admitted = 0
+    while admitted < len(tickets):
+        outcome = tick(event)
+        assert outcome.admitted, "admission stalled"
+        admitted += len(outcome.admitted)
+    assert {entry_of(t).status for t in kept.values()} == {"admitted"}
+    # A fan who had their turn (and ended it) is placed afresh: their new ticket's own hash.
+    _leave(kept[far_back[0]])
+    (after_turn,) = _join(event, [identities[far_back[0]]])
+    fresh = entry_of(after_turn)
+    assert fresh.order_key == place_key(event.shuffle_seed, fresh.public_id)
+    assert (
+        "placed_by" not in AuditRecord.objects.get(ticket_id=fresh.public_id, action="joined").data
+    )
+    event_close(event=event, actor="test", now=timezone.now())
+    report = event_report(event)
+    assert report["order_inversions"] == 0
+    assert report["place_mismatches"] == 0

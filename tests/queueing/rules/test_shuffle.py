@@ -1,7 +1,7 @@
 import hashlib
 import uuid
 
-from queueing.rules.shuffle import place_key, shuffled_order
+from queueing.rules.shuffle import place_key, place_rank_estimate, shuffled_order
 
 
 def test_the_order_is_a_function_of_the_seed_alone() -> None:
@@ -37,3 +37,13 @@ def test_place_keys_sort_as_the_shuffle_does() -> None:
     assert by_place == shuffled_order("seed", ids)
     # Exact as a Redis score (a double).
     assert all(float(place_key("seed", t)) == place_key("seed", t) for t in ids)
+
+
+def test_the_expected_fans_below_a_place_is_its_share_of_the_range() -> None:
+    assert place_rank_estimate(0, 1000) == 0
+    assert place_rank_estimate(2**51, 1000) == 500
+    assert place_rank_estimate(2**52 - 1, 1000) == 999
+    # Over many tickets, the estimate is close to the count below.
+    places = sorted(place_key("seed", uuid.uuid4()) for _ in range(4000))
+    for rank in (400, 2000, 3600):
+        assert abs(place_rank_estimate(places[rank], len(places)) - rank) < 150

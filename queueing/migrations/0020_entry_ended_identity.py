@@ -1,5 +1,5 @@
-# Ended tickets that were never let in, by identity: a random line's rejoin keeps the place of
-# the identity's first one.
+# An identity's ended tickets: a random line's rejoin keeps the place of the one before if it
+# was never let in.
 
 from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models
@@ -18,11 +18,10 @@ class Migration(migrations.Migration):
             model_name="queueentry",
             index=models.Index(
                 condition=models.Q(
-                    ("admitted_at__isnull", True),
-                    ("status__in", ("completed", "abandoned", "expired", "left", "revoked")),
+                    ("status__in", ("completed", "abandoned", "expired", "left", "revoked"))
                 ),
                 fields=["event", "identity"],
-                name="entry_ended_unadmitted",
+                name="entry_ended_identity",
             ),
         ),
     ]
