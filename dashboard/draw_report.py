@@ -43,6 +43,7 @@ class DrawReport:
     draw_seed: str | None  # revealed with the draw, never before
     draw_seed_sha256: str
     tiers: list[DrawnTier]
+    registrations: list[TierCounts]  # each tier's registrations now, drawn or not
     total: TierCounts
     registered: int  # before the draw: registrations so far, confirmed or not
     verify_commands: str
@@ -78,7 +79,8 @@ def draw_report(event: Event) -> DrawReport | None:
     window = RegistrationWindow.objects.filter(event=event).first()
     if window is None:
         return None
-    counts = {tier.name: tier for tier in registration_counts(event)}
+    registrations = registration_counts(event)
+    counts = {tier.name: tier for tier in registrations}
     drawn = draw_tiers(event.pk) if window.drawn_at is not None else {}
     tiers = [
         DrawnTier(
@@ -90,7 +92,7 @@ def draw_report(event: Event) -> DrawReport | None:
         )
         for name, figures in sorted(drawn.items())
     ]
-    total = counts_total(list(counts.values()))
+    total = counts_total(registrations)
     return DrawReport(
         opens_at=window.opens_at,
         closes_at=window.closes_at,
@@ -103,6 +105,7 @@ def draw_report(event: Event) -> DrawReport | None:
         draw_seed=event.draw_seed if window.drawn_at is not None else None,
         draw_seed_sha256=event.draw_seed_sha256,
         tiers=tiers,
+        registrations=registrations,
         total=total,
         registered=total.registered,
         verify_commands=verify_commands(event),

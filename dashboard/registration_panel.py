@@ -43,6 +43,8 @@ class TierCounts:
 
     name: str
     registered: int = 0
+    by_email: int = 0  # registered by an address (confirmed or not)
+    by_shop: int = 0  # registered by the shop's signed identity
     confirmed: int = 0
     won: int = 0
     waitlisted: int = 0
@@ -53,8 +55,12 @@ class TierCounts:
     lapsed: int = 0
     unused: int = 0  # sent, neither used nor lapsed yet
 
-    def add(self, *, status: str, outcome: str, invitation: str | None, n: int) -> None:
+    def add(self, *, route: str, status: str, outcome: str, invitation: str | None, n: int) -> None:
         self.registered += n
+        if route == "shop":
+            self.by_shop += n
+        else:
+            self.by_email += n
         if status == RegistrationStatus.CONFIRMED:
             self.confirmed += n
         if outcome == "won":
@@ -106,14 +112,14 @@ def registration_counts(event: Event) -> list[TierCounts]:
     """Each tier's counts, from one grouped query (a registration and its invitation)."""
     rows = (
         Registration.objects.filter(event=event)
-        .values_list("tier__name", "status", "outcome", "invitation__status")
+        .values_list("tier__name", "route", "status", "outcome", "invitation__status")
         .annotate(n=Count("id"))
         .order_by()
     )
     tiers: dict[str, TierCounts] = {}
-    for tier, status, outcome, invitation, n in rows:
+    for tier, route, status, outcome, invitation, n in rows:
         counts = tiers.setdefault(tier, TierCounts(tier))
-        counts.add(status=status, outcome=outcome, invitation=invitation, n=n)
+        counts.add(route=route, status=status, outcome=outcome, invitation=invitation, n=n)
     return sorted(tiers.values(), key=lambda t: t.name)
 
 

@@ -1,6 +1,10 @@
 """The report after the sale as CSV: one long table (``section, tier, from, to, measure,
 value``) that a spreadsheet's pivot or a data frame reads as it is, rather than several
-tables of different shapes in one file."""
+tables of different shapes in one file.
+
+An on-sale sold by a draw adds a ``draw`` section: the window, the registrations by tier and
+route, and once drawn the list's commitment, the seed revealed, and each tier's outcome and
+invitations (the page's "Registration and draw", dashboard/draw_report.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ import io
 from collections.abc import Iterator
 from datetime import timedelta
 
+from dashboard.draw_report import DrawReport
+from dashboard.registration_panel import TierCounts
 from dashboard.sale_report import SaleReport, TierReport
 
 COLUMNS = ["section", "tier", "from", "to", "measure", "value"]
@@ -43,6 +49,64 @@ def _figures(tier: TierReport) -> Iterator[tuple[str, object]]:
     if tier.fairness is not None:
         yield ("order_inversions", tier.fairness.order_inversions)
         yield ("kendall_tau", tier.fairness.kendall_tau)
+
+
+def _registrations(counts: TierCounts) -> Iterator[tuple[str, object]]:
+    yield from (
+        ("registered", counts.registered),
+        ("registered_by_email", counts.by_email),
+        ("registered_by_shop", counts.by_shop),
+        ("confirmed", counts.confirmed),
+    )
+
+
+def _outcome(counts: TierCounts) -> Iterator[tuple[str, object]]:
+    """What became of a tier's registrations after the draw, and of their invitations."""
+    yield from (
+        ("lost", counts.lost),
+        ("invitations_sent", counts.winners_invited + counts.waitlist_invited),
+        ("invitations_used", counts.used),
+        ("invitations_lapsed", counts.lapsed),
+        ("invitations_unused", counts.unused),
+        ("waitlist_promoted", counts.waitlist_invited),
+    )
+
+
+def _draw_rows(draw: DrawReport, *, all_tiers: str) -> Iterator[list[object]]:
+    about = (
+        ("opens_at", draw.opens_at.isoformat()),
+        ("closes_at", draw.closes_at.isoformat()),
+        ("winners_per_tier", draw.winners),
+        ("waitlist_per_tier", draw.waitlist),
+        ("invitation_hours", draw.invitation_hours),
+        ("draw_seed_sha256", draw.draw_seed_sha256),
+    )
+    for measure, value in about:
+        yield ["draw", "", "", "", measure, value]
+    if draw.drawn_at is not None:
+        # The seed only with the draw: before it, it would let anyone foretell the winners.
+        yield ["draw", "", "", "", "drawn_at", draw.drawn_at.isoformat()]
+        yield ["draw", "", "", "", "list_root", draw.list_root]
+        yield ["draw", "", "", "", "list_count", _cell(draw.list_count)]
+        yield ["draw", "", "", "", "draw_seed", _cell(draw.draw_seed)]
+    for counts in (draw.total, *draw.registrations):
+        name = all_tiers if counts is draw.total else counts.name
+        for measure, value in _registrations(counts):
+            yield ["draw", name, "", "", measure, value]
+    if draw.drawn_at is None:
+        return
+    # The drawn figures as the draw's own record holds them; the outcomes as they stand.
+    yield ["draw", all_tiers, "", "", "in_list", _cell(draw.list_count)]
+    yield ["draw", all_tiers, "", "", "winners", draw.total.won]
+    yield ["draw", all_tiers, "", "", "waitlisted", draw.total.waitlisted]
+    for measure, value in _outcome(draw.total):
+        yield ["draw", all_tiers, "", "", measure, value]
+    for tier in draw.tiers:
+        yield ["draw", tier.name, "", "", "in_list", tier.registrations]
+        yield ["draw", tier.name, "", "", "winners", tier.winners]
+        yield ["draw", tier.name, "", "", "waitlisted", tier.waitlist]
+        for measure, value in _outcome(tier.counts):
+            yield ["draw", tier.name, "", "", measure, value]
 
 
 def _cell(value: object) -> object:
@@ -80,6 +144,8 @@ def report_rows(report: SaleReport) -> Iterator[list[object]]:
             continue
         for index, count in enumerate(tier.histogram):
             yield ["wait_histogram", tier.name, index * width, (index + 1) * width, "fans", count]
+    if report.draw is not None:
+        yield from _draw_rows(report.draw, all_tiers=report.overall.name)
 
 
 # A spreadsheet runs a cell that starts with one of these as a formula (``=HYPERLINK(...)``,

@@ -18,14 +18,20 @@ from django.urls import URLPattern, path
 from django.utils import timezone
 
 from events.models import AccessCode, Event, Tier
-from queueing.models import AuditRecord, QueueEntry
+from queueing.models import AuditRecord, QueueEntry, RegistrationWindow
 from queueing.rules.branding import accent_warning
+from queueing.rules.errors import DrawDone
 from staff import services
 from staff.admin_close import close_events_confirmed
 from staff.admin_fieldsets import EVENT_FIELDSETS
 from staff.admin_filters import StateFilter, state_label
 from staff.admin_queueit import EventQueueitAdminForm, QueueitSecretShown
-from staff.admin_registrations import REGISTRATION_FIELDSET, registration_window_shown
+from staff.admin_registrations import (
+    REGISTRATION_FIELDSET,
+    RegistrationWindowInline,
+    registration_window_formset_save,
+    registration_window_shown,
+)
 from staff.admin_sold_out import sell_out_events
 from staff.admin_tiers import TierInline
 from staff.admin_tokens import StaffTokenAdmin
@@ -102,7 +108,7 @@ class EventAdmin(QueueitSecretShown, admin.ModelAdmin):
         "queueit_secret_state",
         "draw_window",
     )
-    inlines = [TierInline, AccessCodeInline]
+    inlines = [TierInline, AccessCodeInline, RegistrationWindowInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     actions = [
         "pause_events",
@@ -220,6 +226,14 @@ class EventAdmin(QueueitSecretShown, admin.ModelAdmin):
     def save_formset(
         self, request: HttpRequest, form: ModelForm, formset: BaseInlineFormSet, change: bool
     ) -> None:
+        if formset.model is RegistrationWindow:
+            try:
+                registration_window_formset_save(
+                    formset, event=form.instance, actor=_actor(request), now=timezone.now()
+                )
+            except DrawDone as refusal:  # drawn since the form was shown
+                self.message_user(request, refusal.detail, messages.ERROR)
+            return
         super().save_formset(request, form, formset, change)
         if formset.has_changed():
             services.event_record_admin_change(

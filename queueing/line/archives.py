@@ -43,7 +43,7 @@ from django.db import connection, transaction
 from events.models import Event, EventState
 from queueing.hot.client import answered
 from queueing.hot.forget import event_keys_forget
-from queueing.models import GENESIS_HASH, QueueEntry
+from queueing.models import GENESIS_HASH, QueueEntry, RegistrationWindow
 from queueing.records.archive_rows import (
     ENTRY_KEYS,
     Heads,
@@ -238,12 +238,33 @@ def _event_settings(event: Event) -> dict[str, Any]:
     # random line's order, can be redone.
     settings["shuffle_seed"] = event.shuffle_seed_revealed(closed=True)
     settings["shuffle_seed_sha256"] = event.shuffle_seed_sha256
+    window = RegistrationWindow.objects.filter(event=event).first()
+    drawn = window is not None and window.drawn_at is not None
+    # As the report and the draw's API reveal it: with the draw, never before (an on-sale
+    # that ended undrawn keeps it secret, its SHA-256 a commitment to nothing yet used).
+    settings["draw_seed"] = event.draw_seed if drawn else None
+    settings["draw_seed_sha256"] = event.draw_seed_sha256
+    settings["registration_window"] = None if window is None else _window_settings(window)
     settings["tiers"] = [
         {"id": t.id, "name": t.name, "priority": t.priority, "share": t.share,
          "is_default": t.is_default}
         for t in event.tiers.order_by("priority", "id")
     ]  # fmt: skip
     return settings
+
+
+def _window_settings(window: RegistrationWindow) -> dict[str, Any]:
+    """The draw's window and what it drew; never its shop key nor its identity key."""
+    return {
+        "opens_at": hashed_at(window.opens_at),
+        "closes_at": hashed_at(window.closes_at),
+        "winners": window.winners,
+        "waitlist": window.waitlist,
+        "invitation_hours": window.invitation_hours,
+        "drawn_at": hashed_at(window.drawn_at) if window.drawn_at is not None else None,
+        "list_root": window.list_root,
+        "list_count": window.list_count,
+    }
 
 
 def _lines(event: Event, *, heads: Heads, now: datetime) -> Iterator[dict[str, Any]]:

@@ -30,6 +30,7 @@ from queueing.models import (
     QueueEntry,
 )
 from queueing.records.archive_rows import chain_heads
+from queueing.records.audit import hashed_at
 from queueing.rules.states import LIVE
 from staff.services import event_close
 from tests.helpers import (
@@ -38,6 +39,9 @@ from tests.helpers import (
     fans_join,
     place_link_for,
     poll,
+    registration_drawn,
+    registration_window_open,
+    registrations_made,
     shop_completes,
     staff_client,
     tick,
@@ -297,3 +301,52 @@ def test_the_room_reads_its_file_back_before_removing_anything(make_event, tmp_p
     cut = archive.with_name("cut.jsonl.gz")
     cut.write_bytes(archive.read_bytes()[:-30])
     assert archive_file_problem(cut, heads=heads, **counts).startswith("unreadable")
+
+
+def archived_settings(slug: str, archive: Path) -> dict[str, Any]:
+    archive_onsale(slug, "--out", str(archive), "--dry-run")
+    return json.loads(lines_of(archive)[0])["archive"]["event"]
+
+
+def test_a_draw_is_archived_with_its_window_and_its_seed_revealed(make_event, tmp_path) -> None:
+    event = make_event(slug="drawn")
+    window = registration_drawn(event, by_shop=3, winners=1, waitlist=1)
+    event_close(event=event, actor="staff:ann", now=timezone.now())
+    settings = archived_settings(event.slug, tmp_path / "drawn.jsonl.gz")
+    assert settings["draw_seed"] == event.draw_seed
+    assert settings["draw_seed_sha256"] == event.draw_seed_sha256
+    assert settings["registration_window"] == {
+        "opens_at": hashed_at(window.opens_at),
+        "closes_at": hashed_at(window.closes_at),
+        "winners": 1,
+        "waitlist": 1,
+        "invitation_hours": 48,
+        "drawn_at": hashed_at(window.drawn_at),
+        "list_root": window.list_root,
+        "list_count": 3,
+    }
+    text = gzip.decompress((tmp_path / "drawn.jsonl.gz").read_bytes()).decode()
+    assert window.shop_key not in text and window.identity_key not in text
+    checked = outsider_checks(tmp_path / "drawn.jsonl.gz", tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_an_undrawn_window_keeps_the_draws_seed_secret(make_event, tmp_path) -> None:
+    event = make_event(slug="undrawn")
+    registration_window_open(event)
+    registrations_made(event, by_shop=2)
+    event_close(event=event, actor="staff:ann", now=timezone.now())
+    settings = archived_settings(event.slug, tmp_path / "undrawn.jsonl.gz")
+    assert settings["draw_seed"] is None
+    assert settings["draw_seed_sha256"] == event.draw_seed_sha256
+    assert settings["registration_window"]["drawn_at"] is None
+    assert settings["registration_window"]["list_count"] is None
+    text = gzip.decompress((tmp_path / "undrawn.jsonl.gz").read_bytes()).decode()
+    assert event.draw_seed not in text
+
+
+def test_an_on_sale_sold_first_come_is_archived_without_a_window(archived) -> None:
+    event, archive = archived
+    settings = json.loads(lines_of(archive)[0])["archive"]["event"]
+    assert settings["registration_window"] is None and settings["draw_seed"] is None
+    assert settings["draw_seed_sha256"] == event.draw_seed_sha256
