@@ -25,6 +25,7 @@ from queueing.models import (
     AuditChainHead,
     AuditLaneHead,
     AuditRecord,
+    Invitation,
     PlaceLink,
     QueueEntry,
 )
@@ -212,9 +213,13 @@ class Removed:
 def archived_rows_delete(*, event_id: int) -> Removed:
     """Remove the on-sale's place links, entries, audit records, chain heads and admission
     bookkeeping, a batch at a time (outside any transaction: each batch commits alone, and
-    a run cut short is finished by the next). Its tiers and the on-sale's own row stay."""
+    a run cut short is finished by the next). Its tiers and the on-sale's own row stay, and
+    so does a draw's publication (its registrations' hashes and outcomes, its invitations,
+    which anyone may still check): the used invitations only let go of the entries they
+    joined as, which go with the rest of the line."""
     if connection.in_atomic_block:
         raise RuntimeError("the removal commits batch by batch: call it outside a transaction")
+    Invitation.objects.filter(event_id=event_id, entry__isnull=False).update(entry=None)
     links = _delete_in_batches(_DELETE_LINKS, event_id)
     entries = _delete_in_batches(_DELETE_ENTRIES, event_id)
     records = _delete_in_batches(_DELETE_RECORDS, event_id)

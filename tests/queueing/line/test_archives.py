@@ -22,21 +22,25 @@ from rest_framework.test import APIClient
 
 from events.models import Event
 from queueing.line.archives import archive_file_problem
+from queueing.line.leaving import entry_leave
 from queueing.models import (
     AuditChainHead,
     AuditLaneHead,
     AuditRecord,
+    Invitation,
     PlaceLink,
     QueueEntry,
 )
 from queueing.records.archive_rows import chain_heads
 from queueing.records.audit import hashed_at
 from queueing.rules.states import LIVE
+from queueing.rules.ticket_codec import TicketRef
 from staff.services import event_close
 from tests.helpers import (
     AUDITOR,
     entry_of,
     fans_join,
+    invitations_settled,
     place_link_for,
     poll,
     registration_drawn,
@@ -350,3 +354,31 @@ def test_an_on_sale_sold_first_come_is_archived_without_a_window(archived) -> No
     settings = json.loads(lines_of(archive)[0])["archive"]["event"]
     assert settings["registration_window"] is None and settings["draw_seed"] is None
     assert settings["draw_seed_sha256"] == event.draw_seed_sha256
+
+
+def test_a_draw_whose_invitations_joined_the_line_is_archived_and_still_checkable(
+    make_event, tmp_path
+) -> None:
+    event = make_event(slug="invited", capacity=0)
+    registration_drawn(event, by_shop=4, winners=2, waitlist=1)
+    invitations_settled(event, used=2)
+    used = list(Invitation.objects.filter(event=event, status="used"))
+    assert len(used) == 2 and all(i.entry_id for i in used)
+    for invitation in used:
+        entry = invitation.entry
+        ref = TicketRef(
+            entry_id=entry.id, event_id=event.id, tier_id=entry.tier_id, lane=entry.lane
+        )
+        entry_leave(ref=ref, now=timezone.now())
+    event_close(event=event, actor="staff:ann", now=timezone.now())
+    archive_onsale(event.slug, "--out", str(tmp_path / "invited.jsonl.gz"))
+    event.refresh_from_db()
+    assert event.archived_at is not None
+    assert not QueueEntry.objects.filter(event=event).exists()
+    # The draw's publication stays: the invitations used, without the entries they joined as.
+    assert list(Invitation.objects.filter(event=event).values_list("status", "entry")) == [
+        ("used", None),
+        ("used", None),
+    ]
+    draw = APIClient().get(f"/api/v1/events/{event.slug}/draw")
+    assert draw.status_code == 200 and draw.json()["count"] == 4
