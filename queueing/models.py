@@ -592,6 +592,9 @@ class Registration(models.Model):
     draw_rank = models.PositiveIntegerField(null=True, blank=True)
     # What the last outcome mail told ("", waitlisted, lost, invited): each told once.
     mailed = models.CharField(max_length=16, blank=True, default="")
+    # The language the fan registered in (the page's, or the API request's): the
+    # confirmation and outcome mails speak it; "" is the room's LANGUAGE_CODE.
+    language = models.CharField(max_length=8, blank=True, db_default="")
 
     class Meta:
         constraints = [

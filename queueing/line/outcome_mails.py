@@ -9,6 +9,9 @@ was told last; a mail is claimed by a compare-and-set on it, so two runs never s
 mail, and a told ``invited`` or ``lost`` erases the address in the same statement. A mail the
 SMTP server does not take is released (the claim and the address put back) and the run
 raises at its end, after trying the others, so the task's retry sends only what is missing.
+
+Each mail speaks the language its fan registered in (``Registration.language``), its subject
+and body alike. The language is kept when the address is erased: it is not personal data.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from datetime import datetime
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
+from django.utils import translation
+from django.utils.translation import gettext
 
 from events.models import Event
 from queueing.line.followups import registration_mails_soon
@@ -115,25 +120,45 @@ def _send(
     tell: str,
     address: str,
 ) -> None:
+    with translation.override(registration.language or settings.LANGUAGE_CODE):
+        subject, body = _words(event, window, registration, invitation, tell)
+    send_mail(subject=subject, message=body, from_email=None, recipient_list=[address])
+
+
+def _words(
+    event: Event,
+    window: RegistrationWindow,
+    registration: Registration,
+    invitation: Invitation | None,
+    tell: str,
+) -> tuple[str, str]:
+    """The mail's subject and body, in the active language."""
     if tell == INVITED:
         assert invitation is not None
-        code = invitation_code(window.identity_key, invitation.id)
-        subject = f"You can join the line: {event.name}"
-        body = (
-            f"You were drawn for {event.name}.\n\n"
-            f"Your invitation code (it works once, until "
-            f"{invitation.expires_at:%Y-%m-%d %H:%M} UTC): {code}\n\n"
-            f"Join the line with it at {settings.WR_PUBLIC_URL}/e/{event.slug}/"
-        )
+        subject = gettext("You can join the line: %(event)s") % {"event": event.name}
+        body = gettext(
+            "You were drawn for %(event)s.\n\n"
+            "Your invitation code (it works once, until %(until)s UTC): %(code)s\n\n"
+            "Join the line with it at %(url)s"
+        ) % {
+            "event": event.name,
+            "until": invitation.expires_at.strftime("%Y-%m-%d %H:%M"),
+            "code": invitation_code(window.identity_key, invitation.id),
+            "url": f"{settings.WR_PUBLIC_URL}/e/{event.slug}/",
+        }
     elif tell == WAITLISTED:
-        subject = f"You are on the waitlist: {event.name}"
-        body = (
-            f"You were not among the winners of the draw for {event.name}, but you are on its "
-            f"waitlist (rank {registration.draw_rank} in your tier). If an invitation lapses "
-            "unused, the next fan on the waitlist is invited: we will mail you then."
-        )
+        subject = gettext("You are on the waitlist: %(event)s") % {"event": event.name}
+        body = gettext(
+            "You were not among the winners of the draw for %(event)s, but you are on its "
+            "waitlist (rank %(rank)s in your tier). If an invitation lapses unused, the next "
+            "fan on the waitlist is invited: we will mail you then."
+        ) % {"event": event.name, "rank": registration.draw_rank}
     else:
-        subject = f"The draw's result: {event.name}"
-        body = f"You were not drawn for {event.name} this time. Thank you for registering."
-    body += f"\n\nYour registration's published hash: {registration.public_hash}\n"
-    send_mail(subject=subject, message=body, from_email=None, recipient_list=[address])
+        subject = gettext("The draw's result: %(event)s") % {"event": event.name}
+        body = gettext("You were not drawn for %(event)s this time. Thank you for registering.") % {
+            "event": event.name
+        }
+    proof = gettext("Your registration's published hash: %(hash)s") % {
+        "hash": registration.public_hash
+    }
+    return subject, f"{body}\n\n{proof}\n"

@@ -5,6 +5,13 @@ attempt is answered with the first (the unique constraint decides, not a read be
 
 Every registration and confirmation is audited on the on-sale's root chain, with the
 registration's published hash and never the address.
+
+The mails speak the language the fan registered in (``Registration.language``: the page's,
+or the API request's), as the turn mail speaks its page's. The language is not personal data:
+it stays when the address is erased.
+
+Over 350 lines on purpose: the window, both identity routes, the mailed link and its mail are
+one contract (docs/api.md, "Registration and the draw"), read in one place.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.urls import reverse
+from django.utils import translation
+from django.utils.translation import gettext
 
 from events.models import Event, Tier
 from queueing.line.followups import registration_mail_soon
@@ -171,9 +180,12 @@ def registration_create(
     email: str | None = None,
     shop_token: str | None = None,
     access_code: str | None = None,
+    language: str = "",
 ) -> Registered:
     """Register one identity: an address (pending until its link is opened; the link is
-    mailed after the commit) or a shop's signed account (confirmed at once)."""
+    mailed after the commit) or a shop's signed account (confirmed at once). ``language``
+    (a code of ``LANGUAGES``; "" for the room's own) is the one its mails speak; an identity
+    that registers again keeps the language it first registered in."""
     if (email is None) == (shop_token is None):
         raise InvalidInput("Give either an email or a shop_token.")
     if shop_token is not None:
@@ -210,6 +222,7 @@ def registration_create(
         identity_hash=digest,
         route=route,
         email=address,
+        language=language[:8],
         status=status,
         created_at=now,
         confirmed_at=now if status == RegistrationStatus.CONFIRMED else None,
@@ -332,18 +345,20 @@ def registration_mail_send(*, registration_id: str, now: datetime) -> bool:
     event = registration.event
     token = confirm_token(event.registration_window.identity_key, registration.id)
     url = settings.WR_PUBLIC_URL + reverse("registration-status", args=[event.slug, token])
+    closes_at = event.registration_window.closes_at
     try:
-        send_mail(
-            subject=f"Confirm your registration: {event.name}",
-            message=(
-                f"You registered for the draw of {event.name}.\n\n"
-                f"Open this link to confirm your address (until "
-                f"{event.registration_window.closes_at:%Y-%m-%d %H:%M} UTC):\n{url}\n\n"
-                "If you did not register, ignore this mail: nothing happens without the link."
-            ),
-            from_email=None,
-            recipient_list=[registration.email],
-        )
+        with translation.override(registration.language or settings.LANGUAGE_CODE):
+            send_mail(
+                subject=gettext("Confirm your registration: %(event)s") % {"event": event.name},
+                message=gettext(
+                    "You registered for the draw of %(event)s.\n\n"
+                    "Open this link to confirm your address (until %(until)s UTC):\n%(url)s\n\n"
+                    "If you did not register, ignore this mail: nothing happens without the link."
+                )
+                % {"event": event.name, "until": closes_at.strftime("%Y-%m-%d %H:%M"), "url": url},
+                from_email=None,
+                recipient_list=[registration.email],
+            )
     except Exception:  # a refused mail: released, so that the task's retry may send it
         Registration.objects.filter(id=registration_id).update(confirm_mail_sent_at=None)
         raise

@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.http import HttpResponse
 from django.utils import timezone
+from django.utils.translation import get_language
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -115,6 +117,9 @@ class RegistrationCreateApi(APIView):
             email=data.get("email"),
             shop_token=data.get("shop_token"),
             access_code=data.get("access_code"),
+            # The request's language (Accept-Language, negotiated as for the fans' pages by
+            # LocaleMiddleware): the confirmation and outcome mails speak it.
+            language=get_language() or settings.LANGUAGE_CODE,
         )
         return Response(registration_output(registered), status=201 if registered.created else 200)
 

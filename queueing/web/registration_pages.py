@@ -11,10 +11,12 @@ import random
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import get_language
 from django.views.decorators.http import require_http_methods, require_POST
 
 from events.models import Event
@@ -149,6 +151,8 @@ def registration_page(request: HttpRequest, slug: str) -> HttpResponse:
             email=email or None,
             shop_token=shop_token or None,
             access_code=code,
+            # The language this page is in: the fan's mails speak it too.
+            language=get_language() or settings.LANGUAGE_CODE,
         )
     except (QueueError, ApiError) as refusal:
         error = api_error(refusal)

@@ -1,6 +1,7 @@
 """Outcome mails (queueing/line/outcome_mails.py), against a local SMTP server: each
-registrant by address told once what the draw decided, the invited their code, the address
-erased once nothing more can be told, and a refused mail sent by the retry."""
+registrant by address told once what the draw decided, the invited their code, in the
+language they registered in, the address erased once nothing more can be told, and a refused
+mail sent by the retry."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from django.utils import timezone
 from queueing.line.draw import registration_draw
 from queueing.line.invitations import invitation_redeem, invitations_lapse
 from queueing.line.outcome_mails import OutcomeMailsFailed, registration_mails_send
+from queueing.line.registration import registration_confirm, registration_create
 from queueing.models import Registration, RegistrationWindow
+from queueing.rules.registrations import confirm_token
 from tests.helpers import registration_window_open, registrations_made
 from tests.mailbox import smtp_server
 from tests.processes import running_stack, wait_until
@@ -81,6 +84,52 @@ def test_a_waitlisted_fan_invited_as_an_invitation_lapses_is_mailed_again(event,
     waiting.refresh_from_db()
     assert (waiting.mailed, waiting.email) == ("invited", "")
     assert len(mailbox.messages) == 4
+
+
+def test_each_outcome_is_told_in_the_language_the_fan_registered_in(event, mailbox) -> None:
+    window = registration_window_open(event, winners=1, waitlist=1)
+    now = timezone.now()
+    for n in range(3):
+        registered = registration_create(
+            event=event, now=now, email=f"fan{n}@example.com", language="de"
+        )
+        token = confirm_token(window.identity_key, registered.registration.id)
+        registration_confirm(token=token, now=now)
+    window.closes_at = timezone.now() - timedelta(seconds=1)
+    window.save(update_fields=["closes_at"])
+    registration_draw(event_id=event.id, now=timezone.now())
+    window.refresh_from_db()
+    outcome_of = dict(Registration.objects.values_list("email", "outcome"))
+    assert registration_mails_send(event_id=event.id, now=timezone.now()) == 3
+    told = {outcome_of[message["To"]]: message for message in mailbox.messages}
+    assert told["won"]["Subject"] == f"Sie können sich anstellen: {event.name}"
+    assert "Ihr Einladungscode (er funktioniert einmal, bis" in told["won"].get_content()
+    assert told["waitlisted"]["Subject"] == f"Sie stehen auf der Warteliste: {event.name}"
+    assert "(Rang 2 in Ihrer Kategorie)" in told["waitlisted"].get_content()
+    assert told["lost"]["Subject"] == f"Das Ergebnis der Auslosung: {event.name}"
+    assert "Sie wurden diesmal für" in told["lost"].get_content()
+    for message in told.values():
+        assert "Der veröffentlichte Hash Ihrer Anmeldung: " in message.get_content()
+    # The addresses told for good are erased as before; the language is kept (not personal
+    # data), and the waitlisted fan invited later is told in it too.
+    assert Registration.objects.exclude(email="").get().outcome == "waitlisted"
+    assert set(Registration.objects.values_list("language", flat=True)) == {"de"}
+    invitations_lapse(now=window.drawn_at + timedelta(hours=49))
+    assert registration_mails_send(event_id=event.id, now=timezone.now()) == 1
+    invited = mailbox.messages[-1]
+    assert invited["To"] == told["waitlisted"]["To"]
+    assert invited["Subject"] == f"Sie können sich anstellen: {event.name}"
+    assert len(mailbox.messages) == 4
+
+
+def test_a_registrant_in_the_room_s_own_language_is_told_in_english(event, mailbox) -> None:
+    drawn(event, winners=1, waitlist=0, by_mail=1)
+    assert Registration.objects.get().language == ""  # registered with no language given
+    registration_mails_send(event_id=event.id, now=timezone.now())
+    (message,) = mailbox.messages
+    assert message["Subject"] == f"You can join the line: {event.name}"
+    assert "Your invitation code (it works once, until" in message.get_content()
+    assert "Your registration's published hash: " in message.get_content()
 
 
 def test_a_mail_the_server_refuses_is_sent_by_the_retry_and_only_it(event, settings) -> None:

@@ -1,5 +1,6 @@
 """Registering for a draw (queueing/line/registration.py): both identity routes, one
-registration per identity, the mailed confirmation link, the window's bounds and the audit."""
+registration per identity, the mailed confirmation link (in the fan's language), the window's
+bounds and the audit."""
 
 from __future__ import annotations
 
@@ -135,6 +136,35 @@ def test_the_mailed_link_confirms_once_and_the_mail_goes_once(event, mailbox) ->
     assert confirmed.registration.status == "confirmed" and confirmed.hash == registered.hash
     registration_confirm(token=token, now=now)  # a second click: same answer, one record
     assert AuditRecord.objects.filter(action=AuditAction.REGISTRATION_CONFIRMED).count() == 1
+
+
+def test_the_confirmation_mail_speaks_the_language_registered_in(event, mailbox) -> None:
+    window = registration_window_open(event)
+    now = timezone.now()
+    registered = registration_create(event=event, now=now, email="fan@example.com", language="ja")
+    # Registering again in another language answers the first registration, language and all.
+    registration_create(event=event, now=now, email="fan@example.com", language="fr")
+    assert Registration.objects.get().language == "ja"
+    rid = str(registered.registration.id)
+    assert registration_mail_send(registration_id=rid, now=now)
+    assert not registration_mail_send(registration_id=rid, now=now)
+    (message,) = mailbox.messages
+    # Stripped: Python's e-mail package folds a subject of one encoded word onto its own line.
+    subject = message["Subject"].strip()
+    assert subject == f"登録を確認してください\N{FULLWIDTH COLON}{event.name}"
+    body = message.get_content()
+    assert f"{event.name} の抽選に登録しました。" in body
+    assert f"UTC {window.closes_at:%Y-%m-%d %H:%M} まで有効です" in body
+    assert f"/e/{event.slug}/register/" in body
+
+
+def test_the_confirmation_mail_without_a_language_is_in_english(event, mailbox) -> None:
+    registration_window_open(event)
+    registered = registration_create(event=event, now=timezone.now(), email="fan@example.com")
+    registration_mail_send(registration_id=str(registered.registration.id), now=timezone.now())
+    (message,) = mailbox.messages
+    assert message["Subject"] == f"Confirm your registration: {event.name}"
+    assert "Open this link to confirm your address" in message.get_content()
 
 
 def test_a_refused_mail_is_released_for_the_retry(event, settings) -> None:

@@ -1,5 +1,6 @@
 """``POST /api/v1/events/{slug}/registrations`` and the confirmation link over HTTP
-(queueing/web/api_registration.py): answers, and bad input as ``{"error", "detail"}``."""
+(queueing/web/api_registration.py): answers, bad input as ``{"error", "detail"}``, and the
+mails in the request's language."""
 
 from __future__ import annotations
 
@@ -10,15 +11,26 @@ from django.test import Client
 from django.utils import timezone
 
 from queueing.line.draw import registration_draw
-from queueing.line.registration import registration_create
+from queueing.line.outcome_mails import registration_mails_send
+from queueing.line.registration import registration_create, registration_mail_send
+from queueing.models import Registration
 from queueing.rules.registrations import confirm_token
 from tests.helpers import registration_window_open, shop_token
+from tests.mailbox import smtp_server
 
 pytestmark = pytest.mark.django_db
 
 
-def register(slug: str, body: object) -> object:
-    return Client().post(
+@pytest.fixture
+def mailbox(settings):
+    with smtp_server() as (box, port):
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
+        yield box
+
+
+def register(slug: str, body: object, **headers: str) -> object:
+    return Client(headers=headers).post(
         f"/api/v1/events/{slug}/registrations", body, content_type="application/json"
     )
 
@@ -92,6 +104,42 @@ def test_an_invitation_joins_the_line_over_the_api_once(event) -> None:
     assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_access_code"
     empty = Client().post(url, {}, content_type="application/json")
     assert empty.status_code == 400 and empty.json()["error"] == "validation_error"
+
+
+@pytest.mark.parametrize(
+    ("accept_language", "language", "confirm_subject", "lost_subject"),
+    [
+        (
+            "fr-CH, fr;q=0.9, en;q=0.5",
+            "fr",
+            "Confirmez votre inscription : ",
+            "Le résultat du tirage au sort : ",
+        ),
+        ("", "en", "Confirm your registration: ", "The draw's result: "),
+        ("tlh", "en", "Confirm your registration: ", "The draw's result: "),  # not offered
+    ],
+)
+def test_the_mails_speak_the_request_s_language(
+    event, mailbox, accept_language, language, confirm_subject, lost_subject
+) -> None:
+    registration_window_open(event, winners=0, waitlist=0)
+    headers = {"accept-language": accept_language} if accept_language else {}
+    made = register(event.slug, {"email": "fan@example.com"}, **headers)
+    assert made.status_code == 201
+    registration = Registration.objects.get()
+    assert registration.language == language
+    assert registration_mail_send(registration_id=str(registration.id), now=timezone.now())
+    assert not registration_mail_send(registration_id=str(registration.id), now=timezone.now())
+    token = confirm_token(event.registration_window.identity_key, registration.id)
+    assert Client().get(f"/api/v1/registrations/confirm/{token}").status_code == 200
+    window = event.registration_window
+    window.closes_at = timezone.now() - timedelta(seconds=1)
+    window.save(update_fields=["closes_at"])
+    registration_draw(event_id=event.id, now=timezone.now())
+    assert registration_mails_send(event_id=event.id, now=timezone.now()) == 1
+    confirmation, lost = mailbox.messages
+    assert confirmation["Subject"] == confirm_subject + event.name
+    assert lost["Subject"] == lost_subject + event.name
 
 
 def test_registering_takes_the_join_s_proof_of_work_and_limits(make_event, settings) -> None:

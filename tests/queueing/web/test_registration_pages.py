@@ -1,7 +1,7 @@
 """The fans' pages of a draw (queueing/web/registration_pages.py): the form before, during and
 after the window, bad input answered on the page with the contract's status, the mailed link's
-page confirming only on its button, the outcomes after the draw, and the invitation's button
-into the line."""
+page confirming only on its button, the outcomes after the draw, the invitation's button
+into the line, and the mails in the language the page was in."""
 
 from __future__ import annotations
 
@@ -13,13 +13,23 @@ from django.test import Client
 from django.utils import timezone
 
 from queueing.line.draw import registration_draw
-from queueing.line.registration import registration_create
+from queueing.line.outcome_mails import registration_mails_send
+from queueing.line.registration import registration_create, registration_mail_send
 from queueing.models import Registration, RegistrationWindow
 from queueing.rules.registrations import confirm_token
 from staff.services import TierSpec
 from tests.helpers import registration_window_open, registrations_made, shop_token
+from tests.mailbox import smtp_server
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def mailbox(settings):
+    with smtp_server() as (box, port):
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
+        yield box
 
 
 def text(answer: Any) -> str:
@@ -213,6 +223,64 @@ def test_the_page_speaks_the_fans_language(event) -> None:
     registration_window_open(event)
     answer = Client(headers={"accept-language": "de"}).get(f"/e/{event.slug}/register/")
     assert 'lang="de"' in text(answer) and "Zur Auslosung anmelden" in text(answer)
+
+
+@pytest.mark.parametrize(
+    ("accept_language", "chosen", "confirm_subject", "invited_subject", "invited_words"),
+    [
+        (
+            "de",
+            None,
+            "Bestätigen Sie Ihre Anmeldung: ",
+            "Sie können sich anstellen: ",
+            "Ihr Einladungscode",
+        ),
+        # The language switcher's choice wins over the browser's, as for the page itself.
+        (
+            "en",
+            "fr",
+            "Confirmez votre inscription : ",
+            "Vous pouvez rejoindre la file : ",
+            "Vous avez été tiré au sort pour",
+        ),
+        (
+            "en",
+            None,
+            "Confirm your registration: ",
+            "You can join the line: ",
+            "Your invitation code",
+        ),
+    ],
+)
+def test_the_mails_speak_the_language_of_the_page_registered_on(
+    event,
+    mailbox,
+    settings,
+    accept_language,
+    chosen,
+    confirm_subject,
+    invited_subject,
+    invited_words,
+) -> None:
+    registration_window_open(event, winners=1, waitlist=0)
+    fan = Client(headers={"accept-language": accept_language})
+    if chosen:
+        fan.cookies[settings.LANGUAGE_COOKIE_NAME] = chosen
+    assert fan.post(f"/e/{event.slug}/register/", {"email": "fan@example.com"}).status_code == 200
+    registration = Registration.objects.get()
+    assert registration.language == (chosen or accept_language)
+    # The worker's tasks, run here: the confirmation link, then (confirmed, drawn) the outcome.
+    assert registration_mail_send(registration_id=str(registration.id), now=timezone.now())
+    assert not registration_mail_send(registration_id=str(registration.id), now=timezone.now())
+    assert fan.post(link_of(event, registration)).status_code == 200
+    draw_now(event)
+    assert registration_mails_send(event_id=event.id, now=timezone.now()) == 1
+    assert registration_mails_send(event_id=event.id, now=timezone.now()) == 0
+    confirmation, invited = mailbox.messages
+    assert confirmation["Subject"] == confirm_subject + event.name
+    assert link_of(event, registration) in confirmation.get_content()
+    assert invited["Subject"] == invited_subject + event.name
+    assert invited_words in invited.get_content()
 
 
 def test_the_joins_limits_are_spent_and_said_on_the_page(event, settings) -> None:
