@@ -152,7 +152,12 @@ def _words(
             "You were not among the winners of the draw for %(event)s, but you are on its "
             "waitlist (rank %(rank)s in your tier). If an invitation lapses unused, the next "
             "fan on the waitlist is invited: we will mail you then."
-        ) % {"event": event.name, "rank": registration.draw_rank}
+        ) % {
+            "event": event.name,
+            # The place on the waitlist, as the fan's page says it: the first ``winners`` of
+            # the tier's draw order won.
+            "rank": (registration.draw_rank or 0) - window.winners,
+        }
     else:
         subject = gettext("The draw's result: %(event)s") % {"event": event.name}
         body = gettext("You were not drawn for %(event)s this time. Thank you for registering.") % {

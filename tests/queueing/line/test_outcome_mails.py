@@ -77,6 +77,9 @@ def test_a_waitlisted_fan_invited_as_an_invitation_lapses_is_mailed_again(event,
     window = drawn(event, winners=1, waitlist=1, by_mail=3)
     registration_mails_send(event_id=event.id, now=timezone.now())
     waiting = Registration.objects.get(outcome="waitlisted")
+    # Told their place on the waitlist (the first after the one winner), as their page says.
+    told = next(m for m in mailbox.messages if m["Subject"].startswith("You are on the waitlist"))
+    assert "(rank 1 in your tier)" in told.get_content()
     invitations_lapse(now=window.drawn_at + timedelta(hours=49))
     assert registration_mails_send(event_id=event.id, now=timezone.now()) == 1
     last = mailbox.messages[-1]
@@ -105,7 +108,7 @@ def test_each_outcome_is_told_in_the_language_the_fan_registered_in(event, mailb
     assert told["won"]["Subject"] == f"Sie können sich anstellen: {event.name}"
     assert "Ihr Einladungscode (er funktioniert einmal, bis" in told["won"].get_content()
     assert told["waitlisted"]["Subject"] == f"Sie stehen auf der Warteliste: {event.name}"
-    assert "(Rang 2 in Ihrer Kategorie)" in told["waitlisted"].get_content()
+    assert "(Rang 1 in Ihrer Kategorie)" in told["waitlisted"].get_content()
     assert told["lost"]["Subject"] == f"Das Ergebnis der Auslosung: {event.name}"
     assert "Sie wurden diesmal für" in told["lost"].get_content()
     for message in told.values():
