@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -250,6 +250,8 @@ def registration_create(
         existing = Registration.objects.select_related("tier").get(
             event=event, identity_hash=digest
         )
+        if route == "email":
+            _confirmation_mailed_again(existing, now=now)
         return Registered(
             registration=existing,
             tier=existing.tier.name,
@@ -278,6 +280,27 @@ def _drawn_shop_registration(*, event: Event, shop_token: str, now: datetime) ->
     if existing is None:
         raise EventClosed("Registration for this on-sale has closed.")
     return _as_registered(existing)
+
+
+# A pending address that registers again is mailed its link again, at most this often (and
+# within the join's budget per address): the first mail may have been lost or filtered.
+MAIL_AGAIN_AFTER = timedelta(minutes=5)
+
+
+def _confirmation_mailed_again(registration: Registration, *, now: datetime) -> None:
+    """The confirmation link sent again to a pending address that registers again, once the
+    last one is ``MAIL_AGAIN_AFTER`` old: released by a compare-and-set on when it was sent,
+    so that two such requests send one mail."""
+    sent_at = registration.confirm_mail_sent_at
+    if registration.status != RegistrationStatus.PENDING or sent_at is None:
+        return  # confirmed (nothing to confirm), or its first mail is still on its way
+    if now - sent_at < MAIL_AGAIN_AFTER:
+        return
+    released = Registration.objects.filter(
+        id=registration.id, status=RegistrationStatus.PENDING, confirm_mail_sent_at=sent_at
+    ).update(confirm_mail_sent_at=None)
+    if released:
+        _mail_soon(registration.id)
 
 
 def _mail_soon(registration_id: uuid.UUID) -> None:

@@ -45,6 +45,14 @@ class InvitationOutputSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["sent", "used", "lapsed"])
 
 
+class RegistrationMailedSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=["check_mail"],
+        help_text="the same for a new address and one registered already: see the mail",
+    )
+    detail = serializers.CharField()
+
+
 class RegistrationOutputSerializer(serializers.Serializer):
     registration = serializers.UUIDField()
     status = serializers.ChoiceField(choices=["pending", "confirmed"])
@@ -98,6 +106,7 @@ class RegistrationCreateApi(APIView):
         responses={
             201: RegistrationOutputSerializer,
             200: RegistrationOutputSerializer,
+            202: RegistrationMailedSerializer,
             **errors(400, 401, 404, 409),
         },
     )
@@ -121,6 +130,17 @@ class RegistrationCreateApi(APIView):
             # LocaleMiddleware): the confirmation and outcome mails speak it.
             language=get_language() or settings.LANGUAGE_CODE,
         )
+        if registered.registration.route == "email":
+            # The same answer whether the address is new or had registered: whoever knows an
+            # address learns nothing of its registration here (not whether there is one, nor
+            # its id or state). Its owner reads it through the mailed link.
+            return Response(
+                {
+                    "status": "check_mail",
+                    "detail": "A link to confirm the registration is mailed to the address.",
+                },
+                status=202,
+            )
         return Response(registration_output(registered), status=201 if registered.created else 200)
 
 

@@ -12,7 +12,11 @@ from django.utils import timezone
 
 from queueing.line.draw import registration_draw
 from queueing.line.outcome_mails import registration_mails_send
-from queueing.line.registration import registration_create, registration_mail_send
+from queueing.line.registration import (
+    registration_confirm,
+    registration_create,
+    registration_mail_send,
+)
 from queueing.models import Registration
 from queueing.rules.registrations import confirm_token
 from tests.helpers import registration_window_open, shop_token
@@ -38,13 +42,55 @@ def register(slug: str, body: object, **headers: str) -> object:
 def test_both_routes_register_over_the_api(event) -> None:
     registration_window_open(event)
     made = register(event.slug, {"email": "fan@example.com"})
-    assert made.status_code == 201
-    assert made.json()["status"] == "pending" and made.json()["tier"] == "General"
+    assert made.status_code == 202 and made.json()["status"] == "check_mail"
+    assert Registration.objects.get().status == "pending"
     again = register(event.slug, {"email": "FAN@example.com"})
-    assert again.status_code == 200 and again.json() == made.json()
+    assert again.status_code == 202 and again.json() == made.json()
+    assert Registration.objects.count() == 1
     shop = register(event.slug, {"shop_token": shop_token("acct-9", slug=event.slug)})
     assert shop.status_code == 201 and shop.json()["status"] == "confirmed"
-    assert set(made.json()) == {"registration", "status", "tier", "hash", "outcome", "invitation"}
+    assert set(shop.json()) == {"registration", "status", "tier", "hash", "outcome", "invitation"}
+
+
+def test_an_address_s_registration_is_told_to_nobody_who_only_knows_the_address(event) -> None:
+    registration_window_open(event)
+    known = registration_create(event=event, now=timezone.now(), email="known@example.com")
+    registration_confirm(
+        token=confirm_token(event.registration_window.identity_key, known.registration.id),
+        now=timezone.now(),
+    )
+    # An address registered and confirmed, and one never seen: the same answer, naming
+    # neither the registration nor its state.
+    asked = register(event.slug, {"email": "known@example.com"})
+    fresh = register(event.slug, {"email": "fresh@example.com"})
+    assert (asked.status_code, asked.json()) == (fresh.status_code, fresh.json())
+    assert str(known.registration.id) not in asked.content.decode()
+    assert known.registration.public_hash not in asked.content.decode()
+
+
+def test_a_pending_address_registering_again_is_mailed_its_link_again_not_at_once(
+    event, mailbox
+) -> None:
+    registration_window_open(event)
+    register(event.slug, {"email": "lost@example.com"})
+    registration = Registration.objects.get()
+    first = timezone.now() - timedelta(minutes=6)
+    assert registration_mail_send(registration_id=str(registration.id), now=first)
+    # Within five minutes of the last mail: nothing more is sent.
+    Registration.objects.filter(id=registration.id).update(
+        confirm_mail_sent_at=timezone.now() - timedelta(minutes=1)
+    )
+    register(event.slug, {"email": "lost@example.com"})
+    registration.refresh_from_db()
+    assert registration.confirm_mail_sent_at < timezone.now() - timedelta(seconds=30)
+    # Past them: the link goes again (the worker's task; here sent by hand), once.
+    Registration.objects.filter(id=registration.id).update(confirm_mail_sent_at=first)
+    register(event.slug, {"email": "lost@example.com"})
+    registration.refresh_from_db()
+    assert registration.confirm_mail_sent_at is None
+    assert registration_mail_send(registration_id=str(registration.id), now=timezone.now())
+    assert not registration_mail_send(registration_id=str(registration.id), now=timezone.now())
+    assert [m["To"] for m in mailbox.messages] == ["lost@example.com", "lost@example.com"]
 
 
 @pytest.mark.parametrize(
@@ -125,7 +171,7 @@ def test_the_mails_speak_the_request_s_language(
     registration_window_open(event, winners=0, waitlist=0)
     headers = {"accept-language": accept_language} if accept_language else {}
     made = register(event.slug, {"email": "fan@example.com"}, **headers)
-    assert made.status_code == 201
+    assert made.status_code == 202
     registration = Registration.objects.get()
     assert registration.language == language
     assert registration_mail_send(registration_id=str(registration.id), now=timezone.now())
@@ -150,6 +196,6 @@ def test_registering_takes_the_join_s_proof_of_work_and_limits(make_event, setti
     settings.WR_JOIN_LIMIT_PER_IDENTITY = 1
     plain = make_event(slug="limited")
     registration_window_open(plain)
-    assert register(plain.slug, {"email": "other@example.com"}).status_code == 201
+    assert register(plain.slug, {"email": "other@example.com"}).status_code == 202
     again = register(plain.slug, {"email": "other@example.com"})
     assert again.status_code == 429 and again.json()["error"] == "rate_limited"
