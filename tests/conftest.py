@@ -12,6 +12,7 @@ from events.models import Event
 from queueing import in_process
 from queueing.hot.client import reachability_reset
 from staff.services import TierSpec, event_create
+from tests.mailbox import Mailbox, smtp_server
 
 
 @pytest.fixture(autouse=True)
@@ -92,3 +93,12 @@ def _no_stray_database_sessions(django_db_setup: None, django_db_blocker: Any) -
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
+
+
+@pytest.fixture
+def mailbox(settings: Any) -> Iterator[Mailbox]:
+    """The room's mail sent to a local SMTP server (tests/mailbox.py), its messages kept."""
+    with smtp_server() as (box, port):
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
+        yield box

@@ -25,14 +25,6 @@ from tests.processes import running_stack, wait_until
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def mailbox(settings):
-    with smtp_server() as (box, port):
-        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
-        yield box
-
-
 def drawn(event, *, winners: int, waitlist: int, by_mail: int, by_shop: int = 0):
     window = registration_window_open(event, winners=winners, waitlist=waitlist)
     registrations_made(event, by_mail=by_mail, by_shop=by_shop)

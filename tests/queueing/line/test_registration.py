@@ -28,17 +28,8 @@ from queueing.rules.errors import (
 )
 from staff.services import TierSpec
 from tests.helpers import registration_window_open, shop_token
-from tests.mailbox import smtp_server
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def mailbox(settings):
-    with smtp_server() as (box, port):
-        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
-        yield box
 
 
 def test_an_address_registers_pending_and_again_answers_the_same(event) -> None:

@@ -19,14 +19,6 @@ from tests.processes import running_stack, wait_until
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def mailbox(settings):
-    with smtp_server() as (box, port):
-        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
-        yield box
-
-
 def in_line(slug: str, **headers: str) -> Client:
     fan = new_fan()
     fan.post(f"/e/{slug}/", **headers)

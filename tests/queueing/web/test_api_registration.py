@@ -20,17 +20,8 @@ from queueing.line.registration import (
 from queueing.models import Registration
 from queueing.rules.registrations import confirm_token
 from tests.helpers import registration_window_open, shop_token
-from tests.mailbox import smtp_server
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def mailbox(settings):
-    with smtp_server() as (box, port):
-        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
-        yield box
 
 
 def register(slug: str, body: object, **headers: str) -> object:

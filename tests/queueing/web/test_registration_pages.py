@@ -19,17 +19,8 @@ from queueing.models import Registration, RegistrationWindow
 from queueing.rules.registrations import confirm_token
 from staff.services import TierSpec
 from tests.helpers import registration_window_open, registrations_made, shop_token
-from tests.mailbox import smtp_server
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def mailbox(settings):
-    with smtp_server() as (box, port):
-        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
-        yield box
 
 
 def text(answer: Any) -> str:
