@@ -98,17 +98,14 @@ def _fairness(
     )
 
 
-# Each admitted ticket's first admission, in the trail's order, with the key it was admitted
-# by (the trail's, else the entry's) and its tier, leaving out the fans passed over while
-# away who came back (``back``: let in from the front of their tier after some who were
-# behind them, by the away rule, not the line's order; counted apart as
-# ``came_back_after_turn``): the rule of ``_first_admissions``, in one
-# query that sends only a tier name and a number per fan (the trail's rows and their JSON
-# stay in PostgreSQL), so that a report of a million fans loads what it counts.
-_ORDER_SQL = f"""
-SELECT t.name,
-       COALESCE(CASE WHEN jsonb_typeof(a.data -> 'order_key') = 'number'
-                     THEN (a.data ->> 'order_key')::numeric::bigint END, q.order_key)
+# Each admitted ticket's first admission, in the trail's order, leaving out the fans passed
+# over while away who came back (``back``: let in from the front of their tier after some who
+# were behind them, by the away rule, not the line's order; counted apart as
+# ``came_back_after_turn``): the rule of ``_first_admissions``, in one query that sends only
+# what is counted per fan (the trail's rows and their JSON stay in PostgreSQL), so that a
+# report of a million fans loads what it counts. Parameters: the event, ``admitted``, the
+# event, the event, ``back``.
+_FIRST_ADMISSIONS = f"""
   FROM (SELECT DISTINCT ON (ticket_id) ticket_id, seq, data
           FROM {AuditRecord._meta.db_table}
          WHERE event_id = %s AND action = %s AND ticket_id IS NOT NULL
@@ -120,28 +117,29 @@ SELECT t.name,
  ORDER BY a.seq
 """
 
+# Its tier and the key it was admitted by (the trail's, else the entry's).
+_ORDER_SQL = (
+    """
+SELECT t.name,
+       COALESCE(CASE WHEN jsonb_typeof(a.data -> 'order_key') = 'number'
+                     THEN (a.data ->> 'order_key')::numeric::bigint END, q.order_key)"""
+    + _FIRST_ADMISSIONS
+)
 
-# A random line's first admissions (the same rule as ``_ORDER_SQL``): the ticket, its entry id,
-# the key recorded, the run's settled id and the ticket its joined record says the place is the
-# hash of (a rejoin keeps an unused place), recomputed against the revealed seed here.
-_RANDOM_ORDER_SQL = f"""
+# A random line's: the ticket, its entry id, the key recorded, the run's settled id and the
+# ticket its joined record says the place is the hash of (a rejoin keeps an unused place),
+# recomputed against the revealed seed here. Two parameters more first: the event, ``joined``.
+_RANDOM_ORDER_SQL = (
+    f"""
 SELECT t.name, a.ticket_id, q.id,
        CASE WHEN jsonb_typeof(a.data -> 'order_key') = 'number'
             THEN (a.data ->> 'order_key')::numeric::bigint END,
        CASE WHEN jsonb_typeof(a.data -> 'settled_id') = 'number'
             THEN (a.data ->> 'settled_id')::numeric::bigint END,
        (SELECT j.data ->> 'placed_by' FROM {AuditRecord._meta.db_table} j
-         WHERE j.ticket_id = a.ticket_id AND j.event_id = %s AND j.action = %s LIMIT 1)
-  FROM (SELECT DISTINCT ON (ticket_id) ticket_id, seq, data
-          FROM {AuditRecord._meta.db_table}
-         WHERE event_id = %s AND action = %s AND ticket_id IS NOT NULL
-         ORDER BY ticket_id, seq) a
-  JOIN {QueueEntry._meta.db_table} q ON q.public_id = a.ticket_id AND q.event_id = %s
-  JOIN {Tier._meta.db_table} t ON t.id = q.tier_id
- WHERE NOT EXISTS (SELECT 1 FROM {AuditRecord._meta.db_table} b
-                    WHERE b.ticket_id = a.ticket_id AND b.event_id = %s AND b.action = %s)
- ORDER BY a.seq
-"""
+         WHERE j.ticket_id = a.ticket_id AND j.event_id = %s AND j.action = %s LIMIT 1)"""
+    + _FIRST_ADMISSIONS
+)
 
 
 def _random_fairness(event: Event) -> Fairness:
