@@ -149,7 +149,7 @@ def test_a_new_page_keeps_the_message_the_server_rendered_over_an_older_tick(mak
             page.add_init_script(SOCKET_MESSAGES)
             page.goto(f"{base}/e/stale/")
             page.wait_for_selector("#position")
-            page.wait_for_function("window.__received.includes('snapshot')", timeout=10_000)
+            wait_for_true(page, "window.__received.includes('snapshot')")
             assert page.locator("#staff-message-text").is_visible()
             assert page.inner_text("#staff-message-body") == "Back at nine."
 
